@@ -1,0 +1,78 @@
+"""jmslike: the JMS programming model for Python, with ordering groups.
+
+Start with ``ConnectionFactory("embedded://")`` (an in-process broker, no server) and
+read docs/ordering.md for the ordering-group rules (ORD-1..ORD-20). This module only
+re-exports the public names; ``__all__`` is pinned by a test.
+"""
+
+from jmslike.config import FactorySettings
+from jmslike.connection import Connection, ConnectionFactory
+from jmslike.consumer import MessageConsumer, QueueBrowser
+from jmslike.container import MessageListenerContainer
+from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.errors import (
+    ConfigurationError,
+    ConnectionFailedError,
+    IllegalStateError,
+    InvalidArgumentError,
+    InvalidClientIDError,
+    InvalidDestinationError,
+    InvalidOrderingGroupError,
+    InvalidSelectorError,
+    JMSException,
+    JMSSecurityError,
+    ListenerError,
+    MessageFormatError,
+    MessageNotReadableError,
+    MessageNotWriteableError,
+    OrderingError,
+    TransactionInProgressError,
+    TransactionRolledBackError,
+)
+from jmslike.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
+from jmslike.producer import MessageProducer
+from jmslike.session import Session
+from jmslike.spi.provider import Capabilities, OrderingMode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BytesMessage",
+    "Capabilities",
+    "ConfigurationError",
+    "Connection",
+    "ConnectionFactory",
+    "ConnectionFailedError",
+    "DeliveryMode",
+    "Destination",
+    "FactorySettings",
+    "IllegalStateError",
+    "InvalidArgumentError",
+    "InvalidClientIDError",
+    "InvalidDestinationError",
+    "InvalidOrderingGroupError",
+    "InvalidSelectorError",
+    "JMSException",
+    "JMSSecurityError",
+    "ListenerError",
+    "MapMessage",
+    "Message",
+    "MessageConsumer",
+    "MessageFormatError",
+    "MessageListenerContainer",
+    "MessageNotReadableError",
+    "MessageNotWriteableError",
+    "MessageProducer",
+    "OrderingError",
+    "OrderingMode",
+    "Queue",
+    "QueueBrowser",
+    "Session",
+    "TemporaryQueue",
+    "TemporaryTopic",
+    "TextMessage",
+    "Topic",
+    "TransactionInProgressError",
+    "TransactionRolledBackError",
+    "__version__",
+]

@@ -1,0 +1,140 @@
+"""The thread model: where user code runs.
+
+* A connection's I/O belongs to its provider (a socket reader, a reactor thread, or for
+  the embedded broker whichever thread changed the broker). Providers only append
+  deliveries to consumer buffers; no user code ever runs there.
+* Each session that has a message listener gets one dispatcher thread, and its
+  listeners run there and only there, one message at a time, as JMS requires of a
+  session. The work queue is bounded by flow credit: a listener consumer asks the broker
+  for its next message only when the one before it is done.
+* Exception listeners run on one notifier thread per connection, so a slow or failing
+  exception listener never stalls I/O or message delivery.
+* A listener that raises is reported (``ListenerError`` to the exception listener) and the
+  dispatcher keeps running.
+
+docs/threading.md tells the same story for users.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from jmslike.errors import JMSException
+
+__all__ = ["ExceptionNotifier", "ListenerTarget", "SessionDispatcher"]
+
+log = logging.getLogger("jmslike.dispatch")
+
+_STOP = object()
+
+
+class ListenerTarget(Protocol):
+    """A consumer as the dispatcher sees it."""
+
+    def _dispatch_one(self) -> None:
+        """Deliver the next buffered message to the listener, if there is one and it is due."""
+
+
+class SessionDispatcher:
+    """One thread per session that runs the session's message listeners, serially."""
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._idle = threading.Condition()
+        self._busy = False
+        self._thread.start()
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def wake(self, target: ListenerTarget) -> None:
+        """Ask the dispatcher to look at ``target``'s buffer (any thread, never blocks)."""
+        self._queue.put(target)
+
+    def call(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the dispatcher thread, after what is already queued."""
+        self._queue.put(fn)
+
+    def in_dispatcher(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no listener is running (used by stop() and close())."""
+        if self.in_dispatcher():
+            return True
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._busy, timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish the listener in hand, then end the thread."""
+        self._queue.put(_STOP)
+        if not self.in_dispatcher():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            with self._idle:
+                self._busy = True
+            try:
+                if callable(item):
+                    item()
+                else:
+                    item._dispatch_one()  # type: ignore[attr-defined]
+            except Exception:  # the loop must survive anything
+                log.exception("dispatcher %s: unexpected error", self._thread.name)
+            finally:
+                with self._idle:
+                    self._busy = False
+                    self._idle.notify_all()
+
+
+class ExceptionNotifier:
+    """Delivers errors to a connection's exception listener on a thread of its own."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.listener: Callable[[JMSException], None] | None = None
+
+    def report(self, exc: JMSException) -> None:
+        """Queue ``exc`` for the exception listener; log it when there is none."""
+        if self.listener is None:
+            log.warning("%s: %s (no exception listener set)", self._name, exc)
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put(exc)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            listener = self.listener
+            if listener is None:
+                continue
+            try:
+                listener(item)  # type: ignore[arg-type]
+            except Exception:
+                log.exception("exception listener of %s raised", self._name)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(_STOP)
+                if threading.current_thread() is not self._thread:
+                    self._thread.join(5.0)
+                self._thread = None

@@ -1,0 +1,276 @@
+"""ConnectionFactory and Connection: settings in, a provider connection out.
+
+The factory resolves the URL to a provider through the plugin registry and folds its
+settings (keyword arguments over the URL query over defaults, see ``jmslike.config``)
+once, so a bad URL or setting fails at construction, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from jmslike._dispatch import ExceptionNotifier
+from jmslike.config import FactorySettings, ParsedURL, parse_url, redact_url
+from jmslike.errors import (
+    IllegalStateError,
+    InvalidArgumentError,
+    InvalidClientIDError,
+    JMSException,
+)
+from jmslike.session import Session
+from jmslike.spi.provider import Capabilities, Provider
+from jmslike.spi.registry import get_registry
+
+__all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
+
+log = logging.getLogger("jmslike.connection")
+
+ExceptionListener = Callable[[JMSException], object]
+
+DEFAULT_URL = "embedded://"
+
+
+class ConnectionFactory:
+    """Creates connections to one broker URL with one set of settings (JMS ConnectionFactory).
+
+    ``ConnectionFactory("embedded://")`` needs no server; ``stomp://``, ``amqp://`` and
+    others come from provider plugins. Keyword arguments are settings of
+    :class:`jmslike.config.FactorySettings` (``enable_ordering_group``, ``client_id``,
+    ``prefetch``, ``max_redeliveries``...); they override the same keys in the URL query.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        **settings: Any,
+    ) -> None:
+        self.url: ParsedURL = parse_url(url)
+        scheme = self.url.members[0].scheme if self.url.members else self.url.scheme
+        self._provider: Provider = get_registry().provider_for(scheme)
+        base = FactorySettings()
+        names = self._provider.setting_names
+        if self.url.query:
+            base = base.merged(self.url.query, f"the query of URL {redact_url(url)!r}", names)
+        if settings:
+            base = base.merged(settings, "ConnectionFactory keyword arguments", names)
+        self.settings = base
+        self._user = user if user is not None else self.url.user
+        self._password = password if password is not None else self.url.password
+
+    def __repr__(self) -> str:
+        return f"<ConnectionFactory {self.url} provider={self._provider.name}>"
+
+    @classmethod
+    def from_config(cls, name: str, path: str | None = None) -> ConnectionFactory:
+        """A named factory from ``jmslike.toml`` (``$JMSLIKE_CONFIG`` or the working dir)."""
+        from jmslike.configfile import load_factory_config
+
+        url, user, password, settings = load_factory_config(name, path)
+        return cls(url, user=user, password=password, **settings)
+
+    def create_connection(self, user: str | None = None, password: str | None = None) -> Connection:
+        """Open a connection (stopped: call ``start()`` to receive)."""
+        return Connection(
+            self,
+            user if user is not None else self._user,
+            password if password is not None else self._password,
+        )
+
+
+class Connection:
+    """An open connection to a broker (JMS Connection); a context manager."""
+
+    def __init__(self, factory: ConnectionFactory, user: str | None, password: str | None) -> None:
+        self._factory = factory
+        self._settings = factory.settings
+        self._ids = itertools.count(1)
+        self._id_prefix = f"{secrets.token_hex(6)}-{int(time.time()) & 0xFFFFFF:x}"
+        self._notifier = ExceptionNotifier(f"jmslike-exceptions-{self._id_prefix}")
+        self._provider = factory._provider.connect(
+            factory.url, self._settings, user, password, self._report
+        )
+        self._sessions: list[Session] = []
+        self._lock = threading.RLock()
+        self._start_cond = threading.Condition()
+        self._started = False
+        self._closed = False
+        self._used = False
+        self._client_id: str | None = None
+        if self._settings.client_id:
+            self._claim_client_id(self._settings.client_id)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("started" if self._started else "stopped")
+        return f"<Connection {self._factory.url} {state}>"
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    # ------------------------------------------------------------- identity
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the broker does natively, and how ordering is kept (ORD-16)."""
+        return self._provider.capabilities
+
+    @property
+    def client_id(self) -> str | None:
+        return self._client_id
+
+    @client_id.setter
+    def client_id(self, value: str) -> None:
+        self.set_client_id(value)
+
+    def get_client_id(self) -> str | None:
+        return self._client_id
+
+    def set_client_id(self, client_id: str) -> None:
+        """Set the client id; only before the connection is first used (JMS setClientID)."""
+        self._check_open()
+        if not isinstance(client_id, str) or not client_id:
+            raise InvalidArgumentError(f"client id {client_id!r}: need a non-empty str")
+        if self._client_id is not None or self._used:
+            raise IllegalStateError(
+                f"client id can only be set once, before the connection is used "
+                f"(it is {self._client_id!r})"
+            )
+        self._claim_client_id(client_id)
+
+    def _claim_client_id(self, client_id: str) -> None:
+        try:
+            self._provider.set_client_id(client_id)
+        except InvalidClientIDError:
+            raise
+        self._client_id = client_id
+
+    # ------------------------------------------------------------ listeners
+    @property
+    def exception_listener(self) -> ExceptionListener | None:
+        return self._notifier.listener
+
+    @exception_listener.setter
+    def exception_listener(self, listener: ExceptionListener | None) -> None:
+        self.set_exception_listener(listener)
+
+    def set_exception_listener(self, listener: ExceptionListener | None) -> None:
+        """Errors that no call returns (lost connection, a raising message listener) go
+        here, on a notifier thread of this connection."""
+        self._check_open()
+        if listener is not None and not callable(listener):
+            raise InvalidArgumentError(f"exception listener {listener!r} is not callable")
+        self._notifier.listener = listener
+
+    def get_exception_listener(self) -> ExceptionListener | None:
+        return self._notifier.listener
+
+    def _report(self, exc: JMSException) -> None:
+        self._notifier.report(exc)
+
+    # --------------------------------------------------------------- sessions
+    def create_session(
+        self, transacted: bool = False, acknowledge_mode: int = Session.AUTO_ACKNOWLEDGE
+    ) -> Session:
+        """A new session; ``transacted=True`` or ``Session.SESSION_TRANSACTED`` for a
+        transacted one."""
+        self._check_open()
+        self._used = True
+        session = Session(self, transacted, acknowledge_mode)
+        with self._lock:
+            self._sessions.append(session)
+        return session
+
+    def _forget_session(self, session: Session) -> None:
+        with self._lock:
+            if session in self._sessions:
+                self._sessions.remove(session)
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start (or resume) delivery to receivers and listeners."""
+        self._check_open()
+        self._used = True
+        with self._start_cond:
+            if self._started:
+                return
+            self._started = True
+            self._start_cond.notify_all()
+        self._provider.start()
+        for session in list(self._sessions):
+            session._on_start()
+
+    def stop(self) -> None:
+        """Pause delivery; returns once running listeners have finished (JMS stop)."""
+        self._check_open()
+        if self._in_own_listener():
+            raise IllegalStateError("a connection cannot be stopped from its own message listener")
+        with self._start_cond:
+            self._started = False
+        self._provider.stop()
+        for session in list(self._sessions):
+            if session._dispatcher is not None:
+                session._dispatcher.wait_idle()
+
+    def _wait_started(self, timeout: float | None) -> bool:
+        with self._start_cond:
+            return self._start_cond.wait_for(
+                lambda: self._started or self._closed, timeout
+            )
+
+    def _in_own_listener(self) -> bool:
+        return any(
+            s._dispatcher is not None and s._dispatcher.in_dispatcher() for s in self._sessions
+        )
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("connection is closed")
+
+    def close(self) -> None:
+        """Close sessions (giving back unfinished messages, ORD-10) and the connection."""
+        if self._closed:
+            return
+        if self._in_own_listener():
+            raise IllegalStateError("a connection cannot be closed from its own message listener")
+        with self._start_cond:
+            self._started = False
+            self._start_cond.notify_all()
+        errors: list[BaseException] = []
+        for session in list(self._sessions):
+            try:
+                session.close()
+            except Exception as exc:  # keep closing the rest
+                errors.append(exc)
+        self._closed = True
+        with self._start_cond:
+            self._start_cond.notify_all()
+        try:
+            self._provider.close()
+        finally:
+            self._notifier.close()
+        if errors:
+            first = errors[0]
+            if isinstance(first, JMSException):
+                raise first
+            raise JMSException(f"error while closing {self!r}: {first}") from first

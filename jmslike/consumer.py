@@ -1,0 +1,316 @@
+"""MessageConsumer and QueueBrowser.
+
+A consumer owns a small buffer that its provider fills through ``_sink`` (on an I/O
+thread, or for the embedded broker on whichever thread changed the broker). The
+application takes from the buffer with ``receive()``, or the session's dispatcher thread
+takes from it for a listener. Credit is asked of the provider only when the buffer is
+empty, so a consumer never sits on more of a group than it is about to process (ORD-9).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from jmslike.destination import Destination
+from jmslike.errors import IllegalStateError, InvalidArgumentError
+from jmslike.message import Message
+
+if TYPE_CHECKING:
+    from jmslike.session import Session
+    from jmslike.spi.provider import ProviderConsumer
+
+__all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
+
+log = logging.getLogger("jmslike.consumer")
+
+MessageListener = Callable[[Message], object]
+
+Buffered = tuple[Message, Any, float]
+"""(message, provider token, not-before time) waiting in a consumer's buffer."""
+
+
+class MessageConsumer:
+    """Receives messages from one destination (JMS MessageConsumer)."""
+
+    def __init__(
+        self,
+        session: Session,
+        destination: Destination,
+        *,
+        selector: str | None,
+        no_local: bool = False,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+    ) -> None:
+        self._session = session
+        self._connection = session._connection
+        self.destination = destination
+        self.message_selector = selector
+        self.no_local = no_local
+        self.subscription_name = subscription
+        self._buffer: deque[Buffered] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._credit = 0
+        self._prefetch = session._connection._settings.prefetch
+        self._listener: MessageListener | None = None
+        self._last: Any = None  # AUTO/DUPS_OK with receive(): the delivery not yet finished
+        self._closed = False
+        self._warned_groups = selector is None
+        self._provider: ProviderConsumer = session._provider.create_consumer(
+            destination,
+            self._sink,
+            selector=selector,
+            no_local=no_local,
+            subscription=subscription,
+            durable=durable,
+            shared=shared,
+        )
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"buffered={len(self._buffer)}"
+        return f"<MessageConsumer {self.destination} {state}>"
+
+    def __enter__(self) -> MessageConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ provider side
+    def _sink(self, message: Message, token: Any) -> None:
+        """Called by the provider for each delivery; never blocks, never runs user code."""
+        with self._cond:
+            self._credit -= 1
+            self._buffer.append((message, token, 0.0))
+            self._cond.notify()
+        if self._listener is not None:
+            self._session._wake(self)
+
+    def _grant(self, credit: int) -> None:
+        with self._cond:
+            self._credit += credit
+        self._provider.flow(credit)
+
+    def _withdraw(self) -> None:
+        """Stop asking: a consumer nobody is waiting on must not take a group (ORD-9)."""
+        with self._cond:
+            if self._credit <= 0:
+                return
+            self._credit = 0
+        self._provider.flow(0)
+
+    def _requeue_front(self, items: list[Buffered]) -> None:
+        """Put locally redelivered messages back at the head, in order (ORD-11)."""
+        with self._cond:
+            self._buffer.extendleft(reversed(items))
+            self._cond.notify_all()
+        if self._listener is not None:
+            for _ in items:
+                self._session._wake(self)
+
+    def _pump(self) -> None:
+        """Keep a listener supplied: ask for more once the buffer is empty."""
+        if self._closed or self._listener is None or not self._connection._started:
+            return
+        with self._cond:
+            need = not self._buffer and self._credit <= 0
+        if need:
+            self._grant(self._prefetch)
+
+    def _pop_due(self) -> tuple[Buffered | None, float]:
+        """The head of the buffer if it is due; else (None, seconds until it is)."""
+        with self._cond:
+            if not self._buffer:
+                return None, 0.0
+            item = self._buffer[0]
+            wait = item[2] - time.monotonic() if item[2] else 0.0
+            if wait > 0:
+                return None, wait
+            return self._buffer.popleft(), 0.0
+
+    # ---------------------------------------------------------------- receive
+    def receive(self, timeout: float | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` seconds (None: until one comes).
+
+        Returns None on timeout, or when the consumer or its connection is closed. With
+        AUTO/DUPS_OK acknowledgement, calling receive again finishes the message returned
+        last time (ORD-10).
+        """
+        self._check_receivable()
+        if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
+            raise InvalidArgumentError(f"receive timeout {timeout!r}: need seconds >= 0 or None")
+        session = self._session
+        if self._last is not None:
+            session._finish_last(self)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        item = self._wait_for_item(deadline)
+        if item is None:
+            return None
+        return session._deliver(self, item[0], item[1])
+
+    def receive_no_wait(self) -> Message | None:
+        """A message if one can be had at once, else None."""
+        return self.receive(0.0)
+
+    def _wait_for_item(self, deadline: float | None) -> Buffered | None:
+        connection = self._connection
+        while True:
+            if self._closed:
+                return None
+            if not connection._started:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                connection._wait_started(remaining)
+                continue
+            item, wait = self._pop_due()
+            if item is not None:
+                return item
+            if not wait:
+                with self._cond:
+                    need = not self._buffer and self._credit <= 0
+                if need:
+                    self._grant(self._prefetch)
+                    continue
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._withdraw()
+                item, _ = self._pop_due()
+                return item
+            with self._cond:
+                if self._buffer and (not self._buffer[0][2] or self._buffer[0][2] <= time.monotonic()):
+                    continue
+                waits = [w for w in (remaining, wait or None) if w is not None]
+                self._cond.wait(min(waits) if waits else None)
+
+    def __iter__(self) -> Iterator[Message]:
+        """Iterate with ``receive()`` until the consumer or connection is closed."""
+        while True:
+            message = self.receive()
+            if message is None:
+                return
+            yield message
+
+    # -------------------------------------------------------------- listeners
+    @property
+    def message_listener(self) -> MessageListener | None:
+        return self._listener
+
+    @message_listener.setter
+    def message_listener(self, listener: MessageListener | None) -> None:
+        self.set_message_listener(listener)
+
+    def get_message_listener(self) -> MessageListener | None:
+        return self._listener
+
+    def set_message_listener(self, listener: MessageListener | None) -> None:
+        """Deliver messages to ``listener`` on the session's dispatcher thread (None: stop).
+
+        Setting a listener finishes a message last taken with ``receive()`` (ORD-10).
+        """
+        self._check_open()
+        if listener is not None and not callable(listener):
+            raise InvalidArgumentError(f"message listener {listener!r} is not callable")
+        if self._last is not None:
+            self._session._finish_last(self)
+        self._listener = listener
+        if listener is None:
+            self._withdraw()
+            return
+        self._session._ensure_dispatcher()
+        with self._cond:
+            pending = len(self._buffer)
+        for _ in range(pending):
+            self._session._wake(self)
+        self._pump()
+
+    def _dispatch_one(self) -> None:
+        """Run on the dispatcher thread: hand one due message to the listener."""
+        listener = self._listener
+        if self._closed or listener is None or not self._connection._started:
+            return
+        item, wait = self._pop_due()
+        if item is None:
+            if wait:
+                timer = threading.Timer(wait, self._session._wake, args=(self,))
+                timer.daemon = True
+                timer.start()
+            else:
+                self._pump()
+            return
+        self._session._run_listener(self, listener, item[0], item[1])
+        self._pump()
+
+    # ------------------------------------------------------------------ close
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError(f"consumer on {self.destination} is closed")
+        self._session._check_open()
+
+    def _check_receivable(self) -> None:
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateError(
+                f"consumer on {self.destination} has a message listener; receive() is not "
+                "allowed (JMS)"
+            )
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Close; what this consumer held unacknowledged goes back in order (ORD-10)."""
+        if self._closed:
+            return
+        self._session._close_consumer(self)
+
+    def _shutdown(self, delivered: list[Any]) -> None:
+        """Detach from the provider, giving back ``delivered`` and whatever is buffered."""
+        with self._cond:
+            self._closed = True
+            undelivered = [token for _msg, token, _nb in self._buffer]
+            self._buffer.clear()
+            self._credit = 0
+            self._cond.notify_all()
+        self._listener = None
+        self._provider.close(delivered, undelivered)
+
+    def _wake_waiters(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+
+class QueueBrowser:
+    """Looks at a queue's messages without taking them, in delivery order (ORD-20)."""
+
+    def __init__(self, session: Session, queue: Destination, selector: str | None) -> None:
+        self._session = session
+        self.queue = queue
+        self.message_selector = selector
+        self._closed = False
+
+    def __enter__(self) -> QueueBrowser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.get_enumeration())
+
+    def get_enumeration(self) -> list[Message]:
+        """A snapshot of the waiting messages, in the order they will be delivered."""
+        if self._closed:
+            raise IllegalStateError(f"browser on {self.queue} is closed")
+        self._session._check_open()
+        return list(self._session._provider.browse(self.queue, self.message_selector))
+
+    def close(self) -> None:
+        self._closed = True

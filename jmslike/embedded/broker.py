@@ -1,0 +1,430 @@
+"""The embedded broker: destinations, subscriptions, timers and the per-process registry.
+
+Every ``ConnectionFactory("embedded://name")`` in a process reaches the same ``Broker``
+(like ``vm://`` in Java), so producers and consumers on different connections meet. The
+broker lives as long as the process; messages outlive the connections that sent them.
+
+One lock guards the whole broker. It is held only for bookkeeping (no I/O, no user
+code), which keeps the broker simple and lets a topic publish touch many subscriptions
+atomically; the measured cost is in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.embedded.channel import INFLIGHT, Channel, ConsumerSlot, Entry
+from jmslike.errors import (
+    IllegalStateError,
+    InvalidClientIDError,
+    InvalidDestinationError,
+)
+from jmslike.message import Message
+from jmslike.selector import Selector, message_lookup, parse_selector
+
+__all__ = ["DLQ_REASON", "Broker", "Subscription", "get_broker"]
+
+log = logging.getLogger("jmslike.embedded")
+
+DLQ_REASON = "dlqDeliveryFailureCause"
+"""Property carrying why a message was dead-lettered (ActiveMQ's name, for familiarity)."""
+DLQ_ORIGIN = "JMS_jmslike_OriginalDestination"
+
+
+@dataclass(eq=False)
+class Subscription:
+    """A topic subscription: its own channel, fed a copy of every matching publish."""
+
+    key: Hashable
+    topic: str
+    channel: Channel
+    selector: Selector | None
+    no_local_origin: Hashable | None
+    durable: bool
+    shared: bool
+    consumers: int = 0
+
+
+class Broker:
+    """An in-process JMS broker with strict, session-pinned ordering groups."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lock = threading.Lock()
+        self._queues: dict[str, Channel] = {}
+        self._subscriptions: dict[Hashable, Subscription] = {}
+        self._by_topic: dict[str, list[Subscription]] = {}
+        self._temporary: dict[str, Hashable] = {}
+        self._client_ids: set[str] = set()
+        self._ids = itertools.count(1)
+        self._timers: list[tuple[float, int, Channel]] = []
+        self._timer_wake = threading.Condition(self.lock)
+        self._timer_thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"<Broker {self.name!r} queues={len(self._queues)} subs={len(self._subscriptions)}>"
+
+    # ---------------------------------------------------------------- naming
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def claim_client_id(self, client_id: str) -> None:
+        with self.lock:
+            if client_id in self._client_ids:
+                raise InvalidClientIDError(
+                    f"client id {client_id!r} is already in use on embedded broker {self.name!r}"
+                )
+            self._client_ids.add(client_id)
+
+    def release_client_id(self, client_id: str) -> None:
+        with self.lock:
+            self._client_ids.discard(client_id)
+
+    # ------------------------------------------------------------ channels
+    def _new_channel(self, name: str) -> Channel:
+        return Channel(name, self._schedule)
+
+    def _queue(self, destination: Destination, origin: Hashable | None = None) -> Channel:
+        key = str(destination)
+        channel = self._queues.get(key)
+        if channel is None:
+            if destination.is_temporary:
+                raise InvalidDestinationError(
+                    f"temporary destination {destination} no longer exists (its connection closed)"
+                )
+            channel = self._queues[key] = self._new_channel(key)
+        return channel
+
+    def queue_depth(self, destination: Destination) -> int:
+        """Messages waiting (not in flight) on a queue; 0 for an unknown one."""
+        with self.lock:
+            channel = self._queues.get(str(destination))
+            return channel.pending if channel else 0
+
+    def _check_temporary_owner(self, destination: Destination, origin: Hashable) -> None:
+        if destination.is_temporary:
+            owner = self._temporary.get(str(destination))
+            if owner is None:
+                raise InvalidDestinationError(f"temporary destination {destination} no longer exists")
+            if owner != origin:
+                raise InvalidDestinationError(
+                    f"{destination} belongs to another connection; only its creator may consume"
+                )
+
+    # ------------------------------------------------------------------ send
+    def send(self, destination: Destination, message: Message, origin: Hashable) -> None:
+        now = time.time()
+        with self.lock:
+            self._route(destination, message, origin, now)
+
+    def _route(self, destination: Destination, message: Message, origin: Hashable, now: float) -> None:
+        if destination.is_topic:
+            if destination.is_temporary and str(destination) not in self._temporary:
+                raise InvalidDestinationError(f"temporary destination {destination} no longer exists")
+            lookup = None
+            for sub in self._by_topic.get(str(destination), ()):
+                if sub.no_local_origin is not None and sub.no_local_origin == origin:
+                    continue
+                if sub.selector is not None:
+                    lookup = lookup or message_lookup(message)
+                    if not sub.selector.matches(lookup):
+                        continue
+                sub.channel.enqueue(message, origin, now)
+                if sub.channel.waiting:
+                    sub.channel.dispatch(now)
+            return
+        channel = self._queue(destination)
+        channel.enqueue(message, origin, now)
+        if channel.waiting:
+            channel.dispatch(now)
+
+    def commit(
+        self,
+        sends: Sequence[tuple[Destination, Message]],
+        acks: Iterable[Entry],
+        origin: Hashable,
+    ) -> None:
+        """A transaction's sends and acknowledgements, applied at once (ORD-8)."""
+        now = time.time()
+        with self.lock:
+            for destination, _message in sends:  # check first: all or nothing
+                if destination.is_temporary and str(destination) not in self._temporary:
+                    raise InvalidDestinationError(
+                        f"temporary destination {destination} no longer exists"
+                    )
+            for destination, message in sends:
+                self._route(destination, message, origin, now)
+            self._finish_locked(acks, now)
+
+    # ------------------------------------------------------- acknowledgement
+    def acknowledge(self, entries: Iterable[Entry]) -> None:
+        now = time.time()
+        with self.lock:
+            self._finish_locked(entries, now)
+
+    def _finish_locked(self, entries: Iterable[Entry], now: float) -> None:
+        touched: list[Channel] = []
+        for entry in entries:
+            channel = entry.channel
+            channel.finish(entry, now)
+            if channel.waiting and channel not in touched:
+                touched.append(channel)
+        for channel in touched:
+            channel.dispatch(now)
+
+    def redeliver(self, entry: Entry) -> Message:
+        """Count another delivery of a held entry and return the copy to hand out."""
+        with self.lock:
+            entry.count += 1
+            return entry.delivered_copy()
+
+    def dead_letter(self, entry: Entry, reason: str, queue: Destination) -> None:
+        """Finish ``entry`` and put a copy on the dead-letter queue (ORD-13)."""
+        now = time.time()
+        with self.lock:
+            if entry.state != INFLIGHT:
+                return
+            copy = entry.message._copy()
+            copy._properties[DLQ_REASON] = reason
+            copy._properties[DLQ_ORIGIN] = entry.channel.name
+            copy.jms_expiration = 0
+            copy.jms_delivery_time = 0
+            entry.channel.finish(entry, now)
+            if entry.channel.waiting:
+                entry.channel.dispatch(now)
+            self._route(queue, copy, None, now)
+        log.warning("message %s dead-lettered to %s: %s", copy.jms_message_id, queue, reason)
+
+    # ------------------------------------------------------------- consumers
+    def attach(
+        self,
+        destination: Destination,
+        *,
+        holder: Hashable,
+        origin: Hashable,
+        client_id: str | None,
+        sink: Callable[[Message, Any], None],
+        selector: str | None,
+        no_local: bool,
+        subscription: str | None,
+        durable: bool,
+        shared: bool,
+    ) -> tuple[ConsumerSlot, Subscription | None]:
+        parsed = parse_selector(selector)
+        with self.lock:
+            self._check_temporary_owner(destination, origin)
+            if not destination.is_topic:
+                channel = self._queue(destination)
+                slot = ConsumerSlot(channel, holder, origin, sink, parsed, no_local=False)
+                channel.attach(slot)
+                return slot, None
+            sub = self._subscription(
+                destination, origin, client_id, parsed, no_local, subscription, durable, shared
+            )
+            sub.consumers += 1
+            slot = ConsumerSlot(sub.channel, holder, origin, sink, None, no_local=False)
+            sub.channel.attach(slot)
+            return slot, sub
+
+    def _subscription(
+        self,
+        topic: Destination,
+        origin: Hashable,
+        client_id: str | None,
+        selector: Selector | None,
+        no_local: bool,
+        name: str | None,
+        durable: bool,
+        shared: bool,
+    ) -> Subscription:
+        if durable and not shared and not client_id:
+            raise IllegalStateError(
+                f"durable subscription {name!r} needs a client id: set connection.client_id "
+                "or the factory's client_id setting first"
+            )
+        if name is None:
+            key: Hashable = ("consumer", self.next_id())
+        elif durable:
+            key = ("durable", client_id if not shared else None, name)
+        else:
+            key = ("shared", client_id, name)
+        sub = self._subscriptions.get(key)
+        if sub is not None:
+            if sub.topic != str(topic) or (sub.selector and sub.selector.text) != (
+                selector and selector.text
+            ):
+                if sub.consumers:
+                    raise IllegalStateError(
+                        f"subscription {name!r} is active with another topic or selector"
+                    )
+                self._drop_subscription(sub)
+                sub = None
+            elif durable and not shared and sub.consumers:
+                raise IllegalStateError(
+                    f"durable subscription {name!r} of client {client_id!r} already has an "
+                    "active consumer (use a shared durable subscription for several)"
+                )
+        if sub is None:
+            sub = Subscription(
+                key=key,
+                topic=str(topic),
+                channel=self._new_channel(f"{topic}#{name or key[1]}"),
+                selector=selector,
+                no_local_origin=origin if no_local else None,
+                durable=durable,
+                shared=shared,
+            )
+            self._subscriptions[key] = sub
+            self._by_topic.setdefault(sub.topic, []).append(sub)
+        return sub
+
+    def _drop_subscription(self, sub: Subscription) -> None:
+        self._subscriptions.pop(sub.key, None)
+        subs = self._by_topic.get(sub.topic, [])
+        if sub in subs:
+            subs.remove(sub)
+
+    def flow(self, slot: ConsumerSlot, credit: int) -> None:
+        now = time.time()
+        with self.lock:
+            slot.channel.flow(slot, credit, now)
+
+    def detach(
+        self,
+        slot: ConsumerSlot,
+        sub: Subscription | None,
+        delivered: Sequence[Entry],
+        undelivered: Sequence[Entry],
+    ) -> None:
+        """A consumer closed: give back what it held, in order (ORD-10), and detach."""
+        now = time.time()
+        with self.lock:
+            channel = slot.channel
+            channel.detach(slot)
+            channel.give_back(undelivered, delivered=False, now=now)
+            channel.give_back(delivered, delivered=True, now=now)
+            if sub is not None:
+                sub.consumers -= 1
+                if sub.consumers == 0 and not sub.durable:
+                    self._drop_subscription(sub)
+            if channel.waiting:
+                channel.dispatch(now)
+
+    def release(self, entries: Sequence[Entry]) -> None:
+        """Give delivered entries back (their consumer is gone), redelivered, in order."""
+        now = time.time()
+        with self.lock:
+            by_channel: dict[int, tuple[Channel, list[Entry]]] = {}
+            for entry in entries:
+                by_channel.setdefault(id(entry.channel), (entry.channel, []))[1].append(entry)
+            for channel, returned in by_channel.values():
+                channel.give_back(returned, delivered=True, now=now)
+                if channel.waiting:
+                    channel.dispatch(now)
+
+    def forget_holder(self, holder: Hashable) -> None:
+        with self.lock:
+            for channel in self._all_channels():
+                channel.forget_holder(holder)
+
+    def _all_channels(self) -> list[Channel]:
+        return [*self._queues.values(), *(s.channel for s in self._subscriptions.values())]
+
+    def unsubscribe(self, client_id: str | None, name: str) -> None:
+        with self.lock:
+            sub = self._subscriptions.get(("durable", client_id, name)) or self._subscriptions.get(
+                ("durable", None, name)
+            )
+            if sub is None:
+                raise InvalidDestinationError(
+                    f"no durable subscription {name!r} for client id {client_id!r}"
+                )
+            if sub.consumers:
+                raise IllegalStateError(
+                    f"durable subscription {name!r} has an active consumer; close it first"
+                )
+            self._drop_subscription(sub)
+
+    # ------------------------------------------------------------- browsing
+    def browse(self, destination: Destination, selector: str | None) -> list[Message]:
+        parsed = parse_selector(selector)
+        now = time.time()
+        with self.lock:
+            channel = self._queues.get(str(destination))
+            if channel is None:
+                return []
+            out = []
+            for entry in channel.browse_order(now):
+                if parsed is None or parsed.matches(message_lookup(entry.message)):
+                    msg = entry.message._copy()
+                    msg._received(None)
+                    out.append(msg)
+            return out
+
+    # ----------------------------------------------------------- temporaries
+    def create_temporary(self, kind: type[Destination], owner: Hashable) -> Destination:
+        with self.lock:
+            name = f"jmslike.tmp.{self.name or 'default'}.{self.next_id()}"
+            destination: Destination = kind(name)  # type: ignore[call-arg]
+            if isinstance(destination, TemporaryQueue):
+                self._queues[str(destination)] = self._new_channel(str(destination))
+            elif not isinstance(destination, TemporaryTopic):
+                raise TypeError(kind)
+            self._temporary[str(destination)] = owner
+            return destination
+
+    def delete_temporary(self, destination: Destination) -> None:
+        with self.lock:
+            key = str(destination)
+            self._temporary.pop(key, None)
+            channel = self._queues.get(key)
+            if channel is not None and destination.is_temporary:
+                if channel.slots:
+                    raise IllegalStateError(f"{destination} still has consumers; close them first")
+                del self._queues[key]
+
+    # ---------------------------------------------------------------- timers
+    def _schedule(self, channel: Channel, due: float) -> None:
+        """Called under the lock when a channel holds a message that becomes due later."""
+        heapq.heappush(self._timers, (due, id(channel), channel))
+        if self._timer_thread is None:
+            self._timer_thread = threading.Thread(
+                target=self._run_timers, name=f"jmslike-embedded-timer-{self.name}", daemon=True
+            )
+            self._timer_thread.start()
+        elif self._timers[0][0] == due:
+            self._timer_wake.notify()
+
+    def _run_timers(self) -> None:
+        """The broker's one timer thread: moves delayed messages to their queues on time."""
+        with self.lock:
+            while True:
+                now = time.time()
+                while self._timers and self._timers[0][0] <= now:
+                    _due, _id, channel = heapq.heappop(self._timers)
+                    channel.promote_due(now)
+                    if channel.waiting:
+                        channel.dispatch(now)
+                timeout = (self._timers[0][0] - now) if self._timers else None
+                self._timer_wake.wait(timeout)
+
+
+_registry: dict[str, Broker] = {}
+_registry_lock = threading.Lock()
+
+
+def get_broker(name: str) -> Broker:
+    """The process's broker of that name, created on first use."""
+    with _registry_lock:
+        broker = _registry.get(name)
+        if broker is None:
+            broker = _registry[name] = Broker(name)
+        return broker

@@ -1,0 +1,189 @@
+"""The SPI binding of the embedded broker: ``embedded://`` and ``embedded://<name>``.
+
+A thin adapter: each call takes the broker's lock once. Messages are copied on send (the
+sender may reuse its object) and on each delivery (the receiver may clear and change
+its copy), so nothing the application holds is shared with the broker.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from jmslike.config import ConfigurationError, FactorySettings, ParsedURL
+from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
+from jmslike.embedded.broker import Broker, Subscription, get_broker
+from jmslike.embedded.channel import ConsumerSlot, Entry
+from jmslike.errors import TransactionInProgressError
+from jmslike.message import Message
+from jmslike.spi.provider import (
+    Capabilities,
+    DeliverySink,
+    ExceptionCallback,
+    OrderingMode,
+    Provider,
+    ProviderConnection,
+    ProviderConsumer,
+    ProviderSession,
+)
+
+__all__ = ["EmbeddedProvider"]
+
+_connection_ids = itertools.count(1)
+
+
+class EmbeddedConsumer(ProviderConsumer):
+    def __init__(self, broker: Broker, slot: ConsumerSlot, sub: Subscription | None) -> None:
+        self._broker = broker
+        self._slot = slot
+        self._sub = sub
+
+    def flow(self, credit: int) -> None:
+        self._broker.flow(self._slot, credit)
+
+    def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        self._broker.detach(self._slot, self._sub, delivered, undelivered)
+
+
+class EmbeddedSession(ProviderSession):
+    def __init__(self, connection: EmbeddedConnection, transacted: bool) -> None:
+        self._connection = connection
+        self._broker = connection.broker
+        self._transacted = transacted
+        self._pending: list[tuple[Destination, Message]] = []
+        self._dlq = Queue(connection.settings.dead_letter_queue)
+
+    def send(self, destination: Destination, message: Message) -> None:
+        snapshot = message._copy()
+        if self._transacted:
+            self._pending.append((destination, snapshot))
+        else:
+            self._broker.send(destination, snapshot, self._connection.key)
+
+    def create_consumer(
+        self,
+        destination: Destination,
+        sink: DeliverySink,
+        *,
+        selector: str | None = None,
+        no_local: bool = False,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+    ) -> ProviderConsumer:
+        slot, sub = self._broker.attach(
+            destination,
+            holder=self,
+            origin=self._connection.key,
+            client_id=self._connection.client_id,
+            sink=sink,
+            selector=selector,
+            no_local=no_local,
+            subscription=subscription,
+            durable=durable,
+            shared=shared,
+        )
+        return EmbeddedConsumer(self._broker, slot, sub)
+
+    def acknowledge(self, tokens: Sequence[Any]) -> None:
+        self._broker.acknowledge(tokens)
+
+    def redeliver(self, token: Any) -> Message:
+        entry: Entry = token
+        return self._broker.redeliver(entry)
+
+    def release(self, tokens: Sequence[Any]) -> None:
+        self._broker.release(tokens)
+
+    def dead_letter(self, token: Any, reason: str) -> None:
+        self._broker.dead_letter(token, reason, self._dlq)
+
+    def commit(self, tokens: Sequence[Any]) -> None:
+        if not self._transacted:
+            raise TransactionInProgressError("commit on a session that is not transacted")
+        sends, self._pending = self._pending, []
+        self._broker.commit(sends, tokens, self._connection.key)
+
+    def rollback(self) -> None:
+        self._pending = []
+
+    def close(self) -> None:
+        self._pending = []
+        self._broker.forget_holder(self)
+
+    def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
+        return self._broker.browse(destination, selector)
+
+    def unsubscribe(self, name: str) -> None:
+        self._broker.unsubscribe(self._connection.client_id, name)
+
+
+class EmbeddedConnection(ProviderConnection):
+    def __init__(self, broker: Broker, settings: FactorySettings) -> None:
+        self.broker = broker
+        self.settings = settings
+        self.key = ("connection", next(_connection_ids))
+        self.client_id: str | None = None
+        self._temporary: list[Destination] = []
+        self.capabilities = Capabilities(
+            provider="embedded",
+            broker="jmslike-embedded",
+            broker_version="1",
+            ordering_mode=OrderingMode.BROKER,
+            native_groups=True,
+            group_scope="session",
+            persistent=False,
+            extra={"broker_name": broker.name},
+        )
+
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        return EmbeddedSession(self, transacted)
+
+    def set_client_id(self, client_id: str) -> None:
+        self.broker.claim_client_id(client_id)
+        self.client_id = client_id
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        dest = self.broker.create_temporary(TemporaryQueue, self.key)
+        self._temporary.append(dest)
+        return dest  # type: ignore[return-value]
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        dest = self.broker.create_temporary(TemporaryTopic, self.key)
+        self._temporary.append(dest)
+        return dest  # type: ignore[return-value]
+
+    def delete_temporary(self, destination: Destination) -> None:
+        self.broker.delete_temporary(destination)
+        if destination in self._temporary:
+            self._temporary.remove(destination)
+
+    def close(self) -> None:
+        for dest in self._temporary:
+            self.broker.delete_temporary(dest)
+        self._temporary.clear()
+        if self.client_id is not None:
+            self.broker.release_client_id(self.client_id)
+
+
+class EmbeddedProvider(Provider):
+    """``embedded://`` (the default broker) and ``embedded://<name>`` (a separate one)."""
+
+    name = "embedded"
+    schemes = ("embedded",)
+
+    def connect(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> ProviderConnection:
+        if url.path not in ("", "/"):
+            raise ConfigurationError(
+                f"embedded broker file store {url.path!r} is not available yet: use "
+                "'embedded://' or 'embedded://<name>' (in-memory)"
+            )
+        return EmbeddedConnection(get_broker(url.host or ""), settings)

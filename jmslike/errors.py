@@ -1,0 +1,158 @@
+"""The one error hierarchy of jmslike.
+
+Every error jmslike raises is a :class:`JMSException`, so ``except jmslike.JMSException``
+catches all of them. Errors from a broker client library (stomp.py, Proton, sqlite3,
+sockets) are wrapped at the provider boundary by :func:`map_provider_errors` and keep the
+original on ``__cause__``; nothing below the API leaks a foreign exception type.
+
+The tree::
+
+    JMSException                      (error_code, the Java JMSException's errorCode)
+    +-- IllegalStateError             call on a closed object, or at the wrong time
+    +-- InvalidArgumentError          an argument JMS does not allow (also a ValueError)
+    |   +-- ConfigurationError        a URL, setting or config file that cannot be used
+    +-- InvalidDestinationError       no destination, or one the broker rejects
+    +-- InvalidSelectorError          selector syntax error (position attribute)
+    +-- InvalidClientIDError          client id taken or set too late
+    +-- MessageFormatError            property name/value or body JMS does not allow
+    |   +-- MessageNotWriteableError  changing a received message
+    |   +-- MessageNotReadableError   (reserved for stream messages)
+    +-- JMSSecurityError              credentials refused
+    +-- TransactionRolledBackError    commit could not complete, so it rolled back
+    +-- TransactionInProgressError    ack/commit/rollback that does not fit the session mode
+    +-- InvalidOrderingGroupError     a group name that breaks ORD-1
+    +-- OrderingError                 a send that would break group order (ORD-19)
+    +-- ConnectionFailedError         broker unreachable, or the link to it broke
+    +-- ListenerError                 a message listener raised (given to the exception
+                                      listener; the original is ``__cause__``)
+
+Names follow the JMS 2.0 exceptions with ``Exception`` turned into ``Error`` for Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+__all__ = [
+    "ConfigurationError",
+    "ConnectionFailedError",
+    "IllegalStateError",
+    "InvalidArgumentError",
+    "InvalidClientIDError",
+    "InvalidDestinationError",
+    "InvalidOrderingGroupError",
+    "InvalidSelectorError",
+    "JMSException",
+    "JMSSecurityError",
+    "ListenerError",
+    "MessageFormatError",
+    "MessageNotReadableError",
+    "MessageNotWriteableError",
+    "OrderingError",
+    "TransactionInProgressError",
+    "TransactionRolledBackError",
+    "map_provider_errors",
+]
+
+
+class JMSException(Exception):  # noqa: N818 - the JMS name users search for
+    """Root of every jmslike error; ``error_code`` mirrors JMSException.getErrorCode()."""
+
+    def __init__(self, message: str, error_code: str | None = None) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class IllegalStateError(JMSException):
+    """A call on a closed object, or one the object's state does not allow now."""
+
+
+class InvalidArgumentError(JMSException, ValueError):
+    """An argument out of range or of the wrong kind (acknowledge mode, priority, ...)."""
+
+
+class ConfigurationError(InvalidArgumentError):
+    """A broker URL, factory setting or configuration file that cannot be used as given."""
+
+
+class InvalidDestinationError(JMSException):
+    """No destination where one is needed, or one the broker does not accept."""
+
+
+class InvalidSelectorError(JMSException):
+    """A message selector that does not parse; ``position`` is the 0-based offset."""
+
+    def __init__(self, message: str, selector: str = "", position: int = -1) -> None:
+        super().__init__(message)
+        self.selector = selector
+        self.position = position
+
+
+class InvalidClientIDError(JMSException):
+    """The client id is in use by another connection, or was set after first use."""
+
+
+class MessageFormatError(JMSException):
+    """A property name, property value or body of a type or form JMS does not allow."""
+
+
+class MessageNotWriteableError(MessageFormatError):
+    """A received message's body or properties were changed without clearing them first."""
+
+
+class MessageNotReadableError(MessageFormatError):
+    """Reading a message body that is in write-only mode."""
+
+
+class JMSSecurityError(JMSException):
+    """The broker refused the credentials or the operation."""
+
+
+class TransactionRolledBackError(JMSException):
+    """A commit that could not complete: the transaction was rolled back instead."""
+
+
+class TransactionInProgressError(JMSException):
+    """A transaction call on a session that has no transaction, or the reverse."""
+
+
+class InvalidOrderingGroupError(JMSException):
+    """A group name that breaks ORD-1: empty, not a str, too long, or None where not allowed."""
+
+
+class OrderingError(JMSException):
+    """A send or delivery that would break an ordering group's order (ORD-19)."""
+
+
+class ConnectionFailedError(JMSException):
+    """The broker could not be reached, or the connection to it was lost."""
+
+
+class ListenerError(JMSException):
+    """A message listener raised; the listener's exception is ``__cause__``."""
+
+
+@contextlib.contextmanager
+def map_provider_errors(
+    what: str,
+    mapping: dict[type[BaseException], type[JMSException]] | None = None,
+) -> Iterator[None]:
+    """Turn a foreign exception raised inside the block into a :class:`JMSException`.
+
+    Providers wrap each call into their client library with this, so callers only ever
+    see the jmslike tree. ``what`` names the operation (and broker) for the message; the
+    original exception stays reachable as ``__cause__``. Exceptions not in ``mapping`` and
+    not already a JMSException become a plain :class:`JMSException`.
+    """
+    try:
+        yield
+    except JMSException:
+        raise
+    except Exception as exc:
+        target: type[JMSException] = JMSException
+        for source, mapped in (mapping or {}).items():
+            if isinstance(exc, source):
+                target = mapped
+                break
+        raise target(f"{what}: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,508 @@
+"""Session: the unit of work, acknowledgement and ordering-group holding.
+
+A session is where ORD-10 and ORD-11 live: it remembers every message it has handed to
+the application and not yet finished, finishes them by acknowledge mode, and on
+``recover``/``rollback`` redelivers them itself, in their original order, marked
+redelivered (the broker keeps them as held by this session meanwhile, so no other session
+can get their groups' later messages). Doing redelivery here rather than in each broker
+is what makes ORD-11 hold on brokers whose own rollback does not redeliver (ActiveMQ's
+STOMP ABORT, see BROKERS.md) and lets one redelivery policy (limit, delay, back-off,
+dead-letter queue) apply everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jmslike._dispatch import SessionDispatcher
+from jmslike.consumer import Buffered, MessageConsumer, MessageListener, QueueBrowser
+from jmslike.destination import (
+    Destination,
+    Queue,
+    TemporaryQueue,
+    TemporaryTopic,
+    Topic,
+    parse_destination,
+)
+from jmslike.errors import (
+    IllegalStateError,
+    InvalidArgumentError,
+    InvalidDestinationError,
+    JMSException,
+    ListenerError,
+    TransactionInProgressError,
+    TransactionRolledBackError,
+)
+from jmslike.message import BytesMessage, MapMessage, MapValue, Message, TextMessage
+from jmslike.ordering import generate_group_name
+from jmslike.producer import MessageProducer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from jmslike.connection import Connection
+
+__all__ = ["Session"]
+
+log = logging.getLogger("jmslike.session")
+
+
+class _Held:
+    """One delivery the application has and has not finished (ORD-10)."""
+
+    __slots__ = ("consumer", "message", "token")
+
+    def __init__(self, consumer: MessageConsumer, message: Message, token: Any) -> None:
+        self.consumer = consumer
+        self.message = message
+        self.token = token
+
+
+class Session:
+    """A single-threaded context for producing and consuming (JMS Session)."""
+
+    SESSION_TRANSACTED = 0
+    AUTO_ACKNOWLEDGE = 1
+    CLIENT_ACKNOWLEDGE = 2
+    DUPS_OK_ACKNOWLEDGE = 3
+
+    _MODE_NAMES = {
+        0: "SESSION_TRANSACTED",
+        1: "AUTO_ACKNOWLEDGE",
+        2: "CLIENT_ACKNOWLEDGE",
+        3: "DUPS_OK_ACKNOWLEDGE",
+    }
+
+    def __init__(self, connection: Connection, transacted: bool, acknowledge_mode: int) -> None:
+        if isinstance(acknowledge_mode, bool) or acknowledge_mode not in self._MODE_NAMES:
+            raise InvalidArgumentError(
+                f"unknown acknowledge mode {acknowledge_mode!r}: use Session.AUTO_ACKNOWLEDGE, "
+                "CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE or SESSION_TRANSACTED"
+            )
+        if not isinstance(transacted, bool):
+            raise InvalidArgumentError(f"transacted must be a bool, not {transacted!r}")
+        transacted = transacted or acknowledge_mode == self.SESSION_TRANSACTED
+        self._connection = connection
+        self.transacted = transacted
+        self.acknowledge_mode = self.SESSION_TRANSACTED if transacted else acknowledge_mode
+        self._auto = self.acknowledge_mode in (self.AUTO_ACKNOWLEDGE, self.DUPS_OK_ACKNOWLEDGE)
+        self._settings = connection._settings
+        self._provider = connection._provider.create_session(transacted, self.acknowledge_mode)
+        self._held: dict[_Held, None] = {}
+        self._consumers: list[MessageConsumer] = []
+        self._producers: list[MessageProducer] = []
+        self._dispatcher: SessionDispatcher | None = None
+        self._lock = threading.RLock()
+        self._closed = False
+        self._group_name: str | None = None
+        self._id = connection._next_id()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"held={len(self._held)}"
+        return f"<Session {self._MODE_NAMES[self.acknowledge_mode]} {state}>"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- factories
+    def create_queue(self, name: str) -> Queue:
+        self._check_open()
+        return Queue(name)
+
+    def create_topic(self, name: str) -> Topic:
+        self._check_open()
+        return Topic(name)
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        self._check_open()
+        return self._connection._provider.create_temporary_queue()
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        self._check_open()
+        return self._connection._provider.create_temporary_topic()
+
+    def create_message(self) -> Message:
+        return Message()
+
+    def create_text_message(self, text: str | None = None) -> TextMessage:
+        return TextMessage(text)
+
+    def create_bytes_message(self, data: bytes | None = None) -> BytesMessage:
+        return BytesMessage(data)
+
+    def create_map_message(self, mapping: Mapping[str, MapValue] | None = None) -> MapMessage:
+        return MapMessage(mapping)
+
+    def create_producer(self, destination: Destination | str | None = None) -> MessageProducer:
+        """A producer for ``destination`` (None: name the destination on each send).
+
+        With the factory's ``enable_ordering_group`` setting, the producer starts bound to
+        the factory's group name or to this session's generated one (ORD-6).
+        """
+        self._check_open()
+        dest = None if destination is None else parse_destination(destination)
+        producer = MessageProducer(self, dest)
+        if self._settings.enable_ordering_group:
+            producer._bind(self._factory_group_name())
+        with self._lock:
+            self._producers.append(producer)
+        return producer
+
+    def _factory_group_name(self) -> str:
+        """ORD-6 / ORD-2: the factory's name, or one generated once for this session."""
+        if self._settings.default_ordering_group_name:
+            return self._settings.default_ordering_group_name
+        if self._group_name is None:
+            self._group_name = generate_group_name()
+        return self._group_name
+
+    def create_consumer(
+        self,
+        destination: Destination | str,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> MessageConsumer:
+        """A consumer of a queue, or a non-durable subscriber of a topic."""
+        return self._add_consumer(parse_destination(destination), message_selector, no_local)
+
+    def create_durable_subscriber(
+        self,
+        topic: Topic | str,
+        name: str,
+        message_selector: str | None = None,
+        no_local: bool = False,
+    ) -> MessageConsumer:
+        """A durable subscription ``name`` of this connection's client id (JMS 1.1 name)."""
+        dest = self._require_topic(topic, "durable subscriber")
+        self._check_subscription_name(name)
+        return self._add_consumer(
+            dest, message_selector, no_local, subscription=name, durable=True
+        )
+
+    create_durable_consumer = create_durable_subscriber
+
+    def create_shared_consumer(
+        self, topic: Topic | str, name: str, message_selector: str | None = None
+    ) -> MessageConsumer:
+        """A shared non-durable subscription: consumers with one name split the messages."""
+        dest = self._require_topic(topic, "shared consumer")
+        self._check_subscription_name(name)
+        return self._add_consumer(dest, message_selector, False, subscription=name, shared=True)
+
+    def create_shared_durable_consumer(
+        self, topic: Topic | str, name: str, message_selector: str | None = None
+    ) -> MessageConsumer:
+        dest = self._require_topic(topic, "shared durable consumer")
+        self._check_subscription_name(name)
+        return self._add_consumer(
+            dest, message_selector, False, subscription=name, durable=True, shared=True
+        )
+
+    def unsubscribe(self, name: str) -> None:
+        """Delete a durable subscription (it must have no active consumer)."""
+        self._check_open()
+        self._check_subscription_name(name)
+        self._provider.unsubscribe(name)
+
+    def create_browser(
+        self, queue: Queue | str, message_selector: str | None = None
+    ) -> QueueBrowser:
+        self._check_open()
+        dest = parse_destination(queue)
+        if dest.is_topic:
+            raise InvalidDestinationError(f"cannot browse {dest}: browsers are for queues")
+        self._parse_selector(message_selector)
+        return QueueBrowser(self, dest, message_selector)
+
+    def _require_topic(self, topic: Topic | str, what: str) -> Destination:
+        self._check_open()
+        dest = parse_destination(topic)
+        if not dest.is_topic:
+            raise InvalidDestinationError(f"a {what} needs a topic, not {dest}")
+        return dest
+
+    @staticmethod
+    def _check_subscription_name(name: object) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"subscription name {name!r}: need a non-empty str")
+
+    @staticmethod
+    def _parse_selector(selector: str | None) -> None:
+        from jmslike.selector import parse_selector
+
+        if selector is not None and not isinstance(selector, str):
+            raise InvalidArgumentError(f"message selector {selector!r} must be a str or None")
+        parse_selector(selector)
+
+    def _add_consumer(
+        self,
+        destination: Destination,
+        selector: str | None,
+        no_local: bool,
+        *,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+    ) -> MessageConsumer:
+        self._check_open()
+        self._parse_selector(selector)
+        if selector is not None and not selector.strip():
+            selector = None
+        consumer = MessageConsumer(
+            self,
+            destination,
+            selector=selector,
+            no_local=no_local,
+            subscription=subscription,
+            durable=durable,
+            shared=shared,
+        )
+        with self._lock:
+            self._consumers.append(consumer)
+        return consumer
+
+    # ---------------------------------------------------------- delivery side
+    def _deliver(self, consumer: MessageConsumer, message: Message, token: Any) -> Message:
+        """Hand a message to the application and remember it until finished."""
+        held = _Held(consumer, message, token)
+        message._received(self)
+        self._held[held] = None
+        if self._auto:
+            consumer._last = held
+        if not consumer._warned_groups and message.ordering_group is not None:
+            consumer._warned_groups = True
+            log.warning(
+                "consumer on %s combines the selector %r with ordering groups: a group's "
+                "messages arrive in order, but the broker cannot tell this consumer about "
+                "earlier messages of the group that the selector hides (ORD-14, see "
+                "docs/ordering.md)",
+                consumer.destination,
+                consumer.message_selector,
+            )
+        return message
+
+    def _finish_last(self, consumer: MessageConsumer) -> None:
+        """AUTO/DUPS_OK: the previous message of ``consumer`` is done (ORD-10)."""
+        held = consumer._last
+        consumer._last = None
+        if held is not None and self._held.pop(held, False) is None:
+            self._provider.acknowledge((held.token,))
+
+    def _run_listener(
+        self,
+        consumer: MessageConsumer,
+        listener: MessageListener,
+        message: Message,
+        token: Any,
+    ) -> None:
+        """Dispatcher thread: run the listener, then finish by acknowledge mode (ORD-10)."""
+        self._deliver(consumer, message, token)
+        held = consumer._last
+        consumer._last = None
+        try:
+            listener(message)
+        except Exception as exc:
+            error = ListenerError(
+                f"message listener on {consumer.destination} raised "
+                f"{type(exc).__name__}: {exc} (message {message.jms_message_id})"
+            )
+            error.__cause__ = exc
+            self._connection._report(error)
+            if self._auto and held is not None and held in self._held:
+                # JMS 2.0 8.7: a listener that throws in AUTO/DUPS_OK gets the message again.
+                del self._held[held]
+                self._redeliver([held])
+            return
+        if self._auto and held is not None and self._held.pop(held, False) is None:
+            self._provider.acknowledge((held.token,))
+
+    def _acknowledge_from(self, message: Message) -> None:
+        """``message.acknowledge()``: in CLIENT mode, everything this session consumed."""
+        if self.acknowledge_mode != self.CLIENT_ACKNOWLEDGE:
+            return
+        self.acknowledge()
+
+    def acknowledge(self) -> None:
+        """Acknowledge every message this session has consumed (CLIENT_ACKNOWLEDGE)."""
+        self._check_open()
+        if self.transacted:
+            raise TransactionInProgressError("acknowledge() in a transacted session: use commit()")
+        with self._lock:
+            held, self._held = list(self._held), {}
+        for h in held:
+            if h.consumer._last is h:
+                h.consumer._last = None
+        if held:
+            self._provider.acknowledge([h.token for h in held])
+
+    def recover(self) -> None:
+        """Stop, and deliver again every unacknowledged message, in order (ORD-11)."""
+        self._check_open()
+        if self.transacted:
+            raise TransactionInProgressError("recover() in a transacted session: use rollback()")
+        self._redeliver(self._take_all_held())
+
+    def commit(self) -> None:
+        """Commit: sends reach their destinations, received messages are done (ORD-8, ORD-10)."""
+        self._check_open()
+        if not self.transacted:
+            raise TransactionInProgressError("commit() on a session that is not transacted")
+        held = self._take_all_held()
+        try:
+            self._provider.commit([h.token for h in held])
+        except TransactionRolledBackError:
+            self._redeliver(held)
+            raise
+        except JMSException as exc:
+            self._redeliver(held)
+            raise TransactionRolledBackError(f"commit failed and was rolled back: {exc}") from exc
+
+    def rollback(self) -> None:
+        """Discard sends; deliver received messages again, in order (ORD-11)."""
+        self._check_open()
+        if not self.transacted:
+            raise TransactionInProgressError("rollback() on a session that is not transacted")
+        self._provider.rollback()
+        self._redeliver(self._take_all_held())
+
+    def _take_all_held(self) -> list[_Held]:
+        with self._lock:
+            held, self._held = list(self._held), {}
+        for h in held:
+            if h.consumer._last is h:
+                h.consumer._last = None
+        return held
+
+    def _redeliver(self, held: list[_Held]) -> None:
+        """Local redelivery with the factory's policy (ORD-11, ORD-12, ORD-13).
+
+        Messages past the redelivery limit go to the dead-letter queue; the others go back
+        to the front of their consumer's buffer, in order, due after the redelivery delay.
+        The broker still counts them as held by this session, so their groups wait.
+        """
+        settings = self._settings
+        per_consumer: dict[MessageConsumer, list[Buffered]] = {}
+        orphans: list[Any] = []
+        for h in held:
+            count = h.message.delivery_count
+            if 0 <= settings.max_redeliveries < count:
+                self._provider.dead_letter(
+                    h.token,
+                    f"delivered {count} times; redelivery limit "
+                    f"max_redeliveries={settings.max_redeliveries} reached",
+                )
+                continue
+            if h.consumer._closed:
+                orphans.append(h.token)
+                continue
+            fresh = self._provider.redeliver(h.token)
+            delay = min(
+                settings.redelivery_delay * settings.redelivery_backoff ** max(count - 1, 0),
+                settings.max_redelivery_delay,
+            )
+            not_before = time.monotonic() + delay if delay > 0 else 0.0
+            per_consumer.setdefault(h.consumer, []).append((fresh, h.token, not_before))
+        if orphans:
+            self._provider.release(orphans)
+        for consumer, items in per_consumer.items():
+            consumer._requeue_front(items)
+
+    # --------------------------------------------------------------- dispatch
+    def _ensure_dispatcher(self) -> SessionDispatcher:
+        with self._lock:
+            if self._dispatcher is None:
+                self._dispatcher = SessionDispatcher(f"jmslike-session-{self._id}")
+            return self._dispatcher
+
+    def _wake(self, consumer: MessageConsumer) -> None:
+        dispatcher = self._dispatcher
+        if dispatcher is not None:
+            dispatcher.wake(consumer)
+
+    def _on_start(self) -> None:
+        for consumer in list(self._consumers):
+            if consumer._listener is not None:
+                self._wake(consumer)
+                consumer._pump()
+            else:
+                consumer._wake_waiters()
+
+    def _run_on_dispatcher(self, fn: Callable[[], None]) -> None:
+        self._ensure_dispatcher().call(fn)
+
+    # ------------------------------------------------------------------ close
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("session is closed")
+        self._connection._check_open()
+
+    def _close_consumer(self, consumer: MessageConsumer) -> None:
+        """Close one consumer; its unacknowledged messages go back in order (ORD-10)."""
+        dispatcher = self._dispatcher
+        if dispatcher is not None and not dispatcher.in_dispatcher():
+            consumer._listener = None
+            dispatcher.wait_idle()
+        with self._lock:
+            if consumer in self._consumers:
+                self._consumers.remove(consumer)
+            mine = [h for h in self._held if h.consumer is consumer]
+            if self._auto:
+                finished = mine
+                mine = []
+            else:
+                finished = []
+            if not self.transacted:
+                for h in mine:
+                    del self._held[h]
+            for h in finished:
+                del self._held[h]
+        consumer._last = None
+        if finished:
+            self._provider.acknowledge([h.token for h in finished])
+        consumer._shutdown([] if self.transacted else [h.token for h in mine])
+
+    def close(self) -> None:
+        """Close the session: consumers give back what they held; a transaction rolls back."""
+        if self._closed:
+            return
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher.in_dispatcher():
+            raise IllegalStateError("a session cannot be closed from its own message listener")
+        if dispatcher is not None:
+            for consumer in list(self._consumers):
+                consumer._listener = None
+            dispatcher.wait_idle()
+        if self.transacted:
+            self._provider.rollback()
+            orphans = self._take_all_held()
+        else:
+            orphans = []
+        for consumer in list(self._consumers):
+            self._close_consumer(consumer)
+        if orphans:
+            self._provider.release([h.token for h in orphans])
+        for producer in list(self._producers):
+            producer._closed = True
+            producer._binding = None
+        self._closed = True
+        self._provider.close()
+        if dispatcher is not None:
+            dispatcher.stop(5.0)
+        self._connection._forget_session(self)
+
+    def run_in_dispatcher(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on this session's dispatcher thread (after queued listener calls)."""
+        self._check_open()
+        self._run_on_dispatcher(fn)
+

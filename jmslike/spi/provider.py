@@ -1,0 +1,241 @@
+"""The provider boundary: what a broker binding implements, and what it declares.
+
+A provider turns the JMS calls of the API layer into its protocol and pushes incoming
+messages back up. The API layer owns everything users see (sessions' acknowledgement
+bookkeeping, local redelivery for recover/rollback, the redelivery policy, listeners and
+their threads, the ordering engine); a provider only moves messages and acknowledgements.
+That split is what lets one ordering engine serve every broker.
+
+Resource and thread contract, per class:
+
+* ``ProviderConnection``: one per API connection. Its I/O (sockets, a reactor thread)
+  belongs to it. It may call the exception callback from any thread.
+* ``ProviderSession``: called by one thread at a time (the API session serialises calls),
+  never with an API-level lock held.
+* ``ProviderConsumer``: pushes deliveries through its ``sink`` from any thread (an I/O
+  thread, or, for the embedded broker, whichever thread changed the broker's state). The
+  sink only appends to a buffer; it never runs user code and never calls back down. The
+  provider must call the sink of one consumer in delivery order, never concurrently.
+
+Tokens are opaque to the API layer: whatever the provider needs to acknowledge, release
+or dead-letter one delivery (a broker entry, an ack id, a Proton delivery).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jmslike.config import FactorySettings, ParsedURL
+from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.errors import JMSException
+from jmslike.message import Message
+
+__all__ = [
+    "Capabilities",
+    "DeliverySink",
+    "ExceptionCallback",
+    "OrderingMode",
+    "Provider",
+    "ProviderConnection",
+    "ProviderConsumer",
+    "ProviderSession",
+]
+
+DeliverySink = Callable[[Message, Any], None]
+"""``sink(message, token)``: one delivery, pushed up by the provider."""
+
+ExceptionCallback = Callable[[JMSException], None]
+
+
+class OrderingMode:
+    """How a connection keeps ORD-9..14 (ORD-16); told by ``connection.capabilities``."""
+
+    BROKER = "broker"
+    """The broker keeps groups (pins them to a session or consumer)."""
+    CLIENT_GATE = "client-gate"
+    """The broker ignores groups; jmslike gates delivery per group within the process."""
+    PARTITIONED = "partitioned"
+    """Groups are routed to single-active-consumer partitions across processes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a broker does natively; the API layer asks this, never a broker's name.
+
+    Where a capability is False, jmslike either fills it in on the client (selectors,
+    group gating, delivery counting) or raises a clear error (``IllegalStateError``
+    naming the capability) when the feature cannot be had at all.
+    """
+
+    provider: str
+    broker: str = "unknown"
+    broker_version: str = ""
+    ordering_mode: str = OrderingMode.BROKER
+    native_groups: bool = True
+    group_scope: str = "session"
+    """Who a broker-kept group is pinned to: "session" (embedded) or "consumer"."""
+    selectors: bool = True
+    transactions: bool = True
+    delivery_delay: bool = True
+    priority: bool = True
+    time_to_live: bool = True
+    durable_subscriptions: bool = True
+    shared_subscriptions: bool = True
+    temporary_destinations: bool = True
+    browsers: bool = True
+    exclusive_consumers: bool = True
+    delivery_count: bool = True
+    """The broker counts deliveries (else jmslike counts them on the client)."""
+    dead_letter_queue: bool = True
+    persistent: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """All capabilities as a plain dict, for ``jmslike providers`` and logs."""
+        names = [f for f in self.__dataclass_fields__ if f != "extra"]
+        out = {name: getattr(self, name) for name in names}
+        out.update(self.extra)
+        return out
+
+
+class ProviderConsumer(abc.ABC):
+    """One subscription on the broker, pushing deliveries to the API consumer's sink."""
+
+    @abc.abstractmethod
+    def flow(self, credit: int) -> None:
+        """Allow up to ``credit`` more deliveries beyond those already pushed.
+
+        ``flow(0)`` withdraws what was granted and not yet used, so that a consumer that
+        stopped asking never sits on a group's message another session could take (ORD-9).
+        Deliveries may be pushed synchronously from inside this call.
+        """
+
+    @abc.abstractmethod
+    def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        """Detach. ``delivered`` tokens went to the application unacknowledged and come
+        back marked redelivered; ``undelivered`` ones were only buffered and come back as
+        they were. Both go back in order, ahead of later messages of their groups (ORD-10).
+        """
+
+
+class ProviderSession(abc.ABC):
+    """A protocol session: sends, acknowledgements and transactions."""
+
+    @abc.abstractmethod
+    def send(self, destination: Destination, message: Message) -> None:
+        """Send a message whose headers and group stamp the API layer has already set.
+
+        In a transacted session the message reaches the destination at ``commit``
+        (ORD-8). A persistent send returns only once the broker has it; a provider may
+        pipeline non-persistent sends.
+        """
+
+    @abc.abstractmethod
+    def create_consumer(
+        self,
+        destination: Destination,
+        sink: DeliverySink,
+        *,
+        selector: str | None = None,
+        no_local: bool = False,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+    ) -> ProviderConsumer:
+        """Subscribe; deliveries go to ``sink`` once credit is granted with ``flow``."""
+
+    @abc.abstractmethod
+    def acknowledge(self, tokens: Sequence[Any]) -> None:
+        """The application finished these deliveries: remove them from the broker."""
+
+    @abc.abstractmethod
+    def redeliver(self, token: Any) -> Message:
+        """A fresh copy of a held message for local redelivery (recover/rollback, ORD-11):
+        ``jms_redelivered`` set and the delivery count raised. The broker keeps the
+        message as delivered to this session, so its group stays held here."""
+
+    @abc.abstractmethod
+    def release(self, tokens: Sequence[Any]) -> None:
+        """Give delivered messages back to the broker, marked redelivered, in order, ahead
+        of later messages of their groups (used when their consumer is already closed)."""
+
+    @abc.abstractmethod
+    def dead_letter(self, token: Any, reason: str) -> None:
+        """Move a delivery to the dead-letter queue with ``reason`` (ORD-13)."""
+
+    @abc.abstractmethod
+    def commit(self, tokens: Sequence[Any]) -> None:
+        """Commit the transaction: its sends reach their destinations and ``tokens`` are
+        acknowledged, all at once. Raise TransactionRolledBackError if that failed."""
+
+    @abc.abstractmethod
+    def rollback(self) -> None:
+        """Discard the transaction's sends (received messages are replayed by the API)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the session's resources; consumers were closed before this."""
+
+    def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
+        """Messages waiting on a queue, in the order they will be delivered (ORD-20)."""
+        raise JMSException(f"{type(self).__name__} cannot browse {destination}")
+
+    def unsubscribe(self, name: str) -> None:
+        """Delete a durable subscription of this connection's client id."""
+        raise JMSException(f"{type(self).__name__} cannot unsubscribe {name!r}")
+
+
+class ProviderConnection(abc.ABC):
+    """A connection to one broker."""
+
+    capabilities: Capabilities
+
+    @abc.abstractmethod
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        """Open a session; ``acknowledge_mode`` is one of the Session constants."""
+
+    @abc.abstractmethod
+    def set_client_id(self, client_id: str) -> None:
+        """Claim a client id (before any session exists); InvalidClientIDError if taken."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close sessions' leftovers and the transport; temporary destinations vanish."""
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Delivery is starting (the API layer also gates delivery itself)."""
+
+    def stop(self) -> None:  # noqa: B027 - optional hook
+        """Delivery is pausing."""
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        raise JMSException(f"{type(self).__name__} has no temporary queues")
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        raise JMSException(f"{type(self).__name__} has no temporary topics")
+
+    def delete_temporary(self, destination: Destination) -> None:
+        raise JMSException(f"{type(self).__name__} has no temporary destinations")
+
+
+class Provider(abc.ABC):
+    """A broker binding, registered for one or more URL schemes."""
+
+    name: str = "provider"
+    schemes: tuple[str, ...] = ()
+    setting_names: frozenset[str] = frozenset()
+    """Provider-specific URL query / factory keys it accepts (kept in settings.extra)."""
+
+    @abc.abstractmethod
+    def connect(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> ProviderConnection:
+        """Open a connection; raise ConnectionFailedError or JMSSecurityError on failure."""
