@@ -160,6 +160,7 @@ class MessageConsumer:
 
     def _wait_for_item(self, deadline: float | None) -> Buffered | None:
         connection = self._connection
+        buffer = self._buffer
         while True:
             if self._closed:
                 return None
@@ -169,14 +170,16 @@ class MessageConsumer:
                     return None
                 connection._wait_started(remaining)
                 continue
+            # Fast path, no lock: only this consumer's own thread takes from the buffer,
+            # and deque appends/pops are atomic.
+            if buffer and not buffer[0][2]:
+                return buffer.popleft()
             item, wait = self._pop_due()
             if item is not None:
                 return item
-            if not wait:
-                with self._cond:
-                    need = not self._buffer and self._credit <= 0
-                if need:
-                    self._grant(self._prefetch)
+            if not wait and self._credit <= 0 and not buffer:
+                self._grant(self._prefetch)
+                if buffer:
                     continue
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -184,7 +187,7 @@ class MessageConsumer:
                 item, _ = self._pop_due()
                 return item
             with self._cond:
-                if self._buffer and (not self._buffer[0][2] or self._buffer[0][2] <= time.monotonic()):
+                if buffer and (not buffer[0][2] or buffer[0][2] <= time.monotonic()):
                     continue
                 waits = [w for w in (remaining, wait or None) if w is not None]
                 self._cond.wait(min(waits) if waits else None)

@@ -29,6 +29,8 @@ class Destination:
     """A named place messages are sent to; compare and hash by kind and name."""
 
     name: str
+    key: str = field(init=False, repr=False, compare=False)
+    """``kind://name``, computed once: brokers key their tables by it on every send."""
 
     kind = "destination"
 
@@ -42,6 +44,7 @@ class Destination:
             raise InvalidDestinationError(
                 f"invalid {self.kind} name {self.name!r}: control characters are not allowed"
             )
+        object.__setattr__(self, "key", f"{self.kind}://{self.name}")
 
     @property
     def is_topic(self) -> bool:
@@ -52,7 +55,7 @@ class Destination:
         return False
 
     def __str__(self) -> str:
-        return f"{self.kind}://{self.name}"
+        return self.key
 
 
 @dataclass(frozen=True, slots=True)

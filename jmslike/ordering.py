@@ -183,6 +183,10 @@ class GroupTable(Generic[T]):
         if state.holder is None and not state.waiting:
             self._groups.pop(group, None)
 
+    def states(self) -> list[GroupState[T]]:
+        """Every group's state (for browsing and diagnostics; O(groups))."""
+        return list(self._groups.values())
+
     def held_by(self, holder: Hashable) -> list[str]:
         """Groups ``holder`` holds (for diagnostics and tests; O(groups))."""
         return [name for name, st in self._groups.items() if st.holder == holder]

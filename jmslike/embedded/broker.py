@@ -93,7 +93,7 @@ class Broker:
         return Channel(name, self._schedule)
 
     def _queue(self, destination: Destination, origin: Hashable | None = None) -> Channel:
-        key = str(destination)
+        key = destination.key
         channel = self._queues.get(key)
         if channel is None:
             if destination.is_temporary:
@@ -130,14 +130,17 @@ class Broker:
             if destination.is_temporary and str(destination) not in self._temporary:
                 raise InvalidDestinationError(f"temporary destination {destination} no longer exists")
             lookup = None
-            for sub in self._by_topic.get(str(destination), ()):
+            first = True
+            for sub in self._by_topic.get(destination.key, ()):
                 if sub.no_local_origin is not None and sub.no_local_origin == origin:
                     continue
                 if sub.selector is not None:
                     lookup = lookup or message_lookup(message)
                     if not sub.selector.matches(lookup):
                         continue
-                sub.channel.enqueue(message, origin, now)
+                # Each subscription hands its message object to a consumer: share none.
+                sub.channel.enqueue(message if first else message._copy(), origin, now)
+                first = False
                 if sub.channel.waiting:
                     sub.channel.dispatch(now)
             return

@@ -4,19 +4,24 @@ A channel decides which message each consumer gets next. Ordering groups are kep
 natively and strictly, pinned to a *session* (ORD-9): a group's next message may go only
 to the session that holds its unfinished messages, or to anyone once it holds none.
 
-Data layout (all O(log n) or better per message, no scans except for selectors):
+Data layout (O(log n) or better per message; no scans except for selectors):
 
-* ``ready``: heap of deliverable items, ordered by (-priority, arrival): messages in no
-  group, and the head of every group that no session holds.
-* ``held[session]``: heap of the heads of groups that ``session`` holds.
-* ``groups``: the ordering engine's GroupTable; each group's messages wait in FIFO order
-  in its ``waiting`` deque, so priority never reorders a group (ORD-12).
-* ``delayed``: heap by due time of messages with a delivery delay still to run, and of
-  group heads waiting out one (a delayed head blocks its group, ORD-12).
+* ``entries``: arrival number -> entry, for every message not yet finished.
+* ``ready``: heap of the keys of deliverable messages: those in no group, and the head of
+  every group no session holds. A key is ``(9 - priority) << 44 | arrival``, so the heap
+  gives the highest priority first and, within a priority, the oldest (ORD-12: priority
+  orders across groups; within a group only the head is ever in a heap).
+* ``held[session]``: heap of the keys of the heads of groups ``session`` holds.
+* ``groups``: the ordering engine's GroupTable; a group's messages wait in its FIFO.
+* ``delayed``: heap of (due time, arrival) for messages, or group heads, whose delivery
+  delay still runs; a delayed head blocks its group (ORD-12).
 
-Heaps use lazy deletion: an item carries the entry's generation at push time and is
-discarded when popped if the entry was taken since, or is no longer where it was placed.
-The broker's one lock guards every channel; sinks are called under it so that one
+Heaps hold plain ints and are cleaned lazily: a popped key is used only if its entry is
+still pending and still where it was placed. Plain ints keep the garbage collector's work
+per stored message to two objects (the message and its entry), which is most of what a
+100,000-message backlog costs in CPython.
+
+The broker's one lock guards every channel; sinks are called under it, so each
 consumer's deliveries are pushed strictly in order.
 """
 
@@ -30,48 +35,64 @@ from jmslike.message import DELIVERY_COUNT, Message
 from jmslike.ordering import GroupState, GroupTable
 from jmslike.selector import Selector, message_lookup
 
-__all__ = ["PENDING", "Channel", "ConsumerSlot", "Entry"]
+__all__ = ["DONE", "INFLIGHT", "PENDING", "Channel", "ConsumerSlot", "Entry"]
 
 PENDING, INFLIGHT, DONE = 0, 1, 2
 
-HeapItem = tuple[int, int, int, "Entry"]
+_SEQ_BITS = 44
+_SEQ_MASK = (1 << _SEQ_BITS) - 1
 
 
 class Entry:
     """A stored message and its delivery state; also the token given to consumers."""
 
     __slots__ = (
+        "body",
         "channel",
         "count",
         "due",
         "expires",
-        "gen",
         "group",
+        "key",
         "message",
-        "neg_prio",
         "origin",
+        "props",
         "seq",
         "state",
+        "types",
     )
 
     def __init__(self, channel: Channel, seq: int, message: Message, origin: Hashable) -> None:
         self.channel = channel
         self.seq = seq
+        self.key = (9 - message.jms_priority) << _SEQ_BITS | seq
         self.message = message
         group = message._properties.get("JMSXGroupID")
         self.group: str | None = group if isinstance(group, str) else None
-        self.neg_prio = -message.jms_priority
         self.due = message.jms_delivery_time / 1000.0
         self.expires = message.jms_expiration / 1000.0
         self.count = 0
         self.state = PENDING
-        self.gen = 0
         self.origin = origin
+        # The first delivery hands ``message`` itself out; these stay as sent (a received
+        # message replaces, never mutates, its containers), for later redeliveries.
+        self.props = message._properties
+        self.types = message._prop_types
+        self.body = message._body_value()
 
     def delivered_copy(self) -> Message:
-        """The message as a consumer sees it this time: redelivered flag and count set."""
+        """The message as a consumer sees it this time: redelivered flag and count set.
+
+        The first delivery hands out the stored object itself (the send already copied
+        it); any later one gets a fresh copy, so two deliveries never share an object.
+        """
+        if self.count == 1:
+            msg = self.message
+            msg._properties[DELIVERY_COUNT] = 1
+            return msg
         msg = self.message._copy()
-        msg.jms_redelivered = self.count > 1
+        msg._restore(self.props, self.types, self.body)
+        msg.jms_redelivered = True
         msg._properties[DELIVERY_COUNT] = self.count
         return msg
 
@@ -115,24 +136,29 @@ class ConsumerSlot:
 class Channel:
     """Messages of one queue or subscription, and the consumers competing for them."""
 
-    def __init__(self, name: str, on_change: Callable[[Channel, float], None]) -> None:
+    def __init__(self, name: str, on_delay: Callable[[Channel, float], None]) -> None:
         self.name = name
-        self.ready: list[HeapItem] = []
-        self.held: dict[Hashable, list[HeapItem]] = {}
-        self.delayed: list[HeapItem] = []
+        self.entries: dict[int, Entry] = {}
+        self.ready: list[int] = []
+        self.held: dict[Hashable, list[int]] = {}
+        self.delayed: list[tuple[int, int]] = []
         self.groups: GroupTable[Entry] = GroupTable()
         self.slots: list[ConsumerSlot] = []
         self.waiting: list[ConsumerSlot] = []
         self.pending = 0
         self.inflight = 0
         self.expired = 0
-        self._schedule = on_change
+        self._on_delay = on_delay
         self._seq = 0
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.name} pending={self.pending} inflight={self.inflight}>"
 
     # ----------------------------------------------------------------- enqueue
     def enqueue(self, message: Message, origin: Hashable, now: float) -> Entry:
         self._seq += 1
         entry = Entry(self, self._seq, message, origin)
+        self.entries[entry.seq] = entry
         self.pending += 1
         if entry.group is None:
             self._place_single(entry, now)
@@ -145,45 +171,46 @@ class Channel:
 
     def _place_single(self, entry: Entry, now: float) -> None:
         if entry.due > now:
-            heapq.heappush(self.delayed, (int(entry.due * 1e6), entry.seq, entry.gen, entry))
-            self._schedule(self, entry.due)
+            self._delay(entry)
         else:
-            heapq.heappush(self.ready, (entry.neg_prio, entry.seq, entry.gen, entry))
+            heapq.heappush(self.ready, entry.key)
+
+    def _delay(self, entry: Entry) -> None:
+        heapq.heappush(self.delayed, (int(entry.due * 1e6), entry.seq))
+        self._on_delay(self, entry.due)
 
     def _place_head(self, state: GroupState[Entry], now: float) -> None:
         """Put a group's head where it can be found: delayed, ready, or its holder's heap."""
         if not state.waiting:
             return
         head = state.waiting[0]
-        item = (head.neg_prio, head.seq, head.gen, head)
         if head.due > now:
-            heapq.heappush(self.delayed, (int(head.due * 1e6), head.seq, head.gen, head))
-            self._schedule(self, head.due)
+            self._delay(head)
         elif state.holder is None:
-            heapq.heappush(self.ready, item)
+            heapq.heappush(self.ready, head.key)
         else:
-            heapq.heappush(self.held.setdefault(state.holder, []), item)
+            heapq.heappush(self.held.setdefault(state.holder, []), head.key)
 
     # ----------------------------------------------------------------- choose
-    def _valid(self, item: HeapItem, holder: Hashable | None) -> bool:
-        """Is a heap item still current? ``holder`` None means "in the ready heap"."""
-        entry = item[3]
-        if entry.gen != item[2] or entry.state != PENDING:
-            return False
+    def _current(self, key: int, holder: Hashable | None) -> Entry | None:
+        """The entry behind a heap key if it is still deliverable from that heap.
+
+        ``holder`` None means "in the ready heap"; otherwise the holder's own heap.
+        """
+        entry = self.entries.get(key & _SEQ_MASK)
+        if entry is None or entry.state != PENDING:
+            return None
         if entry.group is None:
-            return holder is None
+            return entry if holder is None else None
         state = self.groups.get(entry.group)
-        return (
-            state is not None
-            and bool(state.waiting)
-            and state.waiting[0] is entry
-            and state.holder == holder
-        )
+        if state is None or not state.waiting or state.waiting[0] is not entry:
+            return None
+        return entry if state.holder == holder else None
 
     def _expire(self, entry: Entry, now: float) -> None:
         """Drop an expired message; its group moves on to the next one (ORD-13)."""
         entry.state = DONE
-        entry.gen += 1
+        del self.entries[entry.seq]
         self.pending -= 1
         self.expired += 1
         if entry.group is not None:
@@ -192,13 +219,13 @@ class Channel:
             self._place_head(state, now)
             self.groups.discard_if_idle(entry.group, state)
 
-    def _pop_valid(self, heap: list[HeapItem], holder: Hashable | None, now: float) -> Entry | None:
+    def _peek(self, heap: list[int], holder: Hashable | None, now: float) -> Entry | None:
+        """The deliverable entry at the top of ``heap`` (dropping stale keys), not popped."""
         while heap:
-            item = heap[0]
-            if not self._valid(item, holder):
+            entry = self._current(heap[0], holder)
+            if entry is None:
                 heapq.heappop(heap)
                 continue
-            entry = item[3]
             if entry.expires and entry.expires <= now:
                 heapq.heappop(heap)
                 self._expire(entry, now)
@@ -210,64 +237,58 @@ class Channel:
         """The best message ``slot`` may take now, or None (it stays queued)."""
         if slot.selector is not None or slot.no_local:
             return self._scan_for(slot, now)
+        best = self._peek(self.ready, None, now)
         mine = self.held.get(slot.holder)
-        best = self._pop_valid(self.ready, None, now)
         if mine:
-            own = self._pop_valid(mine, slot.holder, now)
-            if own is not None and (best is None or (own.neg_prio, own.seq) < (best.neg_prio, best.seq)):
+            own = self._peek(mine, slot.holder, now)
+            if own is not None and (best is None or own.key < best.key):
                 heapq.heappop(mine)
                 return own
-            if not mine:
-                del self.held[slot.holder]
         if best is not None:
             heapq.heappop(self.ready)
         return best
 
     def _scan_for(self, slot: ConsumerSlot, now: float) -> Entry | None:
-        """Selector / no-local consumers: walk candidates in delivery order.
+        """Selector / no-local consumers: walk the candidates in delivery order.
 
         A group is only ever offered from its head, so a selector never skips a group's
         earlier message on this broker (the stronger form of ORD-14).
         """
         self._compact(slot.holder)
-        candidates = sorted(self.ready + self.held.get(slot.holder, []))
-        for item in candidates:
-            entry = item[3]
-            holder = None if entry.group is None or self._group_free(entry) else slot.holder
-            if not self._valid(item, holder):
+        mine = self.held.get(slot.holder, [])
+        for key in sorted(self.ready + mine):
+            entry = self._current(key, None) or self._current(key, slot.holder)
+            if entry is None:
                 continue
             if entry.expires and entry.expires <= now:
                 self._expire(entry, now)
                 continue
             if slot.no_local and entry.origin == slot.origin:
                 continue
-            if slot.selector is not None and not slot.selector.matches(message_lookup(entry.message)):
+            if slot.selector is not None and not slot.selector.matches(
+                message_lookup(entry.message)
+            ):
                 continue
             return entry
         return None
 
     def _compact(self, holder: Hashable) -> None:
-        """Drop stale heap items; scans take from the middle and leave them behind."""
-        live = [item for item in self.ready if self._valid(item, None)]
+        """Drop stale keys: scans take from the middle of a heap and leave them behind."""
+        live = [key for key in self.ready if self._current(key, None) is not None]
         if len(live) != len(self.ready):
             heapq.heapify(live)
             self.ready = live
         mine = self.held.get(holder)
         if mine:
-            live = [item for item in mine if self._valid(item, holder)]
+            live = [key for key in mine if self._current(key, holder) is not None]
             if len(live) != len(mine):
                 heapq.heapify(live)
                 self.held[holder] = live
-
-    def _group_free(self, entry: Entry) -> bool:
-        state = self.groups.get(entry.group) if entry.group is not None else None
-        return state is None or state.holder is None
 
     # ---------------------------------------------------------------- deliver
     def take(self, entry: Entry, holder: Hashable, now: float) -> None:
         """Mark ``entry`` delivered to ``holder``'s session; the group is now held there."""
         entry.state = INFLIGHT
-        entry.gen += 1
         entry.count += 1
         self.pending -= 1
         self.inflight += 1
@@ -277,24 +298,48 @@ class Channel:
             state.waiting.popleft()
             self._place_head(state, now)
 
+    def _serve(self, slot: ConsumerSlot, now: float) -> bool:
+        """Give ``slot`` one message if it may take one; False if there is none for it."""
+        entry = self.next_for(slot, now)
+        if entry is None:
+            return False
+        self.take(entry, slot.holder, now)
+        slot.credit -= 1
+        slot.sink(entry.delivered_copy(), entry)
+        return True
+
     def dispatch(self, now: float) -> None:
         """Give waiting consumers what they may take, one message per consumer per round."""
-        while self.waiting:
+        waiting = self.waiting
+        while waiting:
             progress = False
-            for slot in tuple(self.waiting):
-                entry = self.next_for(slot, now)
-                if entry is None:
-                    continue
-                self.take(entry, slot.holder, now)
-                slot.credit -= 1
-                if slot.credit <= 0:
-                    self.waiting.remove(slot)
-                slot.sink(entry.delivered_copy(), entry)
-                progress = True
+            for slot in tuple(waiting):
+                if self._serve(slot, now):
+                    progress = True
+                    if slot.credit <= 0:
+                        waiting.remove(slot)
             if not progress:
                 return
-            if len(self.waiting) > 1:  # rotate so the next round starts elsewhere
-                self.waiting.append(self.waiting.pop(0))
+            if len(waiting) > 1:  # rotate so the next round starts elsewhere
+                waiting.append(waiting.pop(0))
+
+    def flow(self, slot: ConsumerSlot, credit: int, now: float) -> None:
+        """Credit for one consumer: serve it directly, then leave it waiting if unused."""
+        if slot.closed:
+            return
+        if credit <= 0:
+            slot.credit = 0
+            if slot in self.waiting:
+                self.waiting.remove(slot)
+            return
+        slot.credit += credit
+        if slot in self.waiting:
+            self.dispatch(now)
+            return
+        while slot.credit > 0:
+            if not self._serve(slot, now):
+                self.waiting.append(slot)
+                return
 
     # ---------------------------------------------------------------- finish
     def finish(self, entry: Entry, now: float) -> None:
@@ -302,6 +347,7 @@ class Channel:
         if entry.state != INFLIGHT:
             return
         entry.state = DONE
+        del self.entries[entry.seq]
         self.inflight -= 1
         if entry.group is not None:
             state = self.groups.state(entry.group)
@@ -330,22 +376,20 @@ class Channel:
             self.groups.finish(group, state, len(returned))
             self._place_head(state, now)
 
-    def promote_due(self, now: float) -> float | None:
-        """Move delayed messages whose time has come; return the next due time, if any."""
-        while self.delayed:
-            due_us, _seq, gen, entry = self.delayed[0]
-            if due_us > now * 1e6:
-                return due_us / 1e6
-            heapq.heappop(self.delayed)
-            if entry.gen != gen or entry.state != PENDING:
+    def promote_due(self, now: float) -> None:
+        """Move delayed messages whose time has come to where they can be delivered."""
+        limit = int(now * 1e6)
+        while self.delayed and self.delayed[0][0] <= limit:
+            _due, seq = heapq.heappop(self.delayed)
+            entry = self.entries.get(seq)
+            if entry is None or entry.state != PENDING:
                 continue
             if entry.group is None:
-                heapq.heappush(self.ready, (entry.neg_prio, entry.seq, entry.gen, entry))
-            else:
-                state = self.groups.get(entry.group)
-                if state is not None and state.waiting and state.waiting[0] is entry:
-                    self._place_head(state, now)
-        return None
+                heapq.heappush(self.ready, entry.key)
+                continue
+            state = self.groups.get(entry.group)
+            if state is not None and state.waiting and state.waiting[0] is entry:
+                self._place_head(state, now)
 
     # ------------------------------------------------------------- consumers
     def attach(self, slot: ConsumerSlot) -> None:
@@ -363,50 +407,32 @@ class Channel:
         """A session closed: its heap of held heads is no longer needed."""
         self.held.pop(holder, None)
 
-    def flow(self, slot: ConsumerSlot, credit: int, now: float) -> None:
-        if slot.closed:
-            return
-        if credit <= 0:
-            slot.credit = 0
-            if slot in self.waiting:
-                self.waiting.remove(slot)
-            return
-        slot.credit += credit
-        if slot not in self.waiting:
-            self.waiting.append(slot)
-        self.dispatch(now)
-
     # --------------------------------------------------------------- browse
     def browse_order(self, now: float) -> Iterator[Entry]:
-        """Pending entries in the order they will be delivered (ORD-20).
+        """Pending entries in the order one consumer would get them (ORD-20).
 
-        Simulates dispatch: messages in no group by (priority, arrival); each group as one
-        stream in FIFO order keyed by its head. Messages still delayed come last, by due
-        time, since nothing can take them before then.
+        Simulates dispatch: each group is one stream in FIFO order, ranked by its current
+        head like a message in no group; messages still delayed come last, by due time,
+        since nothing can take them before then. Expired messages are left out.
         """
-        streams: list[tuple[tuple[float, int, int], int, list[Entry]]] = []
-        singles = {id(item[3]): item[3] for item in self.ready + self.delayed if self._single_pending(item)}
-        for entry in singles.values():
-            streams.append((self._browse_key(entry, now), len(streams), [entry]))
-        for state in list(self.groups._groups.values()):
+        streams: list[tuple[tuple[float, int], int, list[Entry]]] = []
+        for entry in self.entries.values():
+            if entry.group is None and entry.state == PENDING:
+                streams.append((self._browse_rank(entry, now), len(streams), [entry]))
+        for state in self.groups.states():
             members = [e for e in state.waiting if e.state == PENDING]
             if members:
-                streams.append((self._browse_key(members[0], now), len(streams), members[::-1]))
+                members.reverse()
+                streams.append((self._browse_rank(members[-1], now), len(streams), members))
         heapq.heapify(streams)
         while streams:
-            _key, idx, members = heapq.heappop(streams)
+            _rank, idx, members = heapq.heappop(streams)
             entry = members.pop()
             if not entry.expires or entry.expires > now:
                 yield entry
             if members:
-                heapq.heappush(streams, (self._browse_key(members[-1], now), idx, members))
+                heapq.heappush(streams, (self._browse_rank(members[-1], now), idx, members))
 
     @staticmethod
-    def _browse_key(entry: Entry, now: float) -> tuple[float, int, int]:
-        return (entry.due if entry.due > now else 0.0, entry.neg_prio, entry.seq)
-
-    @staticmethod
-    def _single_pending(item: HeapItem) -> bool:
-        entry = item[3]
-        return entry.group is None and entry.state == PENDING and entry.gen == item[2]
-
+    def _browse_rank(entry: Entry, now: float) -> tuple[float, int]:
+        return (entry.due if entry.due > now else 0.0, entry.key)
