@@ -105,7 +105,7 @@ class ExceptionNotifier:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.listener: Callable[[JMSException], None] | None = None
+        self.listener: Callable[[JMSException], object] | None = None
 
     def report(self, exc: JMSException) -> None:
         """Queue ``exc`` for the exception listener; log it when there is none."""

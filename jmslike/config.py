@@ -59,8 +59,10 @@ class ParsedURL:
         if self.members:
             inner = ",".join(str(m) for m in self.members)
             return f"{self.scheme}:({inner})"
-        user = f"{self.user}:***@" if self.user and self.password else (
-            f"{self.user}@" if self.user else ""
+        user = (
+            f"{self.user}:***@"
+            if self.user and self.password
+            else (f"{self.user}@" if self.user else "")
         )
         return f"{self.scheme}://{user}{self.address if self.host else ''}{self.path}"
 
@@ -93,7 +95,9 @@ def parse_url(url: object) -> ParsedURL:
     if not _SCHEME.match(parts.scheme or ""):
         raise ConfigurationError(f"invalid broker URL {redact_url(text)!r}: bad scheme")
     try:
-        query = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)))
+        query = dict(
+            parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+        )
     except ValueError:
         raise ConfigurationError(
             f"invalid broker URL {redact_url(text)!r}: malformed query {parts.query!r}"
@@ -161,7 +165,9 @@ class FactorySettings:
     def names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
 
-    def merged(self, values: Mapping[str, Any], source: str, extra_names: frozenset[str] = frozenset()) -> FactorySettings:
+    def merged(
+        self, values: Mapping[str, Any], source: str, extra_names: frozenset[str] = frozenset()
+    ) -> FactorySettings:
         """A copy with ``values`` applied; keys may be camelCase or snake_case.
 
         ``source`` names where the values came from (``"URL query"``, a file and line),
@@ -239,7 +245,5 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
                 raise ValueError("expected a string")
             return value
     except (TypeError, ValueError) as exc:
-        raise ConfigurationError(
-            f"setting {key}={value!r} in {source}: {exc} ({kind})"
-        ) from None
+        raise ConfigurationError(f"setting {key}={value!r} in {source}: {exc} ({kind})") from None
     raise ConfigurationError(f"setting {key} in {source}: unsupported type {kind}")

@@ -226,9 +226,7 @@ class Connection:
 
     def _wait_started(self, timeout: float | None) -> bool:
         with self._start_cond:
-            return self._start_cond.wait_for(
-                lambda: self._started or self._closed, timeout
-            )
+            return self._start_cond.wait_for(lambda: self._started or self._closed, timeout)
 
     def _in_own_listener(self) -> bool:
         return any(

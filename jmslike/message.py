@@ -83,13 +83,11 @@ def check_property_name(name: object) -> str:
     names are remembered, so the check costs one set lookup on the hot path.
     """
     if name in _valid_names:
-        return name  # type: ignore[return-value]
+        return name
     if not isinstance(name, str) or not name:
         raise MessageFormatError(f"invalid property name {name!r}: need a non-empty str")
     first, rest = name[0], name[1:]
-    if not (first.isalpha() or first in "_$") or not all(
-        ch.isalnum() or ch in "_$" for ch in rest
-    ):
+    if not (first.isalpha() or first in "_$") or not all(ch.isalnum() or ch in "_$" for ch in rest):
         raise MessageFormatError(
             f"invalid property name {name!r}: not a Java identifier "
             "(letters, digits, '_' and '$', not starting with a digit)"
@@ -223,8 +221,7 @@ class Message:
         low, high = _RANGES[jms_type]
         if not low <= value <= high:
             raise MessageFormatError(
-                f"property {name!r}: {value} is outside the JMS {jms_type} range "
-                f"[{low}, {high}]"
+                f"property {name!r}: {value} is outside the JMS {jms_type} range [{low}, {high}]"
             )
         self._set(name, value, jms_type)
 
@@ -347,7 +344,7 @@ class Message:
                 raise MessageFormatError(
                     f"property {name!r}: {value!r} cannot be read as {wanted}"
                 ) from None
-        return value  # type: ignore[return-value]
+        return value
 
     def get_float_property(self, name: str) -> float | None:
         return self._get_floating(name, "float")
@@ -413,7 +410,9 @@ class Message:
         """The internal body object (immutable once received), for providers to keep."""
         return None
 
-    def _restore(self, properties: dict[str, PropertyValue], types: dict[str, str], body: object) -> None:
+    def _restore(
+        self, properties: dict[str, PropertyValue], types: dict[str, str], body: object
+    ) -> None:
         """Reset properties and body to values a provider kept (for redelivery copies)."""
         self._properties = dict(properties)
         self._prop_types = dict(types)
@@ -453,7 +452,7 @@ class Message:
 class TextMessage(Message):
     """A message whose body is a str."""
 
-    __slots__ = ("_text", "_read_only_body")
+    __slots__ = ("_read_only_body", "_text")
 
     type_name: ClassVar[str] = "text"
 

@@ -71,7 +71,7 @@ def generate_group_name() -> str:
     time in broker consoles; 64 random bits and a process-local counter follow, so two
     processes (or two calls in the same millisecond) never collide in practice.
     """
-    global _last_ms, _counter  # noqa: PLW0603 - a process-wide counter is the point
+    global _last_ms, _counter
     now = time.time_ns() // 1_000_000
     if now == _last_ms:
         _counter += 1

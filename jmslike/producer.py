@@ -34,7 +34,7 @@ def _check_delivery_mode(value: object) -> int:
         raise InvalidArgumentError(
             f"delivery mode {value!r}: use DeliveryMode.PERSISTENT (2) or NON_PERSISTENT (1)"
         )
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _check_priority(value: object) -> int:
@@ -64,7 +64,9 @@ class MessageProducer:
         self.disable_message_timestamp = False
         self._binding: GroupBinding | None = None
         self._closed = False
-        self._id_prefix = f"ID:{session._connection._id_prefix}-{session._id}-{session._connection._next_id()}:"
+        self._id_prefix = (
+            f"ID:{session._connection._id_prefix}-{session._id}-{session._connection._next_id()}:"
+        )
         self._counter = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -173,7 +175,11 @@ class MessageProducer:
         target = self._target(destination)
         mode = self._delivery_mode if delivery_mode is None else _check_delivery_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
-        ttl = self._time_to_live if time_to_live is None else _check_seconds("time_to_live", time_to_live)
+        ttl = (
+            self._time_to_live
+            if time_to_live is None
+            else _check_seconds("time_to_live", time_to_live)
+        )
         delay = (
             self._delivery_delay
             if delivery_delay is None
@@ -190,7 +196,9 @@ class MessageProducer:
         message.jms_expiration = now + int(ttl * 1000) if ttl else 0
         message.jms_delivery_time = now + int(delay * 1000)
         message.jms_redelivered = False
-        message.jms_message_id = None if self.disable_message_id else f"{self._id_prefix}{next(self._counter)}"
+        message.jms_message_id = (
+            None if self.disable_message_id else f"{self._id_prefix}{next(self._counter)}"
+        )
         if binding is not None:
             binding.stamp(message)
         self._provider.send(target, message)

@@ -182,9 +182,7 @@ class Session:
         """A durable subscription ``name`` of this connection's client id (JMS 1.1 name)."""
         dest = self._require_topic(topic, "durable subscriber")
         self._check_subscription_name(name)
-        return self._add_consumer(
-            dest, message_selector, no_local, subscription=name, durable=True
-        )
+        return self._add_consumer(dest, message_selector, no_local, subscription=name, durable=True)
 
     create_durable_consumer = create_durable_subscriber
 
@@ -505,4 +503,3 @@ class Session:
         """Run ``fn`` on this session's dispatcher thread (after queued listener calls)."""
         self._check_open()
         self._run_on_dispatcher(fn)
-

@@ -113,7 +113,9 @@ class Broker:
         if destination.is_temporary:
             owner = self._temporary.get(str(destination))
             if owner is None:
-                raise InvalidDestinationError(f"temporary destination {destination} no longer exists")
+                raise InvalidDestinationError(
+                    f"temporary destination {destination} no longer exists"
+                )
             if owner != origin:
                 raise InvalidDestinationError(
                     f"{destination} belongs to another connection; only its creator may consume"
@@ -125,10 +127,14 @@ class Broker:
         with self.lock:
             self._route(destination, message, origin, now)
 
-    def _route(self, destination: Destination, message: Message, origin: Hashable, now: float) -> None:
+    def _route(
+        self, destination: Destination, message: Message, origin: Hashable, now: float
+    ) -> None:
         if destination.is_topic:
             if destination.is_temporary and str(destination) not in self._temporary:
-                raise InvalidDestinationError(f"temporary destination {destination} no longer exists")
+                raise InvalidDestinationError(
+                    f"temporary destination {destination} no longer exists"
+                )
             lookup = None
             first = True
             for sub in self._by_topic.get(destination.key, ()):
@@ -279,7 +285,7 @@ class Broker:
             sub = Subscription(
                 key=key,
                 topic=str(topic),
-                channel=self._new_channel(f"{topic}#{name or key[1]}"),
+                channel=self._new_channel(f"{topic}#{name or self.next_id()}"),
                 selector=selector,
                 no_local_origin=origin if no_local else None,
                 durable=durable,
@@ -376,7 +382,7 @@ class Broker:
     def create_temporary(self, kind: type[Destination], owner: Hashable) -> Destination:
         with self.lock:
             name = f"jmslike.tmp.{self.name or 'default'}.{self.next_id()}"
-            destination: Destination = kind(name)  # type: ignore[call-arg]
+            destination: Destination = kind(name)
             if isinstance(destination, TemporaryQueue):
                 self._queues[str(destination)] = self._new_channel(str(destination))
             elif not isinstance(destination, TemporaryTopic):

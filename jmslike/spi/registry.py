@@ -106,8 +106,8 @@ class ProviderRegistry:
         self.load_plugins()
         out = {}
         for scheme, source in sorted(self._sources.items()):
-            out[scheme] = source if isinstance(source, str) else getattr(
-                source, "__qualname__", repr(source)
+            out[scheme] = (
+                source if isinstance(source, str) else getattr(source, "__qualname__", repr(source))
             )
         return out
 
@@ -139,7 +139,7 @@ class ProviderRegistry:
             except ImportError as exc:
                 raise ConfigurationError(
                     f"provider for {scheme}:// could not be imported ({exc}); install the "
-                    f"extra it needs, e.g. pip install 'jmslike[{scheme.split('+')[0]}]'"
+                    f"extra it needs, e.g. pip install 'jmslike[{scheme.partition('+')[0]}]'"
                 ) from exc
         else:
             obj = source
@@ -155,7 +155,7 @@ _registry_lock = threading.Lock()
 
 def get_registry() -> ProviderRegistry:
     """The process-wide registry (created on first use)."""
-    global _registry  # noqa: PLW0603
+    global _registry
     with _registry_lock:
         if _registry is None:
             _registry = ProviderRegistry()

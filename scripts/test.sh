@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One command for a newcomer and for CI: install jmslike with every extra and the test
+# tools into ./.venv, then run the whole test suite. Tests that need a real broker start
+# it themselves through scripts/brokers.sh (installed from Debian or Maven Central, on
+# 127.0.0.1 only). Extra arguments go to pytest.
+#
+# pytest exit code 5 ("no tests collected") is turned into a failure: a suite that ran
+# nothing must never look green.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[all,dev]'
+
+echo "== ruff"
+.venv/bin/ruff check .
+echo "== mypy"
+.venv/bin/mypy
+echo "== pytest"
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: failing on purpose" >&2
+  exit 1
+fi
+exit "$status"
