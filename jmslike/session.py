@@ -210,7 +210,7 @@ class Session:
         self._provider.unsubscribe(name)
 
     def create_browser(
-        self, queue: Queue | str, message_selector: str | None = None
+        self, queue: Destination | str, message_selector: str | None = None
     ) -> QueueBrowser:
         self._check_open()
         dest = parse_destination(queue)

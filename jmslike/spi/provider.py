@@ -97,7 +97,7 @@ class Capabilities:
         """All capabilities as a plain dict, for ``jmslike providers`` and logs."""
         names = [f for f in self.__dataclass_fields__ if f != "extra"]
         out = {name: getattr(self, name) for name in names}
-        out.update(self.extra)
+        out["extra"] = dict(self.extra)
         return out
 
 

@@ -1,0 +1,300 @@
+"""The ``jmslike`` command: poke at a broker from a shell, and see ordering groups work.
+
+``jmslike demo`` is the fastest way to see why ordering groups matter (the bookstore in
+:mod:`jmslike.demo`); ``send``, ``receive`` and ``browse`` are the small tools one wants
+while wiring an application to a broker; ``providers`` says which URL schemes this
+installation can serve. Every ``JMSException`` becomes one line on stderr and exit code
+2, because a traceback tells a shell user less than the message does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import random
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from jmslike.config import redact_url
+from jmslike.connection import Connection, ConnectionFactory
+from jmslike.demo import format_table, run_bookstore, verdict
+from jmslike.destination import parse_destination
+from jmslike.errors import InvalidArgumentError, JMSException
+from jmslike.message import (
+    GROUP_ID,
+    GROUP_SEQ,
+    BytesMessage,
+    DeliveryMode,
+    MapMessage,
+    Message,
+    PropertyValue,
+    TextMessage,
+)
+from jmslike.spi.registry import get_registry
+
+__all__ = ["main"]
+
+log = logging.getLogger("jmslike.cli")
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+_PROPERTY_TYPES: dict[str, str] = {
+    "str": "string", "string": "string", "int": "int", "long": "long",
+    "float": "float", "double": "double", "bool": "boolean", "boolean": "boolean",
+}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need an integer >= 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: need seconds >= 0")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jmslike",
+        description="JMS-style messaging from the shell, with ordering groups.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log more (-v: info, -vv: debug) on stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="the bookstore case, without and with ordering groups")
+    demo.add_argument("--customers", type=_positive_int, default=20)
+    demo.add_argument("--consumers", type=_positive_int, default=4)
+    demo.add_argument("--url", default=None,
+                      help="broker URL (default: a fresh embedded broker per run)")
+    demo.add_argument("--seed", type=int, default=None, help="seed the simulated work times")
+
+    send = sub.add_parser("send", help="send text messages (stdin lines when no TEXT)")
+    send.add_argument("url", metavar="URL")
+    send.add_argument("destination", metavar="DESTINATION", help="queue://NAME or topic://NAME")
+    send.add_argument("texts", metavar="TEXT", nargs="*")
+    send.add_argument("--group", help="ordering group for every message sent (ORD-5)")
+    send.add_argument("--property", dest="properties", action="append", default=[],
+                      metavar="K=V", help="a property; K:TYPE=V picks int, long, float, "
+                      "double, bool or str (default str); repeatable")
+    mode = send.add_mutually_exclusive_group()
+    mode.add_argument("--persistent", dest="delivery_mode", action="store_const",
+                      const=DeliveryMode.PERSISTENT)
+    mode.add_argument("--non-persistent", dest="delivery_mode", action="store_const",
+                      const=DeliveryMode.NON_PERSISTENT)
+    send.add_argument("--priority", type=int, default=None, help="0-9 (default 4)")
+    send.add_argument("--ttl", type=_seconds, default=None, help="time to live in seconds")
+    send.add_argument("--count", type=_positive_int, default=1, help="send each text N times")
+
+    receive = sub.add_parser("receive", help="receive and print messages")
+    receive.add_argument("url", metavar="URL")
+    receive.add_argument("destination", metavar="DESTINATION")
+    receive.add_argument("--count", type=_positive_int, default=None,
+                         help="stop after N messages (default: until the timeout)")
+    receive.add_argument("--timeout", type=_seconds, default=5.0,
+                         help="stop when no message came for this many seconds (default 5)")
+    receive.add_argument("--selector", default=None, help="JMS message selector")
+    receive.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    browse = sub.add_parser("browse", help="list a queue's waiting messages in delivery order")
+    browse.add_argument("url", metavar="URL")
+    browse.add_argument("queue", metavar="QUEUE", help="queue://NAME, or just NAME")
+    browse.add_argument("--selector", default=None)
+    browse.add_argument("--json", action="store_true")
+
+    sub.add_parser("providers", help="list URL schemes and the embedded broker's capabilities")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code instead of exiting, for tests."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if args.verbose:
+        logging.basicConfig(level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    commands = {"demo": _demo, "send": _send, "receive": _receive, "browse": _browse,
+                "providers": _providers}
+    try:
+        return commands[args.command](args)
+    except JMSException as exc:
+        message = str(exc)
+        url = getattr(args, "url", None)
+        if url:
+            message = message.replace(url, redact_url(url))
+        print(f"jmslike: error: {message}", file=sys.stderr)
+        log.debug("command %s failed", args.command, exc_info=True)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+# ---------------------------------------------------------------------------- demo
+def _demo(args: argparse.Namespace) -> int:
+    """Run the bookstore unordered then ordered; an overtake in the ordered run is a bug."""
+    # Both runs play the same script, so only the ordering setting differs between them.
+    seed = args.seed if args.seed is not None else random.randrange(2**31)
+    print(f"bookstore: {args.customers} customers, {args.consumers} consumers, seed {seed}")
+    results = [
+        run_bookstore(args.url, args.customers, args.consumers, ordered, seed)
+        for ordered in (False, True)
+    ]
+    print(format_table(results))
+    print(verdict(*results))
+    ordered = results[1]
+    if not all(r.complete for r in results):
+        print("jmslike: a run did not process all its messages in time", file=sys.stderr)
+        return EXIT_FAILED
+    if ordered.overtakes or ordered.out_of_order:
+        print("jmslike: ordering groups failed to keep a customer's messages in order "
+              "(this is a bug, please report it)", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- send
+def _parse_property(spec: str) -> tuple[str, str, PropertyValue]:
+    """``K=V`` or ``K:TYPE=V`` -> (name, JMS type, value); typed so selectors can compare."""
+    key, sep, raw = spec.partition("=")
+    name, _, type_name = key.partition(":")
+    jms_type = _PROPERTY_TYPES.get(type_name or "str")
+    if not sep or not name or jms_type is None:
+        raise InvalidArgumentError(f"--property {spec!r}: write NAME=VALUE or NAME:TYPE=VALUE "
+                          f"(TYPE one of {', '.join(sorted(_PROPERTY_TYPES))})")
+    try:
+        if jms_type in ("int", "long"):
+            return name, jms_type, int(raw)
+        if jms_type in ("float", "double"):
+            return name, jms_type, float(raw)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"--property {spec!r}: {raw!r} is not a valid {type_name} value"
+        ) from None
+    if jms_type == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise InvalidArgumentError(f"--property {spec!r}: a bool is true or false")
+        return name, jms_type, raw.lower() == "true"
+    return name, jms_type, raw
+
+
+def _texts(args: argparse.Namespace) -> Iterator[str]:
+    texts: Iterable[str] = args.texts or (line.rstrip("\r\n") for line in sys.stdin)
+    for text in texts:
+        for _ in range(args.count):
+            yield text
+
+
+def _send(args: argparse.Namespace) -> int:
+    properties = [_parse_property(spec) for spec in args.properties]
+    destination = parse_destination(args.destination)
+    with _connect(args.url) as connection:
+        session = connection.create_session()
+        producer = session.create_producer(destination)
+        if args.group is not None:
+            producer.enable_ordering_group(args.group)
+        if args.ttl is not None:
+            producer.time_to_live = args.ttl
+        for text in _texts(args):
+            message = session.create_text_message(text)
+            for name, jms_type, value in properties:
+                getattr(message, f"set_{jms_type}_property")(name, value)
+            producer.send(message, delivery_mode=args.delivery_mode, priority=args.priority)
+            print(message.jms_message_id, flush=True)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ receive, browse
+def _receive(args: argparse.Namespace) -> int:
+    destination = parse_destination(args.destination)
+    received = 0
+    with _connect(args.url) as connection:
+        session = connection.create_session()
+        consumer = session.create_consumer(destination, args.selector)
+        connection.start()
+        while args.count is None or received < args.count:
+            message = consumer.receive(args.timeout)
+            if message is None:
+                break
+            _print_message(message, args.json)
+            received += 1
+        # Closing finishes the last message (ORD-10), so nothing printed comes back.
+        consumer.close()
+    log.info("received %d message(s) from %s", received, destination)
+    return EXIT_OK
+
+
+def _browse(args: argparse.Namespace) -> int:
+    # Only queues can be browsed, so a bare name is unambiguous here.
+    queue = args.queue if "://" in args.queue else f"queue://{args.queue}"
+    with _connect(args.url) as connection:
+        session = connection.create_session()
+        with session.create_browser(queue, args.selector) as browser:
+            for message in browser:
+                _print_message(message, args.json)
+    return EXIT_OK
+
+
+def _connect(url: str) -> Connection:
+    log.info("connecting to %s", redact_url(url))
+    return ConnectionFactory(url).create_connection()
+
+
+def _body(message: Message) -> Any:
+    """The body as something JSON can carry: bytes become base64 text."""
+    if isinstance(message, TextMessage):
+        return message.text
+    if isinstance(message, BytesMessage):
+        return base64.b64encode(message.body).decode("ascii")
+    if isinstance(message, MapMessage):
+        return {k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+                for k, v in message.body.items()}
+    return None
+
+
+def _message_record(message: Message) -> dict[str, Any]:
+    properties = {k: v for k, v in message.properties.items() if k not in (GROUP_ID, GROUP_SEQ)}
+    return {
+        "id": message.jms_message_id,
+        "group": message.ordering_group,
+        "seq": message.group_sequence,
+        "redelivered": bool(message.jms_redelivered),
+        "properties": properties,
+        "body": _body(message),
+    }
+
+
+def _print_message(message: Message, as_json: bool) -> None:
+    record = _message_record(message)
+    if as_json:
+        print(json.dumps(record, sort_keys=True), flush=True)
+        return
+    props = " ".join(f"{k}={v!r}" for k, v in sorted(record["properties"].items()))
+    print(f"{record['id']} group={record['group']} seq={record['seq']} "
+          f"redelivered={record['redelivered']} [{props}] {record['body']!r}", flush=True)
+
+
+# ------------------------------------------------------------------------ providers
+def _providers(args: argparse.Namespace) -> int:
+    """List schemes; the embedded broker's capabilities need no server, so show them."""
+    for scheme, source in get_registry().describe().items():
+        print(f"{scheme}://  {source}")
+    with ConnectionFactory("embedded://jmslike-cli-providers").create_connection() as connection:
+        print("embedded:// capabilities:")
+        for name, value in connection.capabilities.as_dict().items():
+            print(f"  {name}: {value}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The ``jmslike`` command, the bookstore demo and the examples, end to end.
+
+Commands run in-process through ``main([...])`` so that ``send`` and a later ``receive``
+meet on the same embedded broker (each process has its own); one run of each entry
+point as a real subprocess checks that the console script wiring works too.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from jmslike.cli import main
+from jmslike.demo import run_bookstore
+
+pytestmark = pytest.mark.embedded
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+@pytest.fixture
+def url() -> str:
+    """A broker of this test's own, so tests never see each other's messages."""
+    return f"embedded://cli-test-{uuid.uuid4().hex[:10]}"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def json_lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------------------- demo
+def test_demo_prints_table_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(capsys, "demo", "--customers", "10", "--consumers", "3",
+                          "--seed", "5")
+    assert code == 0
+    assert "cancels that overtook" in out
+    assert "no ordering groups" in out
+    assert "one group per customer" in out
+    assert "with one group per customer: 0 of 10" in out.splitlines()[-1]
+
+
+def test_bookstore_ordered_run_keeps_every_customer_in_order() -> None:
+    result = run_bookstore(None, 15, 4, True, 3)
+    assert result.complete
+    assert result.overtakes == 0
+    assert result.left_open == 0
+    assert result.out_of_order == 0
+    assert result.customers == 15 and result.consumers == 4
+    assert 30 <= result.messages <= 45
+
+
+def test_bookstore_unordered_run_processes_everything() -> None:
+    # Whether cancels overtake depends on thread timing, so only the counts are checked.
+    result = run_bookstore(None, 10, 4, False, 3)
+    assert result.complete
+    assert result.overtakes == result.left_open
+    assert 0 <= result.overtakes <= 10
+
+
+def test_bookstore_same_seed_same_script() -> None:
+    first = run_bookstore(None, 8, 2, True, 11)
+    second = run_bookstore(None, 8, 2, True, 11)
+    assert first.messages == second.messages
+
+
+def test_demo_as_subprocess() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "jmslike.cli", "demo", "--customers", "10"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "of 10" in proc.stdout
+
+
+def test_python_dash_m_jmslike_lists_providers() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "jmslike", "providers"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "embedded://" in proc.stdout
+
+
+# ------------------------------------------------------------- send, browse, receive
+def test_send_browse_receive_round_trip(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    code, out, _ = run(capsys, "send", url, "queue://orders", "place", "update", "cancel",
+                       "--group", "joe", "--property", "n:int=3", "--property", "shop=xyz")
+    assert code == 0
+    ids = out.split()
+    assert len(ids) == 3 and len(set(ids)) == 3
+
+    code, out, _ = run(capsys, "browse", url, "orders", "--json")
+    assert code == 0
+    browsed = json_lines(out)
+    assert [m["body"] for m in browsed] == ["place", "update", "cancel"]
+    assert [m["id"] for m in browsed] == ids
+
+    code, out, _ = run(capsys, "receive", url, "queue://orders", "--count", "3", "--json")
+    assert code == 0
+    got = json_lines(out)
+    assert [m["body"] for m in got] == ["place", "update", "cancel"]
+    assert [m["seq"] for m in got] == [1, 2, 3]
+    assert {m["group"] for m in got} == {"joe"}
+    assert all(m["redelivered"] is False for m in got)
+    props = got[0]["properties"]
+    assert isinstance(props, dict)
+    assert props["n"] == 3 and props["shop"] == "xyz"
+
+    # Everything was consumed: the queue is empty now.
+    code, out, _ = run(capsys, "receive", url, "queue://orders", "--timeout", "0.1")
+    assert (code, out) == (0, "")
+    code, out, _ = run(capsys, "browse", url, "queue://orders")
+    assert (code, out) == (0, "")
+
+
+def test_receive_text_format_and_selector(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    run(capsys, "send", url, "queue://q", "eu-1", "--property", "region=EU")
+    run(capsys, "send", url, "queue://q", "us-1", "--property", "region=US")
+    run(capsys, "send", url, "queue://q", "eu-2", "--property", "region=EU")
+    code, out, _ = run(capsys, "browse", url, "queue://q", "--selector", "region = 'US'")
+    assert code == 0 and "'us-1'" in out and "eu-" not in out
+    code, out, _ = run(capsys, "receive", url, "queue://q", "--selector", "region = 'EU'",
+                       "--timeout", "0.2")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("'eu-1'") and lines[1].endswith("'eu-2'")
+    assert "group=None" in lines[0] and "region='EU'" in lines[0]
+
+
+def test_send_reads_stdin_and_repeats_with_count(
+    capsys: pytest.CaptureFixture[str], url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("first\nsecond\n"))
+    code, out, _ = run(capsys, "send", url, "queue://in", "--count", "2", "--non-persistent",
+                       "--priority", "7", "--ttl", "60")
+    assert code == 0 and len(out.split()) == 4
+    code, out, _ = run(capsys, "browse", url, "queue://in", "--json")
+    assert [m["body"] for m in json_lines(out)] == ["first", "first", "second", "second"]
+
+
+def test_providers_lists_embedded_capabilities(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "providers")
+    assert code == 0
+    assert "embedded://" in out
+    assert "ordering_mode:" in out and "native_groups:" in out
+
+
+# ------------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["send", "{url}", "orders", "x"],  # destination without queue:// or topic://
+        ["send", "{url}", "queue://q", "x", "--priority", "11"],
+        ["send", "{url}", "queue://q", "x", "--property", "n:int=many"],
+        ["send", "{url}", "queue://q", "x", "--property", "novalue"],
+        ["send", "{url}", "queue://q", "x", "--group", ""],
+        ["receive", "{url}", "queue://q", "--selector", "region = = 'EU'", "--timeout", "0"],
+        ["browse", "{url}", "topic://t"],
+    ],
+)
+def test_jms_errors_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], url: str, argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *(a.format(url=url) for a in argv))
+    assert code == 2
+    assert out == ""
+    assert err.startswith("jmslike: error: ")
+    assert "Traceback" not in err
+
+
+def test_error_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run(capsys, "send", "nosuch://joe:s3cret@host:1", "queue://q", "x")
+    assert code == 2
+    assert err.startswith("jmslike: error: ")
+    assert "s3cret" not in err
+
+
+def test_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--customers", "0"]) == 2
+    assert main(["frobnicate"]) == 2
+    assert main([]) == 2
+    assert main(["--help"]) == 0
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------- examples
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(script: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+        check=False, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip()
+
+
+def test_there_are_examples() -> None:
+    assert {p.name for p in EXAMPLES} >= {
+        "quickstart.py", "bookstore.py", "listener_container.py", "request_reply.py"
+    }
