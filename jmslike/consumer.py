@@ -57,6 +57,7 @@ class MessageConsumer:
         self._buffer: deque[Buffered] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._credit = 0
+        self._sleeping = False  # a receiver waits on _cond (so the sink must notify)
         self._prefetch = session._connection._settings.prefetch
         self._listener: MessageListener | None = None
         self._last: Any = None  # AUTO/DUPS_OK with receive(): the delivery not yet finished
@@ -88,7 +89,8 @@ class MessageConsumer:
         with self._cond:
             self._credit -= 1
             self._buffer.append((message, token, 0.0))
-            self._cond.notify()
+            if self._sleeping:
+                self._cond.notify()
         if self._listener is not None:
             self._session._wake(self)
 
@@ -147,7 +149,13 @@ class MessageConsumer:
             raise InvalidArgumentError(f"receive timeout {timeout!r}: need seconds >= 0 or None")
         session = self._session
         if self._last is not None:
-            session._finish_last(self)
+            if not self._buffer and self._credit <= 0 and self._connection._started:
+                # Finish the last message and ask for the next in one provider call.
+                with self._cond:
+                    self._credit += self._prefetch
+                session._finish_last(self, self._provider, self._prefetch)
+            else:
+                session._finish_last(self)
         deadline = None if timeout is None else time.monotonic() + timeout
         item = self._wait_for_item(deadline)
         if item is None:
@@ -174,7 +182,7 @@ class MessageConsumer:
             # and deque appends/pops are atomic.
             if buffer and not buffer[0][2]:
                 return buffer.popleft()
-            item, wait = self._pop_due()
+            item, wait = self._pop_due() if buffer else (None, 0.0)
             if item is not None:
                 return item
             if not wait and self._credit <= 0 and not buffer:
@@ -190,7 +198,11 @@ class MessageConsumer:
                 if buffer and (not buffer[0][2] or buffer[0][2] <= time.monotonic()):
                     continue
                 waits = [w for w in (remaining, wait or None) if w is not None]
-                self._cond.wait(min(waits) if waits else None)
+                self._sleeping = True
+                try:
+                    self._cond.wait(min(waits) if waits else None)
+                finally:
+                    self._sleeping = False
 
     def __iter__(self) -> Iterator[Message]:
         """Iterate with ``receive()`` until the consumer or connection is closed."""

@@ -30,7 +30,7 @@ from jmslike.errors import (
 from jmslike.message import Message
 from jmslike.selector import Selector, message_lookup, parse_selector
 
-__all__ = ["DLQ_REASON", "Broker", "Subscription", "get_broker"]
+__all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
 
 log = logging.getLogger("jmslike.embedded")
 
@@ -68,6 +68,14 @@ class Broker:
         self._timers: list[tuple[float, int, Channel]] = []
         self._timer_wake = threading.Condition(self.lock)
         self._timer_thread: threading.Thread | None = None
+        self.connections = 0
+
+    def is_empty(self) -> bool:
+        """No messages anywhere, and no subscription that outlives its consumers."""
+        with self.lock:
+            if any(sub.durable for sub in self._subscriptions.values()):
+                return False
+            return all(not (c.pending or c.inflight) for c in self._all_channels())
 
     def __repr__(self) -> str:
         return f"<Broker {self.name!r} queues={len(self._queues)} subs={len(self._subscriptions)}>"
@@ -301,6 +309,15 @@ class Broker:
         if sub in subs:
             subs.remove(sub)
 
+    def acknowledge_and_flow(
+        self, entries: Sequence[Entry], slot: ConsumerSlot, credit: int
+    ) -> None:
+        now = time.time()
+        with self.lock:
+            if entries:
+                self._finish_locked(entries, now)
+            slot.channel.flow(slot, credit, now)
+
     def flow(self, slot: ConsumerSlot, credit: int) -> None:
         now = time.time()
         with self.lock:
@@ -403,7 +420,7 @@ class Broker:
     # ---------------------------------------------------------------- timers
     def _schedule(self, channel: Channel, due: float) -> None:
         """Called under the lock when a channel holds a message that becomes due later."""
-        heapq.heappush(self._timers, (due, id(channel), channel))
+        heapq.heappush(self._timers, (due, next(self._ids), channel))
         if self._timer_thread is None:
             self._timer_thread = threading.Thread(
                 target=self._run_timers, name=f"jmslike-embedded-timer-{self.name}", daemon=True
@@ -413,17 +430,22 @@ class Broker:
             self._timer_wake.notify()
 
     def _run_timers(self) -> None:
-        """The broker's one timer thread: moves delayed messages to their queues on time."""
+        """The broker's timer thread: moves delayed messages to their queues on time.
+
+        It ends when nothing is scheduled (the next delayed send starts another), so an
+        idle or forgotten broker keeps no thread.
+        """
         with self.lock:
-            while True:
+            while self._timers:
                 now = time.time()
                 while self._timers and self._timers[0][0] <= now:
                     _due, _id, channel = heapq.heappop(self._timers)
                     channel.promote_due(now)
                     if channel.waiting:
                         channel.dispatch(now)
-                timeout = (self._timers[0][0] - now) if self._timers else None
-                self._timer_wake.wait(timeout)
+                if self._timers:
+                    self._timer_wake.wait(self._timers[0][0] - now)
+            self._timer_thread = None
 
 
 _registry: dict[str, Broker] = {}
@@ -431,9 +453,27 @@ _registry_lock = threading.Lock()
 
 
 def get_broker(name: str) -> Broker:
-    """The process's broker of that name, created on first use."""
+    """The process's broker of that name, created on first use; counts a connection."""
     with _registry_lock:
         broker = _registry.get(name)
         if broker is None:
             broker = _registry[name] = Broker(name)
+        broker.connections += 1
         return broker
+
+
+def release_broker(broker: Broker) -> None:
+    """A connection closed. A broker nobody uses and that holds nothing is forgotten, so
+    per-test brokers (``embedded://test-<uuid>``) do not accumulate in a long process;
+    one that still holds messages or durable subscriptions stays for the next connection.
+    """
+    with _registry_lock:
+        broker.connections -= 1
+        if broker.connections <= 0 and broker.is_empty() and _registry.get(broker.name) is broker:
+            del _registry[broker.name]
+
+
+def drop_broker(name: str) -> bool:
+    """Forget a broker and everything in it (tests, tools); False if there was none."""
+    with _registry_lock:
+        return _registry.pop(name, None) is not None

@@ -13,7 +13,7 @@ from typing import Any
 
 from jmslike.config import ConfigurationError, FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
-from jmslike.embedded.broker import Broker, Subscription, get_broker
+from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
 from jmslike.embedded.channel import ConsumerSlot, Entry
 from jmslike.errors import TransactionInProgressError
 from jmslike.message import Message
@@ -88,6 +88,14 @@ class EmbeddedSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         self._broker.acknowledge(tokens)
+
+    def acknowledge_and_flow(
+        self, tokens: Sequence[Any], consumer: ProviderConsumer, credit: int
+    ) -> None:
+        if isinstance(consumer, EmbeddedConsumer):
+            self._broker.acknowledge_and_flow(tokens, consumer._slot, credit)
+        else:  # pragma: no cover - a foreign consumer cannot reach this broker
+            super().acknowledge_and_flow(tokens, consumer, credit)
 
     def redeliver(self, token: Any) -> Message:
         entry: Entry = token
@@ -165,6 +173,7 @@ class EmbeddedConnection(ProviderConnection):
         self._temporary.clear()
         if self.client_id is not None:
             self.broker.release_client_id(self.client_id)
+        release_broker(self.broker)
 
 
 class EmbeddedProvider(Provider):

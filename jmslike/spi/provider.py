@@ -151,6 +151,15 @@ class ProviderSession(abc.ABC):
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         """The application finished these deliveries: remove them from the broker."""
 
+    def acknowledge_and_flow(
+        self, tokens: Sequence[Any], consumer: ProviderConsumer, credit: int
+    ) -> None:
+        """Acknowledge ``tokens``, then grant ``consumer`` credit; providers may do both in
+        one round trip (the AUTO_ACKNOWLEDGE receive loop calls this for every message)."""
+        if tokens:
+            self.acknowledge(tokens)
+        consumer.flow(credit)
+
     @abc.abstractmethod
     def redeliver(self, token: Any) -> Message:
         """A fresh copy of a held message for local redelivery (recover/rollback, ORD-11):
