@@ -301,7 +301,7 @@ class Session:
         held = consumer._last
         consumer._last = None
         finished = held is not None and self._held.pop(held, False) is None
-        tokens = (held.token,) if finished else ()  # type: ignore[union-attr]
+        tokens = (held.token,) if finished else ()
         if provider_consumer is not None:
             self._provider.acknowledge_and_flow(tokens, provider_consumer, credit)
         elif tokens:
