@@ -42,8 +42,14 @@ log = logging.getLogger("jmslike.cli")
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 _PROPERTY_TYPES: dict[str, str] = {
-    "str": "string", "string": "string", "int": "int", "long": "long",
-    "float": "float", "double": "double", "bool": "boolean", "boolean": "boolean",
+    "str": "string",
+    "string": "string",
+    "int": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "bool": "boolean",
+    "boolean": "boolean",
 }
 
 
@@ -66,15 +72,21 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="jmslike",
         description="JMS-style messaging from the shell, with ordering groups.",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log more (-v: info, -vv: debug) on stderr")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more (-v: info, -vv: debug) on stderr",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="the bookstore case, without and with ordering groups")
     demo.add_argument("--customers", type=_positive_int, default=20)
     demo.add_argument("--consumers", type=_positive_int, default=4)
-    demo.add_argument("--url", default=None,
-                      help="broker URL (default: a fresh embedded broker per run)")
+    demo.add_argument(
+        "--url", default=None, help="broker URL (default: a fresh embedded broker per run)"
+    )
     demo.add_argument("--seed", type=int, default=None, help="seed the simulated work times")
 
     send = sub.add_parser("send", help="send text messages (stdin lines when no TEXT)")
@@ -82,14 +94,25 @@ def _build_parser() -> argparse.ArgumentParser:
     send.add_argument("destination", metavar="DESTINATION", help="queue://NAME or topic://NAME")
     send.add_argument("texts", metavar="TEXT", nargs="*")
     send.add_argument("--group", help="ordering group for every message sent (ORD-5)")
-    send.add_argument("--property", dest="properties", action="append", default=[],
-                      metavar="K=V", help="a property; K:TYPE=V picks int, long, float, "
-                      "double, bool or str (default str); repeatable")
+    send.add_argument(
+        "--property",
+        dest="properties",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a property; K:TYPE=V picks int, long, float, "
+        "double, bool or str (default str); repeatable",
+    )
     mode = send.add_mutually_exclusive_group()
-    mode.add_argument("--persistent", dest="delivery_mode", action="store_const",
-                      const=DeliveryMode.PERSISTENT)
-    mode.add_argument("--non-persistent", dest="delivery_mode", action="store_const",
-                      const=DeliveryMode.NON_PERSISTENT)
+    mode.add_argument(
+        "--persistent", dest="delivery_mode", action="store_const", const=DeliveryMode.PERSISTENT
+    )
+    mode.add_argument(
+        "--non-persistent",
+        dest="delivery_mode",
+        action="store_const",
+        const=DeliveryMode.NON_PERSISTENT,
+    )
     send.add_argument("--priority", type=int, default=None, help="0-9 (default 4)")
     send.add_argument("--ttl", type=_seconds, default=None, help="time to live in seconds")
     send.add_argument("--count", type=_positive_int, default=1, help="send each text N times")
@@ -97,10 +120,18 @@ def _build_parser() -> argparse.ArgumentParser:
     receive = sub.add_parser("receive", help="receive and print messages")
     receive.add_argument("url", metavar="URL")
     receive.add_argument("destination", metavar="DESTINATION")
-    receive.add_argument("--count", type=_positive_int, default=None,
-                         help="stop after N messages (default: until the timeout)")
-    receive.add_argument("--timeout", type=_seconds, default=5.0,
-                         help="stop when no message came for this many seconds (default 5)")
+    receive.add_argument(
+        "--count",
+        type=_positive_int,
+        default=None,
+        help="stop after N messages (default: until the timeout)",
+    )
+    receive.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=5.0,
+        help="stop when no message came for this many seconds (default 5)",
+    )
     receive.add_argument("--selector", default=None, help="JMS message selector")
     receive.add_argument("--json", action="store_true", help="one JSON object per line")
 
@@ -122,10 +153,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     if args.verbose:
-        logging.basicConfig(level=logging.DEBUG if args.verbose > 1 else logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    commands = {"demo": _demo, "send": _send, "receive": _receive, "browse": _browse,
-                "providers": _providers}
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    commands = {
+        "demo": _demo,
+        "send": _send,
+        "receive": _receive,
+        "browse": _browse,
+        "providers": _providers,
+    }
     try:
         return commands[args.command](args)
     except JMSException as exc:
@@ -157,8 +195,11 @@ def _demo(args: argparse.Namespace) -> int:
         print("jmslike: a run did not process all its messages in time", file=sys.stderr)
         return EXIT_FAILED
     if ordered.overtakes or ordered.out_of_order:
-        print("jmslike: ordering groups failed to keep a customer's messages in order "
-              "(this is a bug, please report it)", file=sys.stderr)
+        print(
+            "jmslike: ordering groups failed to keep a customer's messages in order "
+            "(this is a bug, please report it)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_OK
 
@@ -170,8 +211,10 @@ def _parse_property(spec: str) -> tuple[str, str, PropertyValue]:
     name, _, type_name = key.partition(":")
     jms_type = _PROPERTY_TYPES.get(type_name or "str")
     if not sep or not name or jms_type is None:
-        raise InvalidArgumentError(f"--property {spec!r}: write NAME=VALUE or NAME:TYPE=VALUE "
-                          f"(TYPE one of {', '.join(sorted(_PROPERTY_TYPES))})")
+        raise InvalidArgumentError(
+            f"--property {spec!r}: write NAME=VALUE or NAME:TYPE=VALUE "
+            f"(TYPE one of {', '.join(sorted(_PROPERTY_TYPES))})"
+        )
     try:
         if jms_type in ("int", "long"):
             return name, jms_type, int(raw)
@@ -257,8 +300,10 @@ def _body(message: Message) -> Any:
     if isinstance(message, BytesMessage):
         return base64.b64encode(message.body).decode("ascii")
     if isinstance(message, MapMessage):
-        return {k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
-                for k, v in message.body.items()}
+        return {
+            k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+            for k, v in message.body.items()
+        }
     return None
 
 
@@ -280,8 +325,11 @@ def _print_message(message: Message, as_json: bool) -> None:
         print(json.dumps(record, sort_keys=True), flush=True)
         return
     props = " ".join(f"{k}={v!r}" for k, v in sorted(record["properties"].items()))
-    print(f"{record['id']} group={record['group']} seq={record['seq']} "
-          f"redelivered={record['redelivered']} [{props}] {record['body']!r}", flush=True)
+    print(
+        f"{record['id']} group={record['group']} seq={record['seq']} "
+        f"redelivered={record['redelivered']} [{props}] {record['body']!r}",
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------------------ providers

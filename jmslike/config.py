@@ -148,7 +148,8 @@ class FactorySettings:
     default_ordering_group_name: str | None = None
     client_id: str | None = None
     prefetch: int = 1
-    """Messages a receive()-driven consumer may hold ahead of the application."""
+    """Messages a consumer asks the broker for when its buffer runs empty (receive() and
+    listeners alike); 1 keeps groups free for other sessions (ORD-9)."""
     max_redeliveries: int = 6
     """Redeliveries before a message goes to the dead-letter queue (ORD-13); -1: no limit."""
     redelivery_delay: float = 0.0
@@ -210,10 +211,20 @@ class FactorySettings:
             )
         if not self.dead_letter_queue:
             raise ConfigurationError(f"dead_letter_queue in {source}: must not be empty")
+        if self.default_ordering_group_name is not None:
+            from jmslike.ordering import validate_group_name
+
+            validate_group_name(
+                self.default_ordering_group_name,
+                what=f"default_ordering_group_name in {source}",
+            )
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if not name.islower() else name
+    """``enableOrderingGroup`` -> ``enable_ordering_group``; ``clientID`` -> ``client_id``."""
+    if name.islower():
+        return name
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -231,7 +242,7 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
                 return value.lower() in _TRUE
             raise ValueError("expected true or false")
         if kind.startswith("int"):
-            if isinstance(value, bool):
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError("expected an integer")
             return int(value)  # type: ignore[call-overload]
         if kind.startswith("float"):

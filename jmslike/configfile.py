@@ -39,8 +39,9 @@ def find_config(path: str | os.PathLike[str] | None = None) -> Path | None:
 
 def load_factory_config(
     name: str, path: str | os.PathLike[str] | None = None
-) -> tuple[str, str | None, str | None, dict[str, Any]]:
-    """(url, user, password, settings) of factory ``name``; errors name file and key."""
+) -> tuple[str, str | None, str | None, dict[str, Any], str]:
+    """(url, user, password, settings, source) of factory ``name``; ``source`` names the
+    file and table, for errors about the settings."""
     file = find_config(path)
     if file is None:
         raise ConfigurationError(
@@ -65,4 +66,8 @@ def load_factory_config(
         raise ConfigurationError(f"{file}: factories.{name}.url must be a string")
     user = entry.pop("user", None)
     password = entry.pop("password", None)
-    return url, user, password, entry
+    for key in ("user", "password"):
+        value = user if key == "user" else password
+        if value is not None and not isinstance(value, str):
+            raise ConfigurationError(f"{file}: factories.{name}.{key} must be a string")
+    return url, user, password, entry, f"{file} [factories.{name}]"

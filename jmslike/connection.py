@@ -53,18 +53,23 @@ class ConnectionFactory:
         password: str | None = None,
         **settings: Any,
     ) -> None:
+        self._configure(url, settings, "ConnectionFactory keyword arguments")
+        self._user = user if user is not None else self.url.user
+        self._password = password if password is not None else self.url.password
+
+    def _configure(self, url: str, settings: dict[str, Any], source: str) -> None:
+        """Resolve the provider and fold the settings; every error names where it came from."""
         self.url: ParsedURL = parse_url(url)
         scheme = self.url.members[0].scheme if self.url.members else self.url.scheme
         self._provider: Provider = get_registry().provider_for(scheme)
+        self._provider.check_url(self.url)
         base = FactorySettings()
         names = self._provider.setting_names
         if self.url.query:
             base = base.merged(self.url.query, f"the query of URL {redact_url(url)!r}", names)
         if settings:
-            base = base.merged(settings, "ConnectionFactory keyword arguments", names)
+            base = base.merged(settings, source, names)
         self.settings = base
-        self._user = user if user is not None else self.url.user
-        self._password = password if password is not None else self.url.password
 
     def __repr__(self) -> str:
         return f"<ConnectionFactory {self.url} provider={self._provider.name}>"
@@ -74,8 +79,12 @@ class ConnectionFactory:
         """A named factory from ``jmslike.toml`` (``$JMSLIKE_CONFIG`` or the working dir)."""
         from jmslike.configfile import load_factory_config
 
-        url, user, password, settings = load_factory_config(name, path)
-        return cls(url, user=user, password=password, **settings)
+        url, user, password, settings, source = load_factory_config(name, path)
+        factory = cls.__new__(cls)
+        factory._configure(url, settings, source)
+        factory._user = user if user is not None else factory.url.user
+        factory._password = password if password is not None else factory.url.password
+        return factory
 
     def create_connection(self, user: str | None = None, password: str | None = None) -> Connection:
         """Open a connection (stopped: call ``start()`` to receive)."""

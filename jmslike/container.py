@@ -126,7 +126,14 @@ class MessageListenerContainer:
         self._connection.start()
 
     def stop(self) -> None:
-        """Finish the messages in hand, give back what was only buffered, and close."""
+        """Finish the messages in hand, give back what was only buffered, and close.
+
+        Called from ``on_message`` itself, it cannot wait for the listener it runs in:
+        it stops on a helper thread instead and returns at once.
+        """
+        if self._connection._in_own_listener():
+            threading.Thread(target=self.stop, name="jmslike-container-stop", daemon=True).start()
+            return
         with self._lock:
             if self._stopped:
                 return

@@ -169,8 +169,15 @@ def run_bookstore(
                     producer.enable_ordering_group(f"customer-{customer}")
             for customer, step, action, work in plan:
                 message = session.create_text_message(f"{action} order of customer {customer}")
-                message.set_properties({"demo_run": run_id, "customer": customer, "step": step,
-                                        "action": action, "work": work})
+                message.set_properties(
+                    {
+                        "demo_run": run_id,
+                        "customer": customer,
+                        "step": step,
+                        "action": action,
+                        "work": work,
+                    }
+                )
                 producers[customer].send(message)
         started = time.monotonic()
         container.start()
@@ -194,16 +201,30 @@ def run_bookstore(
 
 def format_table(results: list[BookstoreResult]) -> str:
     """The per-run table ``jmslike demo`` prints."""
-    header = ("run", "messages", "consumers", "cancels that overtook",
-              "orders left open by mistake", "seconds")
+    header = (
+        "run",
+        "messages",
+        "consumers",
+        "cancels that overtook",
+        "orders left open by mistake",
+        "seconds",
+    )
     rows = [header] + [
-        (r.label, str(r.messages), str(r.consumers), f"{r.overtakes} of {r.customers}",
-         str(r.left_open), f"{r.seconds:.3f}")
+        (
+            r.label,
+            str(r.messages),
+            str(r.consumers),
+            f"{r.overtakes} of {r.customers}",
+            str(r.left_open),
+            f"{r.seconds:.3f}",
+        )
         for r in results
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

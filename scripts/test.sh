@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command for a newcomer and for CI: install jmslike with every extra and the test
-# tools into ./.venv, then run the whole test suite. Tests that need a real broker start
-# it themselves through scripts/brokers.sh (installed from Debian or Maven Central, on
-# 127.0.0.1 only). Extra arguments go to pytest.
+# tools into ./.venv, then lint, type-check and run the whole test suite. (Tests that
+# need a real broker will start it themselves, installed from Debian or Maven Central and
+# bound to 127.0.0.1 only, once broker providers exist.) Extra arguments go to pytest.
 #
 # pytest exit code 5 ("no tests collected") is turned into a failure: a suite that ran
 # nothing must never look green.

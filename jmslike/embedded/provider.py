@@ -182,6 +182,15 @@ class EmbeddedProvider(Provider):
     name = "embedded"
     schemes = ("embedded",)
 
+    def check_url(self, url: ParsedURL) -> None:
+        if url.members:
+            raise ConfigurationError("failover: makes no sense for the in-process embedded broker")
+        if url.path not in ("", "/"):
+            raise ConfigurationError(
+                f"embedded broker file store {url.path!r} is not available yet: use "
+                "'embedded://' or 'embedded://<name>' (in-memory)"
+            )
+
     def connect(
         self,
         url: ParsedURL,
@@ -190,9 +199,4 @@ class EmbeddedProvider(Provider):
         password: str | None,
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
-        if url.path not in ("", "/"):
-            raise ConfigurationError(
-                f"embedded broker file store {url.path!r} is not available yet: use "
-                "'embedded://' or 'embedded://<name>' (in-memory)"
-            )
         return EmbeddedConnection(get_broker(url.host or ""), settings)

@@ -10,7 +10,8 @@ Resource and thread contract, per class:
 
 * ``ProviderConnection``: one per API connection. Its I/O (sockets, a reactor thread)
   belongs to it. It may call the exception callback from any thread.
-* ``ProviderSession``: called by one thread at a time (the API session serialises calls),
+* ``ProviderSession``: called by one thread at a time (a JMS session is single-threaded:
+  the application's thread, or the session's dispatcher thread while listeners run),
   never with an API-level lock held.
 * ``ProviderConsumer``: pushes deliveries through its ``sink`` from any thread (an I/O
   thread, or, for the embedded broker, whichever thread changed the broker's state). The
@@ -237,6 +238,10 @@ class Provider(abc.ABC):
     schemes: tuple[str, ...] = ()
     setting_names: frozenset[str] = frozenset()
     """Provider-specific URL query / factory keys it accepts (kept in settings.extra)."""
+
+    def check_url(self, url: ParsedURL) -> None:  # noqa: B027 - optional hook
+        """Refuse a URL this provider cannot serve, when the factory is created (so the
+        error comes before anything is sent). The default accepts any."""
 
     @abc.abstractmethod
     def connect(
