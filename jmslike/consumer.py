@@ -10,6 +10,7 @@ empty, so a consumer never sits on more of a group than it is about to process (
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -145,8 +146,17 @@ class MessageConsumer:
         last time (ORD-10).
         """
         self._check_receivable()
-        if timeout is not None and (not isinstance(timeout, int | float) or timeout < 0):
-            raise InvalidArgumentError(f"receive timeout {timeout!r}: need seconds >= 0 or None")
+        if timeout is not None:
+            if (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, int | float)
+                or not timeout >= 0
+            ):
+                raise InvalidArgumentError(
+                    f"receive timeout {timeout!r}: need seconds >= 0, or None to wait for ever"
+                )
+            if math.isinf(timeout):
+                timeout = None
         session = self._session
         if self._last is not None:
             if not self._buffer and self._credit <= 0 and self._connection._started:

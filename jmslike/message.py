@@ -406,21 +406,6 @@ class Message:
     def _copy_body_to(self, other: Self) -> None:
         """Body types copy their body here; a plain message has none."""
 
-    def _body_value(self) -> object:
-        """The internal body object (immutable once received), for providers to keep."""
-        return None
-
-    def _restore(
-        self, properties: dict[str, PropertyValue], types: dict[str, str], body: object
-    ) -> None:
-        """Reset properties and body to values a provider kept (for redelivery copies)."""
-        self._properties = dict(properties)
-        self._prop_types = dict(types)
-        self._set_body_value(body)
-
-    def _set_body_value(self, body: object) -> None:
-        """Body types set their internal body here."""
-
     def _received(self, ack: _Acknowledger | None) -> None:
         """Called by the API layer when handing this message to the application."""
         self._read_only = True
@@ -489,12 +474,6 @@ class TextMessage(Message):
         other._text = self._text
         other._read_only_body = False
 
-    def _body_value(self) -> object:
-        return self._text
-
-    def _set_body_value(self, body: object) -> None:
-        self._text = body  # type: ignore[assignment]
-
     def _received(self, ack: _Acknowledger | None) -> None:
         super()._received(ack)
         self._read_only_body = True
@@ -548,12 +527,6 @@ class BytesMessage(Message):
     def _copy_body_to(self, other: BytesMessage) -> None:
         other._data = self._data
         other._read_only_body = False
-
-    def _body_value(self) -> object:
-        return self._data
-
-    def _set_body_value(self, body: object) -> None:
-        self._data = body  # type: ignore[assignment]
 
     def _received(self, ack: _Acknowledger | None) -> None:
         super()._received(ack)
@@ -626,12 +599,6 @@ class MapMessage(Message):
     def _copy_body_to(self, other: MapMessage) -> None:
         other._map = dict(self._map)
         other._read_only_body = False
-
-    def _body_value(self) -> object:
-        return self._map
-
-    def _set_body_value(self, body: object) -> None:
-        self._map = dict(body)  # type: ignore[call-overload]
 
     def _received(self, ack: _Acknowledger | None) -> None:
         super()._received(ack)

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["MessageProducer"]
 
 _DELIVERY_MODES = (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT)
+_MAX_SECONDS = 10.0**11
+"""About 3,000 years: larger durations overflow the JMS millisecond headers."""
 
 
 def _check_delivery_mode(value: object) -> int:
@@ -44,8 +46,12 @@ def _check_priority(value: object) -> int:
 
 
 def _check_seconds(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise InvalidArgumentError(f"{name} {value!r}: need seconds >= 0 (0 means none)")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value < _MAX_SECONDS
+    ):
+        raise InvalidArgumentError(f"{name} {value!r}: need finite seconds >= 0 (0 means none)")
     return float(value)
 
 
@@ -86,6 +92,7 @@ class MessageProducer:
 
     @delivery_mode.setter
     def delivery_mode(self, value: int) -> None:
+        self._check_open()
         self._delivery_mode = _check_delivery_mode(value)
 
     @property
@@ -94,6 +101,7 @@ class MessageProducer:
 
     @priority.setter
     def priority(self, value: int) -> None:
+        self._check_open()
         self._priority = _check_priority(value)
 
     @property
@@ -103,6 +111,7 @@ class MessageProducer:
 
     @time_to_live.setter
     def time_to_live(self, value: float) -> None:
+        self._check_open()
         self._time_to_live = _check_seconds("time_to_live", value)
 
     @property
@@ -112,6 +121,7 @@ class MessageProducer:
 
     @delivery_delay.setter
     def delivery_delay(self, value: float) -> None:
+        self._check_open()
         self._delivery_delay = _check_seconds("delivery_delay", value)
 
     # --------------------------------------------------------------- groups

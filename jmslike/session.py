@@ -37,7 +37,14 @@ from jmslike.errors import (
     TransactionInProgressError,
     TransactionRolledBackError,
 )
-from jmslike.message import BytesMessage, MapMessage, MapValue, Message, TextMessage
+from jmslike.message import (
+    DELIVERY_COUNT,
+    BytesMessage,
+    MapMessage,
+    MapValue,
+    Message,
+    TextMessage,
+)
 from jmslike.ordering import generate_group_name
 from jmslike.producer import MessageProducer
 
@@ -53,14 +60,21 @@ log = logging.getLogger("jmslike.session")
 
 
 class _Held:
-    """One delivery the application has and has not finished (ORD-10)."""
+    """One delivery the application has and has not finished (ORD-10).
 
-    __slots__ = ("consumer", "message", "token")
+    ``count`` and ``expiration`` are read when the message is handed out: the
+    application may clear or change its copy, and the redelivery policy must not care.
+    """
+
+    __slots__ = ("consumer", "count", "expiration", "message", "token")
 
     def __init__(self, consumer: MessageConsumer, message: Message, token: Any) -> None:
         self.consumer = consumer
         self.message = message
         self.token = token
+        count = message._properties.get(DELIVERY_COUNT)
+        self.count = count if isinstance(count, int) else 1
+        self.expiration = message.jms_expiration
 
 
 class Session:
@@ -130,15 +144,19 @@ class Session:
         return self._connection._provider.create_temporary_topic()
 
     def create_message(self) -> Message:
+        self._check_open()
         return Message()
 
     def create_text_message(self, text: str | None = None) -> TextMessage:
+        self._check_open()
         return TextMessage(text)
 
     def create_bytes_message(self, data: bytes | None = None) -> BytesMessage:
+        self._check_open()
         return BytesMessage(data)
 
     def create_map_message(self, mapping: Mapping[str, MapValue] | None = None) -> MapMessage:
+        self._check_open()
         return MapMessage(mapping)
 
     def create_producer(self, destination: Destination | str | None = None) -> MessageProducer:
@@ -402,8 +420,13 @@ class Session:
         settings = self._settings
         per_consumer: dict[MessageConsumer, list[Buffered]] = {}
         orphans: list[Any] = []
+        expired: list[Any] = []
+        now_ms = time.time() * 1000
         for h in held:
-            count = h.message.delivery_count
+            count = h.count
+            if h.expiration and h.expiration <= now_ms:
+                expired.append(h.token)  # expired while held: finished, never again (ORD-13)
+                continue
             if 0 <= settings.max_redeliveries < count:
                 self._provider.dead_letter(
                     h.token,
@@ -421,6 +444,8 @@ class Session:
             )
             not_before = time.monotonic() + delay if delay > 0 else 0.0
             per_consumer.setdefault(h.consumer, []).append((fresh, h.token, not_before))
+        if expired:
+            self._provider.acknowledge(expired)
         if orphans:
             self._provider.release(orphans)
         for consumer, items in per_consumer.items():

@@ -19,7 +19,8 @@ Data layout (O(log n) or better per message; no scans except for selectors):
 Heaps hold plain ints and are cleaned lazily: a popped key is used only if its entry is
 still pending and still where it was placed. Plain ints keep the garbage collector's work
 per stored message to two objects (the message and its entry), which is most of what a
-100,000-message backlog costs in CPython.
+100,000-message backlog costs in CPython. The stored message is never handed out: each
+delivery, browse and dead-letter copy is made from it.
 
 The broker's one lock guards every channel; sinks are called under it, so each
 consumer's deliveries are pushed strictly in order.
@@ -47,7 +48,6 @@ class Entry:
     """A stored message and its delivery state; also the token given to consumers."""
 
     __slots__ = (
-        "body",
         "channel",
         "count",
         "due",
@@ -56,10 +56,8 @@ class Entry:
         "key",
         "message",
         "origin",
-        "props",
         "seq",
         "state",
-        "types",
     )
 
     def __init__(self, channel: Channel, seq: int, message: Message, origin: Hashable) -> None:
@@ -74,25 +72,16 @@ class Entry:
         self.count = 0
         self.state = PENDING
         self.origin = origin
-        # The first delivery hands ``message`` itself out; these stay as sent (a received
-        # message replaces, never mutates, its containers), for later redeliveries.
-        self.props = message._properties
-        self.types = message._prop_types
-        self.body = message._body_value()
 
     def delivered_copy(self) -> Message:
         """The message as a consumer sees it this time: redelivered flag and count set.
 
-        The first delivery hands out the stored object itself (the send already copied
-        it); any later one gets a fresh copy, so two deliveries never share an object.
+        Always a fresh copy: the stored message is never handed out, so nothing a
+        receiver does to its message can change what the broker redelivers, browses,
+        matches or dead-letters.
         """
-        if self.count == 1:
-            msg = self.message
-            msg._properties[DELIVERY_COUNT] = 1
-            return msg
         msg = self.message._copy()
-        msg._restore(self.props, self.types, self.body)
-        msg.jms_redelivered = True
+        msg.jms_redelivered = self.count > 1
         msg._properties[DELIVERY_COUNT] = self.count
         return msg
 

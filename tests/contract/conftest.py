@@ -1,0 +1,210 @@
+"""Fixtures of the provider contract suite.
+
+Every test in ``tests/contract`` runs once per :class:`ProviderCase` in
+:data:`PROVIDER_CASES`. For now the only case is the in-process embedded broker; STOMP and
+AMQP brokers (markers ``stomp``, ``activemq``, ``artemis``, ``rabbitmq``, ``amqp``) are
+added by appending a case whose ``url_factory`` returns their URL.
+
+Tests use only the public API of shared/API.md, plus the helpers below:
+
+* ``provider_url``: a fresh URL per test (for the embedded broker a broker of its own,
+  ``embedded://test-<uuid>``, since brokers with different names are separate);
+* ``make_factory(**settings)`` / ``factory``: ConnectionFactory objects for that URL;
+* ``make_connection(factory=None)`` / ``connection``: connections, created (not started)
+  and closed at teardown;
+* ``drain(consumer, timeout)``: every message the consumer gets until a receive times out;
+* ``require(connection, "capability")``: the one way a test may skip, naming the
+  capability it needs, read from ``connection.capabilities``;
+* ``unique``: a short unique name for destinations, groups and subscriptions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from jmslike import Connection, ConnectionFactory, Message, MessageConsumer
+
+# -------------------------------------------------------------------- provider cases
+
+
+def _embedded_url() -> str:
+    return f"embedded://test-{uuid.uuid4().hex}"
+
+
+def _embedded_cleanup(url: str) -> None:
+    """Forget the per-test broker even if it still holds messages or subscriptions."""
+    from jmslike.embedded import drop_broker
+
+    drop_broker(url.removeprefix("embedded://"))
+
+
+@dataclass(frozen=True)
+class ProviderCase:
+    """One provider configuration the whole contract suite runs against.
+
+    ``url_factory`` returns a URL for one test (isolated from every other test where the
+    provider allows). ``marks`` select the case (``-m embedded``). ``capabilities_expected``
+    names the ``connection.capabilities`` flags this broker must report True; tests that
+    need a capability call ``require()`` rather than reading the case. ``settings`` are
+    extra factory settings every factory of the case gets (credentials, timeouts);
+    ``cleanup(url)`` runs after each test.
+    """
+
+    id: str
+    url_factory: Callable[[], str]
+    marks: tuple[Any, ...] = ()
+    capabilities_expected: frozenset[str] = frozenset()
+    settings: dict[str, Any] = field(default_factory=dict)
+    cleanup: Callable[[str], None] | None = None
+
+
+ALL_CAPABILITIES = frozenset(
+    {
+        "native_groups",
+        "selectors",
+        "transactions",
+        "delivery_delay",
+        "priority",
+        "time_to_live",
+        "durable_subscriptions",
+        "shared_subscriptions",
+        "temporary_destinations",
+        "browsers",
+        "exclusive_consumers",
+        "delivery_count",
+        "dead_letter_queue",
+    }
+)
+
+PROVIDER_CASES: list[ProviderCase] = [
+    ProviderCase(
+        id="embedded",
+        url_factory=_embedded_url,
+        marks=(pytest.mark.embedded,),
+        capabilities_expected=ALL_CAPABILITIES,
+        cleanup=_embedded_cleanup,
+    ),
+    # Later, for example:
+    # ProviderCase("activemq-stomp", lambda: os.environ["JMSLIKE_ACTIVEMQ_STOMP_URL"],
+    #              marks=(pytest.mark.stomp, pytest.mark.activemq), capabilities_expected=...),
+]
+
+
+@pytest.fixture(params=[pytest.param(c, id=c.id, marks=c.marks) for c in PROVIDER_CASES])
+def provider_case(request: pytest.FixtureRequest) -> ProviderCase:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def provider_url(provider_case: ProviderCase) -> Iterator[str]:
+    url = provider_case.url_factory()
+    yield url
+    if provider_case.cleanup is not None:
+        provider_case.cleanup(url)
+
+
+# ------------------------------------------------------------ factories, connections
+
+
+@pytest.fixture
+def make_factory(
+    provider_case: ProviderCase, provider_url: str
+) -> Callable[..., ConnectionFactory]:
+    """``make_factory(**settings)``: a factory for this test's broker with extra settings."""
+
+    def make(**settings: Any) -> ConnectionFactory:
+        return ConnectionFactory(provider_url, **{**provider_case.settings, **settings})
+
+    return make
+
+
+@pytest.fixture
+def factory(make_factory: Callable[..., ConnectionFactory]) -> ConnectionFactory:
+    return make_factory()
+
+
+@pytest.fixture
+def make_connection(factory: ConnectionFactory) -> Iterator[Callable[..., Connection]]:
+    """``make_connection(factory=None)``: a new (stopped) connection, closed at teardown."""
+    opened: list[Connection] = []
+
+    def make(from_factory: ConnectionFactory | None = None) -> Connection:
+        conn = (from_factory or factory).create_connection()
+        opened.append(conn)
+        return conn
+
+    yield make
+    for conn in reversed(opened):
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+@pytest.fixture
+def connection(make_connection: Callable[..., Connection]) -> Connection:
+    """A connection to this test's broker: created, not started, closed at teardown."""
+    return make_connection()
+
+
+# -------------------------------------------------------------------------- helpers
+
+
+def drain_consumer(consumer: MessageConsumer, timeout: float = 0.2) -> list[Message]:
+    """Receive until a receive with ``timeout`` returns None."""
+    out: list[Message] = []
+    while True:
+        msg = consumer.receive(timeout)
+        if msg is None:
+            return out
+        out.append(msg)
+
+
+def require_capability(connection: Connection, name: str, value: object = True) -> None:
+    """Skip the test, naming the capability, unless the broker reports it as ``value``
+    (True by default; e.g. ``require(conn, "group_scope", "session")``)."""
+    caps = connection.capabilities
+    known = {f.name for f in dataclasses.fields(caps)}
+    if name not in known:
+        raise AssertionError(f"require(): unknown capability {name!r}; known: {sorted(known)}")
+    actual = getattr(caps, name)
+    if actual != value:
+        pytest.skip(
+            f"broker lacks capability {name}={value!r} (has {actual!r}; "
+            f"{caps.provider}, {caps.broker})"
+        )
+
+
+@pytest.fixture
+def drain() -> Callable[..., list[Message]]:
+    return drain_consumer
+
+
+@pytest.fixture
+def require() -> Callable[..., None]:
+    return require_capability
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """``unique("orders")`` -> ``"orders-1a2b3c4d"``: names no other test uses."""
+
+    def make(prefix: str = "x") -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    return make
+
+
+def texts(messages: list[Message]) -> list[str | None]:
+    """The text bodies of ``messages`` (helper for assertions)."""
+    return [getattr(m, "text", None) for m in messages]
+
+
+@pytest.fixture
+def body_texts() -> Callable[[list[Message]], list[str | None]]:
+    return texts
