@@ -182,7 +182,7 @@ class FactorySettings:
             if key in known and key != "extra":
                 changes[key] = _coerce(key, raw_value, known[key].type, source)
             elif raw_key in extra_names or key in extra_names:
-                extra[raw_key] = str(raw_value)
+                extra[key if key in extra_names else raw_key] = str(raw_value)
             else:
                 allowed = ", ".join(sorted({*self.names(), *extra_names}))
                 raise ConfigurationError(

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError
-from jmslike.message import Message
+from jmslike.message import GROUP_ID, Message
 
 if TYPE_CHECKING:
-    from jmslike.session import Session
+    from jmslike.session import Session, _Held
     from jmslike.spi.provider import ProviderConsumer
 
 __all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
@@ -64,6 +64,14 @@ class MessageConsumer:
         self._last: Any = None  # AUTO/DUPS_OK with receive(): the delivery not yet finished
         self._closed = False
         self._warned_groups = selector is None
+        self._gate = session._gate
+        self._late: list[Any] = []
+        # ORD-3: a group's scope is one destination, and on a topic one subscription.
+        self._gate_scope = (
+            f"{destination.key}#{subscription or f'consumer-{session._connection._next_id()}'}"
+            if destination.is_topic
+            else destination.key
+        )
         self._provider: ProviderConsumer = session._provider.create_consumer(
             destination,
             self._sink,
@@ -86,12 +94,36 @@ class MessageConsumer:
 
     # ------------------------------------------------------------ provider side
     def _sink(self, message: Message, token: Any) -> None:
-        """Called by the provider for each delivery; never blocks, never runs user code."""
+        """Called by the provider for each delivery; never blocks, never runs user code.
+
+        Where the broker ignores groups, a grouped delivery first passes the client gate
+        (ORD-16), which may park it until its group is free for this session.
+        """
+        gate = self._gate
+        if gate is not None:
+            group = message._properties.get(GROUP_ID)
+            if isinstance(group, str):
+                with self._cond:
+                    self._credit -= 1
+                key = (self._gate_scope, group)
+                gate.arrive(key, self._session, message.jms_message_id, (self, message, token))
+                return
         with self._cond:
             self._credit -= 1
             self._buffer.append((message, token, 0.0))
             if self._sleeping:
                 self._cond.notify()
+        if self._listener is not None:
+            self._session._wake(self)
+
+    def _accept(self, message: Message, token: Any) -> None:
+        """A delivery the client gate let through (its credit was counted on arrival)."""
+        with self._cond:
+            if self._closed:  # raced with close(): _shutdown gives it back
+                self._late.append(token)
+                return
+            self._buffer.append((message, token, 0.0))
+            self._cond.notify()
         if self._listener is not None:
             self._session._wake(self)
 
@@ -296,16 +328,32 @@ class MessageConsumer:
             return
         self._session._close_consumer(self)
 
-    def _shutdown(self, delivered: list[Any]) -> None:
-        """Detach from the provider, giving back ``delivered`` and whatever is buffered."""
+    def _shutdown(self, delivered: list[_Held]) -> None:
+        """Detach from the provider, giving back ``delivered`` and whatever is buffered
+        (or parked at the client gate), in order (ORD-10)."""
         with self._cond:
             self._closed = True
-            undelivered = [token for _msg, token, _nb in self._buffer]
+            buffered = list(self._buffer)
             self._buffer.clear()
             self._credit = 0
             self._cond.notify_all()
         self._listener = None
-        self._provider.close(delivered, undelivered)
+        undelivered = [token for _msg, token, _nb in buffered]
+        gate = self._gate
+        if gate is not None:
+            parked = gate.withdraw(self._session, lambda item: item[0] is self)
+            undelivered += [item[2] for _key, item in parked]
+            returned = [(self._gate_scope, h.group, h.message_id) for h in delivered]
+            returned += [
+                (self._gate_scope, msg.ordering_group, msg.jms_message_id)
+                for msg, _token, _nb in buffered
+            ]
+            self._session._gate_returned(returned)
+        self._provider.close([h.token for h in delivered], undelivered)
+        with self._cond:
+            late, self._late = self._late, []
+        if late:
+            self._session._provider.release(late)
 
     def _wake_waiters(self) -> None:
         with self._cond:

@@ -18,20 +18,23 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 from collections import deque
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 from jmslike.errors import InvalidOrderingGroupError
 from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 
 __all__ = [
     "MAX_GROUP_NAME",
+    "ClientGroupGate",
     "GroupBinding",
     "GroupState",
     "GroupTable",
     "generate_group_name",
+    "get_client_gate",
     "validate_group_name",
 ]
 
@@ -194,3 +197,168 @@ class GroupTable(Generic[T]):
     def holders(self) -> dict[str, Hashable]:
         """Group -> holder for every held group (for invariant checks in tests)."""
         return {name: st.holder for name, st in self._groups.items() if st.holder is not None}
+
+
+# --------------------------------------------------------------------------- client gate
+
+GroupKey = tuple[str, str]
+"""(destination key, group name): a group's scope is one destination (ORD-3)."""
+
+
+class _Slot(Generic[T]):
+    """A place in a group's line at the client gate: a parked delivery, or a hole kept
+    for a message that went back to the broker and is expected again (ORD-10/11)."""
+
+    __slots__ = ("deadline", "holder", "item", "message_id")
+
+    def __init__(
+        self, holder: Hashable | None, item: T | None, message_id: str | None, deadline: float
+    ) -> None:
+        self.holder = holder
+        self.item = item
+        self.message_id = message_id
+        self.deadline = deadline
+
+
+class ClientGroupGate(Generic[T]):
+    """ORD-16 within a process: group holding on the client, for brokers that ignore groups.
+
+    Such a broker spreads a group's messages over whatever consumers ask. Each delivery
+    passes through ``arrive``: it goes on to its consumer at once when its group is free
+    (or already held by the consumer's session) and nothing of the group waits ahead of
+    it; otherwise it is parked in the group's line. When the holding session finishes
+    everything it holds (``finish``), the line moves: the next parked delivery goes to its
+    consumer, whose session now holds the group, and so on.
+
+    Messages given back to the broker (a consumer or session closed with messages in
+    hand) will come again, maybe to another consumer; ``give_back`` leaves a hole for each
+    at the front of the line, so nothing later overtakes them. A hole is filled when its
+    message (same ``JMSMessageID``) arrives, and dropped after ``wait_for_return`` seconds
+    (the broker may have dead-lettered it, or another process taken it).
+
+    One gate serves every connection of the process to one broker, so ORD-9 holds across
+    sessions and connections. ``deliver(item)`` hands a released item to its consumer; it is
+    called under the gate's lock, which keeps each consumer's deliveries in line order.
+    """
+
+    def __init__(self, deliver: Callable[[T], None], wait_for_return: float = 30.0) -> None:
+        self._deliver = deliver
+        self.wait_for_return = wait_for_return
+        self._lock = threading.Lock()
+        self._table: GroupTable[_Slot[T]] = GroupTable()
+        self._holes: dict[tuple[GroupKey, str], _Slot[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def arrive(self, key: GroupKey, holder: Hashable, message_id: str | None, item: T) -> None:
+        """A delivery of group ``key`` for ``holder``'s session came from the broker."""
+        with self._lock:
+            state = self._table.state(_flat(key))
+            hole = self._holes.pop((key, message_id), None) if message_id else None
+            if hole is not None:
+                hole.holder, hole.item = holder, item
+                self._release(key, state)
+            elif not state.waiting and self._table.may_take(state, holder):
+                self._table.take(state, holder)
+                self._deliver(item)
+            else:
+                state.waiting.append(_Slot(holder, item, message_id, 0.0))
+
+    def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
+        """``holder`` finished ``count`` messages of the group (ORD-10)."""
+        with self._lock:
+            state = self._table.get(_flat(key))
+            if state is None or state.holder != holder:
+                return
+            if self._table.finish(_flat(key), state, count):
+                self._release(key, state)
+
+    def give_back(self, key: GroupKey, holder: Hashable, message_ids: list[str | None]) -> None:
+        """Messages ``holder`` had went back to the broker, in this order: keep their place."""
+        deadline = time.monotonic() + self.wait_for_return
+        with self._lock:
+            state = self._table.state(_flat(key))
+            holes = [_Slot[T](None, None, mid, deadline) for mid in message_ids if mid]
+            for hole in holes:
+                self._holes[(key, hole.message_id)] = hole  # type: ignore[index]
+            state.waiting.extendleft(reversed(holes))
+            if state.holder == holder:
+                self._table.finish(_flat(key), state, len(message_ids))
+            self._release(key, state)
+        if holes:
+            timer = threading.Timer(self.wait_for_return + 0.01, self.expire_holes, args=(key,))
+            timer.daemon = True
+            timer.start()
+
+    def withdraw(self, holder: Hashable, belongs: Callable[[T], bool]) -> list[tuple[GroupKey, T]]:
+        """Take back the parked deliveries ``belongs`` picks (their consumer is closing).
+
+        Each leaves a hole in its line, since the broker will deliver it again.
+        """
+        taken: list[tuple[GroupKey, T]] = []
+        deadline = time.monotonic() + self.wait_for_return
+        with self._lock:
+            for flat, state in list(self._table._groups.items()):
+                key = _unflat(flat)
+                for slot in state.waiting:
+                    if slot.item is not None and belongs(slot.item):
+                        taken.append((key, slot.item))
+                        slot.holder, slot.item, slot.deadline = None, None, deadline
+                        if slot.message_id:
+                            self._holes[(key, slot.message_id)] = slot
+                self._release(key, state)
+        return taken
+
+    def expire_holes(self, key: GroupKey) -> None:
+        with self._lock:
+            state = self._table.get(_flat(key))
+            if state is not None:
+                self._release(key, state)
+
+    def _release(self, key: GroupKey, state: GroupState[_Slot[T]]) -> None:
+        """Hand out the line's head while its session may take it (under the lock)."""
+        now = time.monotonic()
+        while state.waiting:
+            slot = state.waiting[0]
+            if slot.item is None:
+                if slot.deadline > now:
+                    break
+                state.waiting.popleft()  # the message never came back: stop waiting for it
+                self._holes.pop((key, slot.message_id), None)  # type: ignore[arg-type]
+                continue
+            if not self._table.may_take(state, slot.holder):
+                break
+            state.waiting.popleft()
+            self._table.take(state, slot.holder)
+            self._deliver(slot.item)
+        self._table.discard_if_idle(_flat(key), state)
+
+    def holders(self) -> dict[str, Hashable]:
+        """Group -> holder, for invariant checks in tests."""
+        with self._lock:
+            return self._table.holders()
+
+
+def _flat(key: GroupKey) -> str:
+    return f"{key[0]}\0{key[1]}"
+
+
+def _unflat(flat: str) -> GroupKey:
+    destination, _, group = flat.partition("\0")
+    return destination, group
+
+
+_gates: dict[str, ClientGroupGate[Any]] = {}
+_gates_lock = threading.Lock()
+
+
+def get_client_gate(
+    scope: str, deliver: Callable[[Any], None], wait_for_return: float
+) -> ClientGroupGate[Any]:
+    """The process's gate for one broker (``scope`` names it, e.g. ``stomp://host:61613``)."""
+    with _gates_lock:
+        gate = _gates.get(scope)
+        if gate is None:
+            gate = _gates[scope] = ClientGroupGate(deliver, wait_for_return)
+        return gate

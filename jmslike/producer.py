@@ -195,6 +195,11 @@ class MessageProducer:
             if delivery_delay is None
             else _check_seconds("delivery_delay", delivery_delay)
         )
+        if delay and not session._connection.capabilities.delivery_delay:
+            raise IllegalStateError(
+                f"delivery_delay={delay}: {session._connection.capabilities.broker} cannot "
+                "delay delivery while keeping group order (capability delivery_delay)"
+            )
         binding = self._binding
         if binding is None:
             check_message_group(message)

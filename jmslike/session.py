@@ -39,14 +39,16 @@ from jmslike.errors import (
 )
 from jmslike.message import (
     DELIVERY_COUNT,
+    GROUP_ID,
     BytesMessage,
     MapMessage,
     MapValue,
     Message,
     TextMessage,
 )
-from jmslike.ordering import generate_group_name
+from jmslike.ordering import ClientGroupGate, GroupKey, generate_group_name, get_client_gate
 from jmslike.producer import MessageProducer
+from jmslike.spi.provider import OrderingMode
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -66,14 +68,18 @@ class _Held:
     application may clear or change its copy, and the redelivery policy must not care.
     """
 
-    __slots__ = ("consumer", "count", "expiration", "message", "token")
+    __slots__ = ("consumer", "count", "expiration", "group", "message", "message_id", "token")
 
     def __init__(self, consumer: MessageConsumer, message: Message, token: Any) -> None:
         self.consumer = consumer
         self.message = message
         self.token = token
-        count = message._properties.get(DELIVERY_COUNT)
+        props = message._properties
+        count = props.get(DELIVERY_COUNT)
         self.count = count if isinstance(count, int) else 1
+        group = props.get(GROUP_ID)
+        self.group = group if isinstance(group, str) else None
+        self.message_id = message.jms_message_id
         self.expiration = message.jms_expiration
 
 
@@ -115,6 +121,7 @@ class Session:
         self._closed = False
         self._group_name: str | None = None
         self._id = connection._next_id()
+        self._gate = _gate_for(connection)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"held={len(self._held)}"
@@ -318,12 +325,12 @@ class Session:
         """
         held = consumer._last
         consumer._last = None
-        finished = held is not None and self._held.pop(held, False) is None
-        tokens = (held.token,) if finished else ()
-        if provider_consumer is not None:
-            self._provider.acknowledge_and_flow(tokens, provider_consumer, credit)
-        elif tokens:
-            self._provider.acknowledge(tokens)
+        done = [held] if held is not None and self._held.pop(held, False) is None else []
+        if provider_consumer is None:
+            self._acknowledge(done)
+            return
+        self._gate_finished(done)
+        self._provider.acknowledge_and_flow([h.token for h in done], provider_consumer, credit)
 
     def _run_listener(
         self,
@@ -351,7 +358,7 @@ class Session:
                 self._redeliver([held])
             return
         if self._auto and held is not None and self._held.pop(held, False) is None:
-            self._provider.acknowledge((held.token,))
+            self._acknowledge([held])
 
     def _acknowledge_from(self, message: Message) -> None:
         """``message.acknowledge()``: in CLIENT mode, everything this session consumed."""
@@ -369,8 +376,44 @@ class Session:
         for h in held:
             if h.consumer._last is h:
                 h.consumer._last = None
+        self._acknowledge(held)
+
+    def _acknowledge(self, held: list[_Held]) -> None:
+        """Finish ``held`` at the broker, then at the client gate if there is one (ORD-10)."""
         if held:
             self._provider.acknowledge([h.token for h in held])
+            self._gate_finished(held)
+
+    def _gate_finished(self, held: list[_Held]) -> None:
+        gate = self._gate
+        if gate is None:
+            return
+        counts: dict[GroupKey, int] = {}
+        for h in held:
+            if h.group is not None:
+                key = (h.consumer._gate_scope, h.group)
+                counts[key] = counts.get(key, 0) + 1
+        for key, count in counts.items():
+            gate.finish(key, self, count)
+
+    def _gate_returned(self, returned: list[tuple[str, str | None, str | None]]) -> None:
+        """Messages of this session went back to the broker, in this order: (scope, group,
+        message id) each. The client gate keeps their place in their groups."""
+        gate = self._gate
+        if gate is None:
+            return
+        lines: dict[GroupKey, list[str | None]] = {}
+        for scope, group, message_id in returned:
+            if group is not None:
+                lines.setdefault((scope, group), []).append(message_id)
+        for key, ids in lines.items():
+            gate.give_back(key, self, ids)
+
+    def _release(self, held: list[_Held]) -> None:
+        """Give delivered messages back to the broker (their consumer is gone)."""
+        if held:
+            self._provider.release([h.token for h in held])
+            self._gate_returned([(h.consumer._gate_scope, h.group, h.message_id) for h in held])
 
     def recover(self) -> None:
         """Stop, and deliver again every unacknowledged message, in order (ORD-11)."""
@@ -387,6 +430,7 @@ class Session:
         held = self._take_all_held()
         try:
             self._provider.commit([h.token for h in held])
+            self._gate_finished(held)
         except TransactionRolledBackError:
             self._redeliver(held)
             raise
@@ -419,13 +463,13 @@ class Session:
         """
         settings = self._settings
         per_consumer: dict[MessageConsumer, list[Buffered]] = {}
-        orphans: list[Any] = []
-        expired: list[Any] = []
+        orphans: list[_Held] = []
+        expired: list[_Held] = []
         now_ms = time.time() * 1000
         for h in held:
             count = h.count
             if h.expiration and h.expiration <= now_ms:
-                expired.append(h.token)  # expired while held: finished, never again (ORD-13)
+                expired.append(h)  # expired while held: finished, never again (ORD-13)
                 continue
             if 0 <= settings.max_redeliveries < count:
                 self._provider.dead_letter(
@@ -433,9 +477,10 @@ class Session:
                     f"delivered {count} times; redelivery limit "
                     f"max_redeliveries={settings.max_redeliveries} reached",
                 )
+                self._gate_finished([h])
                 continue
             if h.consumer._closed:
-                orphans.append(h.token)
+                orphans.append(h)
                 continue
             fresh = self._provider.redeliver(h.token)
             delay = min(
@@ -444,10 +489,8 @@ class Session:
             )
             not_before = time.monotonic() + delay if delay > 0 else 0.0
             per_consumer.setdefault(h.consumer, []).append((fresh, h.token, not_before))
-        if expired:
-            self._provider.acknowledge(expired)
-        if orphans:
-            self._provider.release(orphans)
+        self._acknowledge(expired)
+        self._release(orphans)
         for consumer, items in per_consumer.items():
             consumer._requeue_front(items)
 
@@ -505,9 +548,8 @@ class Session:
             for h in finished:
                 del self._held[h]
         consumer._last = None
-        if finished:
-            self._provider.acknowledge([h.token for h in finished])
-        consumer._shutdown([] if self.transacted else [h.token for h in mine])
+        self._acknowledge(finished)
+        consumer._shutdown([] if self.transacted else mine)
 
     def close(self) -> None:
         """Close the session: consumers give back what they held; a transaction rolls back."""
@@ -527,8 +569,7 @@ class Session:
             orphans = []
         for consumer in list(self._consumers):
             self._close_consumer(consumer)
-        if orphans:
-            self._provider.release([h.token for h in orphans])
+        self._release(orphans)
         for producer in list(self._producers):
             producer._closed = True
             producer._binding = None
@@ -542,3 +583,18 @@ class Session:
         """Run ``fn`` on this session's dispatcher thread (after queued listener calls)."""
         self._check_open()
         self._run_on_dispatcher(fn)
+
+
+def _gate_for(connection: Connection) -> ClientGroupGate[Any] | None:
+    """The process-wide client gate for this broker, where the broker ignores groups."""
+    capabilities = connection._provider.capabilities
+    if capabilities.ordering_mode != OrderingMode.CLIENT_GATE:
+        return None
+    scope = capabilities.extra.get("gate_scope") or str(connection._factory.url)
+    return get_client_gate(str(scope), _deliver_released, connection._settings.request_timeout)
+
+
+def _deliver_released(item: tuple[MessageConsumer, Message, Any]) -> None:
+    """The client gate let a parked delivery through: into its consumer's buffer."""
+    consumer, message, token = item
+    consumer._accept(message, token)

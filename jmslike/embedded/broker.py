@@ -23,6 +23,7 @@ from typing import Any
 from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.embedded.channel import INFLIGHT, Channel, ConsumerSlot, Entry
 from jmslike.errors import (
+    ConfigurationError,
     IllegalStateError,
     InvalidClientIDError,
     InvalidDestinationError,
@@ -56,8 +57,11 @@ class Subscription:
 class Broker:
     """An in-process JMS broker with strict, session-pinned ordering groups."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, native_groups: bool = True) -> None:
         self.name = name
+        self.native_groups = native_groups
+        """False: a broker that ignores groups and priorities (jmslike gates on the client,
+        ORD-16). Lets the contract suite exercise the client gate without a server."""
         self.lock = threading.Lock()
         self._queues: dict[str, Channel] = {}
         self._subscriptions: dict[Hashable, Subscription] = {}
@@ -98,7 +102,7 @@ class Broker:
 
     # ------------------------------------------------------------ channels
     def _new_channel(self, name: str) -> Channel:
-        return Channel(name, self._schedule)
+        return Channel(name, self._schedule, group_blind=not self.native_groups)
 
     def _queue(self, destination: Destination, origin: Hashable | None = None) -> Channel:
         key = destination.key
@@ -452,12 +456,17 @@ _registry: dict[str, Broker] = {}
 _registry_lock = threading.Lock()
 
 
-def get_broker(name: str) -> Broker:
+def get_broker(name: str, native_groups: bool = True) -> Broker:
     """The process's broker of that name, created on first use; counts a connection."""
     with _registry_lock:
         broker = _registry.get(name)
         if broker is None:
-            broker = _registry[name] = Broker(name)
+            broker = _registry[name] = Broker(name, native_groups)
+        elif broker.native_groups != native_groups:
+            raise ConfigurationError(
+                f"embedded broker {name!r} already runs with nativeGroups="
+                f"{str(broker.native_groups).lower()}; one broker cannot do both"
+            )
         broker.connections += 1
         return broker
 

@@ -63,10 +63,14 @@ class Entry:
     def __init__(self, channel: Channel, seq: int, message: Message, origin: Hashable) -> None:
         self.channel = channel
         self.seq = seq
-        self.key = (9 - message.jms_priority) << _SEQ_BITS | seq
         self.message = message
-        group = message._properties.get("JMSXGroupID")
-        self.group: str | None = group if isinstance(group, str) else None
+        if channel.group_blind:  # behave like a broker without groups or priorities
+            self.key = 5 << _SEQ_BITS | seq
+            self.group: str | None = None
+        else:
+            self.key = (9 - message.jms_priority) << _SEQ_BITS | seq
+            group = message._properties.get("JMSXGroupID")
+            self.group = group if isinstance(group, str) else None
         self.due = message.jms_delivery_time / 1000.0
         self.expires = message.jms_expiration / 1000.0
         self.count = 0
@@ -125,8 +129,12 @@ class ConsumerSlot:
 class Channel:
     """Messages of one queue or subscription, and the consumers competing for them."""
 
-    def __init__(self, name: str, on_delay: Callable[[Channel, float], None]) -> None:
+    def __init__(
+        self, name: str, on_delay: Callable[[Channel, float], None], group_blind: bool = False
+    ) -> None:
         self.name = name
+        self.group_blind = group_blind
+        """Ignore JMSXGroupID and priority, as RabbitMQ does (for testing ORD-16)."""
         self.entries: dict[int, Entry] = {}
         self.ready: list[int] = []
         self.held: dict[Hashable, list[int]] = {}

@@ -134,15 +134,18 @@ class EmbeddedConnection(ProviderConnection):
         self.key = ("connection", next(_connection_ids))
         self.client_id: str | None = None
         self._temporary: list[Destination] = []
+        native = broker.native_groups
         self.capabilities = Capabilities(
             provider="embedded",
             broker="jmslike-embedded",
             broker_version="1",
-            ordering_mode=OrderingMode.BROKER,
-            native_groups=True,
-            group_scope="session",
+            ordering_mode=OrderingMode.BROKER if native else OrderingMode.CLIENT_GATE,
+            native_groups=native,
+            group_scope="session" if native else "none",
+            priority=native,
+            delivery_delay=native,
             persistent=False,
-            extra={"broker_name": broker.name},
+            extra={"broker_name": broker.name, "gate_scope": f"embedded://{broker.name}"},
         )
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
@@ -181,6 +184,9 @@ class EmbeddedProvider(Provider):
 
     name = "embedded"
     schemes = ("embedded",)
+    setting_names = frozenset({"native_groups"})
+    """``?nativeGroups=false``: a broker that ignores groups and priorities, like RabbitMQ,
+    so the client-side group gate (ORD-16) can be tested without a server."""
 
     def check_url(self, url: ParsedURL) -> None:
         if url.members:
@@ -199,4 +205,5 @@ class EmbeddedProvider(Provider):
         password: str | None,
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
-        return EmbeddedConnection(get_broker(url.host or ""), settings)
+        native = settings.extra.get("native_groups", "true").lower() not in ("false", "0", "no")
+        return EmbeddedConnection(get_broker(url.host or "", native), settings)

@@ -77,7 +77,9 @@ class Capabilities:
     ordering_mode: str = OrderingMode.BROKER
     native_groups: bool = True
     group_scope: str = "session"
-    """Who a broker-kept group is pinned to: "session" (embedded) or "consumer"."""
+    """Who a broker-kept group is pinned to: "session" (embedded), "consumer" (Artemis,
+    ActiveMQ), or "none" where the broker ignores groups and the holding session need
+    not be the one that gets the group's next message (it waits at another consumer)."""
     selectors: bool = True
     transactions: bool = True
     delivery_delay: bool = True

@@ -38,11 +38,17 @@ def _embedded_url() -> str:
     return f"embedded://test-{uuid.uuid4().hex}"
 
 
+def _embedded_gate_url() -> str:
+    """An embedded broker that ignores groups and priorities, as RabbitMQ does: jmslike
+    keeps the groups with its client-side gate (ORD-16)."""
+    return f"embedded://test-{uuid.uuid4().hex}?nativeGroups=false"
+
+
 def _embedded_cleanup(url: str) -> None:
     """Forget the per-test broker even if it still holds messages or subscriptions."""
     from jmslike.embedded import drop_broker
 
-    drop_broker(url.removeprefix("embedded://"))
+    drop_broker(url.removeprefix("embedded://").partition("?")[0])
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,13 @@ PROVIDER_CASES: list[ProviderCase] = [
         url_factory=_embedded_url,
         marks=(pytest.mark.embedded,),
         capabilities_expected=ALL_CAPABILITIES,
+        cleanup=_embedded_cleanup,
+    ),
+    ProviderCase(
+        id="embedded-client-gate",
+        url_factory=_embedded_gate_url,
+        marks=(pytest.mark.embedded,),
+        capabilities_expected=ALL_CAPABILITIES - {"native_groups", "priority", "delivery_delay"},
         cleanup=_embedded_cleanup,
     ),
     # Later, for example:

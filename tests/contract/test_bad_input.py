@@ -329,10 +329,7 @@ def test_infinite_duration_is_refused_or_works(connection, unique, attr) -> None
 # ---------------------------------------------------------------------- receive
 
 
-
-@pytest.mark.parametrize(
-    "timeout", [-1, -0.5, "1", pytest.param(math.nan, id="nan")]
-)
+@pytest.mark.parametrize("timeout", [-1, -0.5, "1", pytest.param(math.nan, id="nan")])
 def test_bad_receive_timeout(connection, unique, timeout) -> None:
     """API.md consumer.receive(timeout=...): seconds >= 0 or None; else
     InvalidArgumentError naming the value (NaN must not wait forever)."""

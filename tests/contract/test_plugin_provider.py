@@ -369,12 +369,6 @@ def test_register_in_process(registry: ProviderRegistry, tiny_module) -> None:
     assert scheme in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NOT IMPLEMENTED: nothing in jmslike gates delivery per group on the client "
-    "(no use of ordering.GroupTable outside the embedded broker), so a provider that "
-    "declares native_groups=False / OrderingMode.CLIENT_GATE gets no ORD-9 at all",
-)
 def test_ord16_client_gate_for_provider_without_native_groups(
     registry: ProviderRegistry, tiny_module
 ) -> None:

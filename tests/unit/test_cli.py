@@ -43,8 +43,7 @@ def json_lines(text: str) -> list[dict[str, object]]:
 
 # ---------------------------------------------------------------------------- demo
 def test_demo_prints_table_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _err = run(capsys, "demo", "--customers", "10", "--consumers", "3",
-                          "--seed", "5")
+    code, out, _err = run(capsys, "demo", "--customers", "10", "--consumers", "3", "--seed", "5")
     assert code == 0
     assert "cancels that overtook" in out
     assert "no ordering groups" in out
@@ -79,7 +78,10 @@ def test_bookstore_same_seed_same_script() -> None:
 def test_demo_as_subprocess() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "jmslike.cli", "demo", "--customers", "10"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "of 10" in proc.stdout
@@ -88,7 +90,10 @@ def test_demo_as_subprocess() -> None:
 def test_python_dash_m_jmslike_lists_providers() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "jmslike", "providers"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "embedded://" in proc.stdout
@@ -96,8 +101,21 @@ def test_python_dash_m_jmslike_lists_providers() -> None:
 
 # ------------------------------------------------------------- send, browse, receive
 def test_send_browse_receive_round_trip(capsys: pytest.CaptureFixture[str], url: str) -> None:
-    code, out, _ = run(capsys, "send", url, "queue://orders", "place", "update", "cancel",
-                       "--group", "joe", "--property", "n:int=3", "--property", "shop=xyz")
+    code, out, _ = run(
+        capsys,
+        "send",
+        url,
+        "queue://orders",
+        "place",
+        "update",
+        "cancel",
+        "--group",
+        "joe",
+        "--property",
+        "n:int=3",
+        "--property",
+        "shop=xyz",
+    )
     assert code == 0
     ids = out.split()
     assert len(ids) == 3 and len(set(ids)) == 3
@@ -132,8 +150,9 @@ def test_receive_text_format_and_selector(capsys: pytest.CaptureFixture[str], ur
     run(capsys, "send", url, "queue://q", "eu-2", "--property", "region=EU")
     code, out, _ = run(capsys, "browse", url, "queue://q", "--selector", "region = 'US'")
     assert code == 0 and "'us-1'" in out and "eu-" not in out
-    code, out, _ = run(capsys, "receive", url, "queue://q", "--selector", "region = 'EU'",
-                       "--timeout", "0.2")
+    code, out, _ = run(
+        capsys, "receive", url, "queue://q", "--selector", "region = 'EU'", "--timeout", "0.2"
+    )
     assert code == 0
     lines = out.splitlines()
     assert len(lines) == 2
@@ -145,8 +164,19 @@ def test_send_reads_stdin_and_repeats_with_count(
     capsys: pytest.CaptureFixture[str], url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("first\nsecond\n"))
-    code, out, _ = run(capsys, "send", url, "queue://in", "--count", "2", "--non-persistent",
-                       "--priority", "7", "--ttl", "60")
+    code, out, _ = run(
+        capsys,
+        "send",
+        url,
+        "queue://in",
+        "--count",
+        "2",
+        "--non-persistent",
+        "--priority",
+        "7",
+        "--ttl",
+        "60",
+    )
     assert code == 0 and len(out.split()) == 4
     code, out, _ = run(capsys, "browse", url, "queue://in", "--json")
     assert [m["body"] for m in json_lines(out)] == ["first", "first", "second", "second"]
@@ -201,8 +231,12 @@ def test_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-        check=False, cwd=ROOT,
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip()
@@ -210,5 +244,8 @@ def test_example_runs(script: Path) -> None:
 
 def test_there_are_examples() -> None:
     assert {p.name for p in EXAMPLES} >= {
-        "quickstart.py", "bookstore.py", "listener_container.py", "request_reply.py"
+        "quickstart.py",
+        "bookstore.py",
+        "listener_container.py",
+        "request_reply.py",
     }
