@@ -1,0 +1,131 @@
+"""The client-side group gate (ORD-16 within a process), unit level and through the API.
+
+The API-level tests use ``embedded://...?nativeGroups=false``: a real in-process broker
+that, like RabbitMQ, ignores JMSXGroupID and hands a group's messages to any consumer.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from jmslike import ConnectionFactory, Session
+from jmslike.ordering import ClientGroupGate
+
+pytestmark = pytest.mark.embedded
+
+KEY = ("queue://q", "g")
+
+
+def make_gate(wait: float = 30.0) -> tuple[ClientGroupGate[str], list[str]]:
+    delivered: list[str] = []
+    return ClientGroupGate(delivered.append, wait_for_return=wait), delivered
+
+
+def test_free_group_passes_and_holder_keeps_taking() -> None:
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "A", "m2", "A:m2")
+    assert out == ["A:m1", "A:m2"]
+    assert gate.holders() == {"queue://q\0g": "A"}
+
+
+def test_other_session_waits_until_holder_finished_everything() -> None:
+    """ORD-9: B gets the group's next message only when A has finished all it held."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "A", "m2", "A:m2")
+    gate.arrive(KEY, "B", "m3", "B:m3")
+    assert out == ["A:m1", "A:m2"]
+    gate.finish(KEY, "A", 1)
+    assert out == ["A:m1", "A:m2"]
+    gate.finish(KEY, "A", 1)
+    assert out == ["A:m1", "A:m2", "B:m3"]
+
+
+def test_holder_does_not_overtake_what_waits_at_another_session() -> None:
+    """A later message for the holding session must queue behind an earlier one parked
+    for another session, or it would be processed before it (ORD-9)."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "B", "m2", "B:m2")
+    gate.arrive(KEY, "A", "m3", "A:m3")
+    assert out == ["A:m1"]
+    gate.finish(KEY, "A")
+    assert out == ["A:m1", "B:m2"]
+    gate.finish(KEY, "B")
+    assert out == ["A:m1", "B:m2", "A:m3"]
+
+
+def test_given_back_messages_keep_their_place() -> None:
+    """ORD-10/11: what A gave back to the broker comes first when it arrives again."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "B", "m2", "B:m2")
+    gate.give_back(KEY, "A", ["m1"])
+    assert out == ["A:m1"], "m2 must wait for m1 to come back"
+    gate.arrive(KEY, "C", "m1", "C:m1")
+    assert out == ["A:m1", "C:m1"]
+    gate.finish(KEY, "C")
+    assert out == ["A:m1", "C:m1", "B:m2"]
+
+
+def test_a_message_that_never_comes_back_stops_blocking() -> None:
+    gate, out = make_gate(wait=0.0)
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "B", "m2", "B:m2")
+    gate.give_back(KEY, "A", ["m1"])
+    gate.expire_holes(KEY)
+    assert out == ["A:m1", "B:m2"]
+
+
+def test_withdrawn_parked_delivery_leaves_a_hole() -> None:
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "B", "m2", "B:m2")
+    gate.arrive(KEY, "C", "m3", "C:m3")
+    taken = gate.withdraw("B", lambda item: item.startswith("B:"))
+    assert taken == [(KEY, "B:m2")]
+    gate.finish(KEY, "A")
+    assert out == ["A:m1"], "m3 waits for m2, which went back to the broker"
+    gate.arrive(KEY, "D", "m2", "D:m2")
+    assert out == ["A:m1", "D:m2"]
+    gate.finish(KEY, "D")
+    assert out == ["A:m1", "D:m2", "C:m3"]
+
+
+def test_groups_and_destinations_are_independent() -> None:
+    """ORD-3: the same name on two destinations is two groups."""
+    gate, out = make_gate()
+    gate.arrive(("queue://a", "g"), "A", "1", "A:a")
+    gate.arrive(("queue://b", "g"), "B", "2", "B:b")
+    gate.arrive(("queue://a", "h"), "B", "3", "B:h")
+    assert out == ["A:a", "B:b", "B:h"]
+
+
+def test_through_the_api_holder_messages_queue_behind_parked_ones() -> None:
+    """On a broker that ignores groups: A holds g:1; B's consumer is handed g:2 (parked);
+    a later g:3 handed to A must not be processed before g:2."""
+    factory = ConnectionFactory(f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false")
+    with factory.create_connection() as connection:
+        sender = connection.create_session()
+        producer = sender.create_producer("queue://q")
+        producer.enable_ordering_group("g")
+        a = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
+        connection.start()
+        producer.send(sender.create_text_message("g:1"))
+        first = ca.receive(1.0)
+        assert first is not None and first.text == "g:1"
+        producer.send(sender.create_text_message("g:2"))
+        assert cb.receive(0.1) is None, "g:2 is parked at B while A holds g"
+        producer.send(sender.create_text_message("g:3"))
+        assert ca.receive(0.1) is None, "g:3 must not overtake g:2"
+        first.acknowledge()
+        second = cb.receive(1.0)
+        assert second is not None and second.text == "g:2"
+        second.acknowledge()
+        third = ca.receive(1.0)
+        assert third is not None and third.text == "g:3"
