@@ -138,6 +138,7 @@ class Message:
         "_prop_types",
         "_properties",
         "_read_only",
+        "_read_only_body",
         "jms_correlation_id",
         "jms_delivery_mode",
         "jms_delivery_time",
@@ -157,6 +158,7 @@ class Message:
         self._properties: dict[str, PropertyValue] = {}
         self._prop_types: dict[str, str] = {}
         self._read_only = False
+        self._read_only_body = False
         self._ack: _Acknowledger | None = None
         self.jms_message_id: str | None = None
         self.jms_timestamp = 0
@@ -177,7 +179,8 @@ class Message:
         return None
 
     def clear_body(self) -> None:
-        """Make the body writable again (and empty), as JMS clearBody; no body here."""
+        """Make the body writable again (and empty), as JMS clearBody."""
+        self._read_only_body = False
 
     # ----------------------------------------------------------- properties
     @property
@@ -388,6 +391,7 @@ class Message:
         new._properties = dict(self._properties)
         new._prop_types = dict(self._prop_types) if self._prop_types else {}
         new._read_only = False
+        new._read_only_body = False
         new._ack = None
         new.jms_message_id = self.jms_message_id
         new.jms_timestamp = self.jms_timestamp
@@ -409,7 +413,15 @@ class Message:
     def _received(self, ack: _Acknowledger | None) -> None:
         """Called by the API layer when handing this message to the application."""
         self._read_only = True
+        self._read_only_body = True
         self._ack = ack
+
+    def _check_body_writable(self) -> None:
+        if self._read_only_body:
+            raise MessageNotWriteableError(
+                f"message {self.jms_message_id} was received and its body is read-only; "
+                "call clear_body() first"
+            )
 
     def _body_repr(self) -> str:
         return ""
@@ -437,7 +449,7 @@ class Message:
 class TextMessage(Message):
     """A message whose body is a str."""
 
-    __slots__ = ("_read_only_body", "_text")
+    __slots__ = ("_text",)
 
     type_name: ClassVar[str] = "text"
 
@@ -448,7 +460,6 @@ class TextMessage(Message):
                 f"text message body must be a str, not {type(text).__name__}: {text!r:.60}"
             )
         self._text = text
-        self._read_only_body = False
 
     @property
     def text(self) -> str | None:
@@ -456,8 +467,7 @@ class TextMessage(Message):
 
     @text.setter
     def text(self, value: str | None) -> None:
-        if self._read_only_body:
-            raise MessageNotWriteableError("received message body is read-only; clear_body()")
+        self._check_body_writable()
         if value is not None and not isinstance(value, str):
             raise MessageFormatError(f"text must be a str, not {type(value).__name__}")
         self._text = value
@@ -472,11 +482,6 @@ class TextMessage(Message):
 
     def _copy_body_to(self, other: TextMessage) -> None:
         other._text = self._text
-        other._read_only_body = False
-
-    def _received(self, ack: _Acknowledger | None) -> None:
-        super()._received(ack)
-        self._read_only_body = True
 
     def _body_repr(self) -> str:
         return f"text={self._text!r:.40}"
@@ -485,14 +490,13 @@ class TextMessage(Message):
 class BytesMessage(Message):
     """A message whose body is bytes."""
 
-    __slots__ = ("_data", "_read_only_body")
+    __slots__ = ("_data",)
 
     type_name: ClassVar[str] = "bytes"
 
     def __init__(self, data: bytes | bytearray | memoryview | None = None) -> None:
         super().__init__()
         self._data = self._coerce(data)
-        self._read_only_body = False
 
     @staticmethod
     def _coerce(data: object) -> bytes:
@@ -512,8 +516,7 @@ class BytesMessage(Message):
 
     @body.setter
     def body(self, value: bytes) -> None:
-        if self._read_only_body:
-            raise MessageNotWriteableError("received message body is read-only; clear_body()")
+        self._check_body_writable()
         self._data = self._coerce(value)
 
     @property
@@ -526,11 +529,6 @@ class BytesMessage(Message):
 
     def _copy_body_to(self, other: BytesMessage) -> None:
         other._data = self._data
-        other._read_only_body = False
-
-    def _received(self, ack: _Acknowledger | None) -> None:
-        super()._received(ack)
-        self._read_only_body = True
 
     def _body_repr(self) -> str:
         return f"bytes={len(self._data)}"
@@ -555,14 +553,13 @@ def _check_map_value(name: str, value: object) -> MapValue:
 class MapMessage(Message):
     """A message whose body maps str names to bool, int, float, str or bytes values."""
 
-    __slots__ = ("_map", "_read_only_body")
+    __slots__ = ("_map",)
 
     type_name: ClassVar[str] = "map"
 
     def __init__(self, mapping: Mapping[str, MapValue] | None = None) -> None:
         super().__init__()
         self._map: dict[str, MapValue] = {}
-        self._read_only_body = False
         if mapping is not None:
             if not isinstance(mapping, Mapping):
                 raise MessageFormatError(
@@ -577,8 +574,7 @@ class MapMessage(Message):
         return dict(self._map)
 
     def set_object(self, name: str, value: MapValue) -> None:
-        if self._read_only_body:
-            raise MessageNotWriteableError("received message body is read-only; clear_body()")
+        self._check_body_writable()
         if not isinstance(name, str) or not name:
             raise MessageFormatError(f"map entry name {name!r} must be a non-empty str")
         self._map[name] = _check_map_value(name, value)
@@ -598,11 +594,6 @@ class MapMessage(Message):
 
     def _copy_body_to(self, other: MapMessage) -> None:
         other._map = dict(self._map)
-        other._read_only_body = False
-
-    def _received(self, ack: _Acknowledger | None) -> None:
-        super()._received(ack)
-        self._read_only_body = True
 
     def _body_repr(self) -> str:
         return f"map={len(self._map)} entries"

@@ -7,12 +7,7 @@
 # pytest exit code 5 ("no tests collected") is turned into a failure: a suite that ran
 # nothing must never look green.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --upgrade pip
+source "$(dirname "$0")/_venv.sh"
 .venv/bin/python -m pip install --quiet -e '.[all,dev]'
 
 echo "== ruff"
