@@ -189,6 +189,9 @@ class EmbeddedProvider(Provider):
     so the client-side group gate (ORD-16) can be tested without a server."""
 
     def check_url(self, url: ParsedURL) -> None:
+        for key in ("nativeGroups", "native_groups"):
+            if key in url.query:
+                _native_groups(url.query[key])
         if url.members:
             raise ConfigurationError("failover: makes no sense for the in-process embedded broker")
         if url.path not in ("", "/"):
@@ -205,5 +208,15 @@ class EmbeddedProvider(Provider):
         password: str | None,
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
-        native = settings.extra.get("native_groups", "true").lower() not in ("false", "0", "no")
+        native = _native_groups(settings.extra.get("native_groups", "true"))
         return EmbeddedConnection(get_broker(url.host or "", native), settings)
+
+
+def _native_groups(value: str) -> bool:
+    """The ``nativeGroups`` setting as a bool; anything but true/false is an error."""
+    lowered = str(value).lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ConfigurationError(f"setting nativeGroups={value!r}: expected true or false")

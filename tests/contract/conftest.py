@@ -13,6 +13,11 @@ Tests use only the public API of shared/API.md, plus the helpers below:
 * ``make_connection(factory=None)`` / ``connection``: connections, created (not started)
   and closed at teardown;
 * ``drain(consumer, timeout)``: every message the consumer gets until a receive times out;
+* ``receive_any(consumers, timeout)``: the first message any of several consumers gets, as
+  ``(index, message)`` (``(None, None)`` on timeout), and ``drain_any(consumers,
+  timeout)``: every ``(index, message)`` they get until none comes for ``timeout``; for
+  brokers where a group's next message may wait at a consumer other than the one that
+  held the group (``connection.capabilities.group_scope`` other than "session");
 * ``require(connection, "capability")``: the one way a test may skip, naming the
   capability it needs, read from ``connection.capabilities``;
 * ``unique``: a short unique name for destinations, groups and subscriptions.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -178,6 +184,34 @@ def drain_consumer(consumer: MessageConsumer, timeout: float = 0.2) -> list[Mess
         out.append(msg)
 
 
+def receive_any(
+    consumers: list[MessageConsumer], timeout: float = 2.0, poll: float = 0.02
+) -> tuple[int, Message] | tuple[None, None]:
+    """Poll ``consumers`` in turn with short receives until one returns a message.
+
+    Returns ``(index into consumers, message)``, or ``(None, None)`` once ``timeout``
+    seconds passed with no message. Every consumer is polled at least once.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        for index, consumer in enumerate(consumers):
+            msg = consumer.receive_no_wait() or consumer.receive(poll)
+            if msg is not None:
+                return index, msg
+        if time.monotonic() >= deadline:
+            return None, None
+
+
+def drain_any(consumers: list[MessageConsumer], timeout: float = 0.2) -> list[tuple[int, Message]]:
+    """``receive_any`` until no consumer gets a message for ``timeout`` seconds."""
+    out: list[tuple[int, Message]] = []
+    while True:
+        index, msg = receive_any(consumers, timeout)
+        if index is None or msg is None:
+            return out
+        out.append((index, msg))
+
+
 def require_capability(connection: Connection, name: str, value: object = True) -> None:
     """Skip the test, naming the capability, unless the broker reports it as ``value``
     (True by default; e.g. ``require(conn, "group_scope", "session")``)."""
@@ -196,6 +230,16 @@ def require_capability(connection: Connection, name: str, value: object = True) 
 @pytest.fixture
 def drain() -> Callable[..., list[Message]]:
     return drain_consumer
+
+
+@pytest.fixture(name="receive_any")
+def receive_any_fixture() -> Callable[..., tuple[int, Message] | tuple[None, None]]:
+    return receive_any
+
+
+@pytest.fixture(name="drain_any")
+def drain_any_fixture() -> Callable[..., list[tuple[int, Message]]]:
+    return drain_any
 
 
 @pytest.fixture
