@@ -8,7 +8,7 @@ the same hook a third-party provider uses.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -20,7 +20,7 @@ PROJECT = "jmslike"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-__all__ = ["PROJECT", "hookimpl", "hookspec", "jmslike_middleware", "jmslike_register_providers"]
+__all__ = ["PROJECT", "hookimpl", "hookspec", "jmslike_register_providers"]
 
 
 @hookspec
@@ -32,13 +32,3 @@ def jmslike_register_providers(registry: ProviderRegistry) -> None:
     plugin costs nothing until its scheme is used.
     """
 
-
-@hookspec
-def jmslike_middleware(settings: Any) -> Any:
-    """Return an interceptor object (or None) for a new connection.
-
-    A collecting hook: every plugin's answer is gathered once per connection, when the
-    connection is created, and folded into one chain, so no hook is looked up per
-    message. Interceptors run on the sending thread (send side) or the session's
-    dispatcher thread (delivery side).
-    """
