@@ -4,6 +4,8 @@
   plugins/README.md runs as shown, each in a fresh interpreter (so every block gets a
   fresh ``embedded://`` broker), and must exit 0. A block whose first line is exactly
   ``# not run`` is skipped; that marker is for snippets that need a real broker.
+* Where the prose right after a ``python`` block says "This prints" and a ``text`` block
+  follows, the block's output must be exactly that text.
 * docs/ordering.md has a heading or a bold label for every rule ORD-1..ORD-20 (and 8a).
 * Every relative link in those files points to a file or folder that exists, and a
   ``#fragment`` into a Markdown file names one of its headings (GitHub's anchor rules).
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -40,7 +43,12 @@ _LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 def _blocks(path: Path) -> list[tuple[int, str, str]]:
     """(first line number, language, code) of every fenced block in ``path``."""
-    found: list[tuple[int, str, str]] = []
+    return [(start, lang, code) for start, _end, lang, code in _spans(path)]
+
+
+def _spans(path: Path) -> list[tuple[int, int, str, str]]:
+    """(first line, closing fence line, language, code) of every fenced block."""
+    found: list[tuple[int, int, str, str]] = []
     lang: str | None = None
     start = 0
     lines: list[str] = []
@@ -50,7 +58,7 @@ def _blocks(path: Path) -> list[tuple[int, str, str]]:
             if match:
                 lang, start, lines = match.group("lang").lower(), number + 1, []
         elif line.strip() == "```":
-            found.append((start, lang, "\n".join(lines) + "\n"))
+            found.append((start, number, lang, "\n".join(lines) + "\n"))
             lang = None
         else:
             lines.append(line)
@@ -72,21 +80,31 @@ def _python_blocks() -> list[Any]:
     return params
 
 
-def test_docs_exist() -> None:
-    names = {str(p.relative_to(ROOT)) for p in DOCS}
-    assert "README.md" in names
-    assert "docs/ordering.md" in names
-    assert _python_blocks(), "no python code blocks found in the docs"
+def _printed_outputs() -> list[Any]:
+    """(code, expected output) where prose saying "This prints" joins a python block to
+    the ``text`` block after it."""
+    params: list[Any] = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8").splitlines()
+        spans = _spans(path)
+        for first, second in itertools.pairwise(spans):
+            start, end, lang, code = first
+            next_start, _end, next_lang, output = second
+            between = "\n".join(text[end : next_start - 2])
+            if lang == "python" and next_lang == "text" and "This prints" in between:
+                name = f"{path.relative_to(ROOT)}:{start}"
+                params.append(pytest.param(code, output, id=name))
+    return params
 
 
-@pytest.mark.parametrize("code", _python_blocks())
-def test_python_block_runs(code: str, tmp_path: Path) -> None:
+def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter, as a reader would; fail on a hang."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JMSLIKE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
     try:
-        result = subprocess.run(
+        return subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,
             env=env,
@@ -100,9 +118,36 @@ def test_python_block_runs(code: str, tmp_path: Path) -> None:
             exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout
         )
         pytest.fail(f"code block did not finish in {BLOCK_TIMEOUT} s:\n{code}\n{output or ''}")
+
+
+def test_docs_exist() -> None:
+    names = {str(p.relative_to(ROOT)) for p in DOCS}
+    assert "README.md" in names
+    assert "docs/ordering.md" in names
+    assert _python_blocks(), "no python code blocks found in the docs"
+
+
+@pytest.mark.parametrize("code", _python_blocks())
+def test_python_block_runs(code: str, tmp_path: Path) -> None:
+    result = _run(code, tmp_path)
     assert result.returncode == 0, (
         f"code block exited {result.returncode}\n--- code\n{code}\n--- stdout\n"
         f"{result.stdout}\n--- stderr\n{result.stderr}"
+    )
+
+
+def test_printed_outputs_found() -> None:
+    """The configuration page's error example is checked word for word."""
+    assert any("configuration.md" in p.id for p in _printed_outputs())
+
+
+@pytest.mark.parametrize(("code", "expected"), _printed_outputs())
+def test_printed_output_matches(code: str, expected: str, tmp_path: Path) -> None:
+    result = _run(code, tmp_path)
+    assert result.returncode == 0, f"code block exited {result.returncode}\n{result.stderr}"
+    got = [line.rstrip() for line in result.stdout.splitlines()]
+    assert got == [line.rstrip() for line in expected.splitlines()], (
+        f"the text after 'This prints' is out of date; the block now prints:\n{result.stdout}"
     )
 
 
