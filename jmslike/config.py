@@ -15,6 +15,7 @@ before any connection is made; a typo must never silently leave ordering off.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -248,7 +249,10 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
         if kind.startswith("float"):
             if isinstance(value, bool):
                 raise ValueError("expected a number")
-            return float(value)  # type: ignore[arg-type]
+            number = float(value)  # type: ignore[arg-type]
+            if not math.isfinite(number):
+                raise ValueError("expected a finite number")
+            return number
         if kind.startswith("str"):
             if value is None and "None" in kind:
                 return None

@@ -23,8 +23,9 @@ from jmslike.errors import (
     InvalidClientIDError,
     JMSException,
 )
-from jmslike.session import Session
-from jmslike.spi.provider import Capabilities, Provider
+from jmslike.ordering import ClientGroupGate, acquire_client_gate, release_client_gate
+from jmslike.session import Session, deliver_released
+from jmslike.spi.provider import Capabilities, OrderingMode, Provider
 from jmslike.spi.registry import get_registry
 
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
@@ -69,6 +70,7 @@ class ConnectionFactory:
             base = base.merged(self.url.query, f"the query of URL {redact_url(url)!r}", names)
         if settings:
             base = base.merged(settings, source, names)
+        self._provider.check_settings(base)
         self.settings = base
 
     def __repr__(self) -> str:
@@ -107,6 +109,7 @@ class Connection:
         self._provider = factory._provider.connect(
             factory.url, self._settings, user, password, self._report
         )
+        self._gate, self._gate_scope = self._acquire_gate()
         self._sessions: list[Session] = []
         self._lock = threading.RLock()
         self._start_cond = threading.Condition()
@@ -116,6 +119,16 @@ class Connection:
         self._client_id: str | None = None
         if self._settings.client_id:
             self._claim_client_id(self._settings.client_id)
+
+    def _acquire_gate(self) -> tuple[ClientGroupGate[Any] | None, str]:
+        """The process-wide client gate for this broker, where the broker ignores groups
+        (ORD-16); shared by every connection of the process to the same broker."""
+        capabilities = self._provider.capabilities
+        if capabilities.ordering_mode != OrderingMode.CLIENT_GATE:
+            return None, ""
+        scope = str(capabilities.extra.get("gate_scope") or self._factory.url)
+        gate = acquire_client_gate(scope, deliver_released, self._settings.request_timeout)
+        return gate, scope
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("started" if self._started else "stopped")
@@ -276,6 +289,8 @@ class Connection:
             self._provider.close()
         finally:
             self._notifier.close()
+            if self._gate is not None:
+                release_client_gate(self._gate_scope)
         if errors:
             first = errors[0]
             if isinstance(first, JMSException):

@@ -13,6 +13,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -65,13 +66,15 @@ class MessageConsumer:
         self._closed = False
         self._warned_groups = selector is None
         self._gate = session._gate
-        self._late: list[Any] = []
+        self._late: list[tuple[Message, Any]] = []
         # ORD-3: a group's scope is one destination, and on a topic one subscription.
-        self._gate_scope = (
-            f"{destination.key}#{subscription or f'consumer-{session._connection._next_id()}'}"
-            if destination.is_topic
-            else destination.key
-        )
+        if not destination.is_topic:
+            self._gate_scope = destination.key
+        elif subscription is None:
+            self._gate_scope = f"{destination.key}#{uuid.uuid4().hex}"
+        else:
+            client = "" if shared and durable else self._connection.client_id or ""
+            self._gate_scope = f"{destination.key}#{client}/{subscription}"
         self._provider: ProviderConsumer = session._provider.create_consumer(
             destination,
             self._sink,
@@ -107,6 +110,12 @@ class MessageConsumer:
                     self._credit -= 1
                 key = (self._gate_scope, group)
                 gate.arrive(key, self._session, message.jms_message_id, (self, message, token))
+                # Parked or not, the credit is spent: wake whoever waits on this consumer so
+                # it asks for more, and other groups flow past a blocked one (ORD-9).
+                with self._cond:
+                    self._cond.notify()
+                if self._listener is not None:
+                    self._session._wake(self)
                 return
         with self._cond:
             self._credit -= 1
@@ -120,7 +129,7 @@ class MessageConsumer:
         """A delivery the client gate let through (its credit was counted on arrival)."""
         with self._cond:
             if self._closed:  # raced with close(): _shutdown gives it back
-                self._late.append(token)
+                self._late.append((message, token))
                 return
             self._buffer.append((message, token, 0.0))
             self._cond.notify()
@@ -229,7 +238,7 @@ class MessageConsumer:
                 return item
             if not wait and self._credit <= 0 and not buffer:
                 self._grant(self._prefetch)
-                if buffer:
+                if buffer or self._credit <= 0:  # got one, or the gate parked it: again
                     continue
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -352,8 +361,11 @@ class MessageConsumer:
         self._provider.close([h.token for h in delivered], undelivered)
         with self._cond:
             late, self._late = self._late, []
-        if late:
-            self._session._provider.release(late)
+        if late:  # the gate let these through while we closed: back, keeping their place
+            self._session._provider.release([token for _msg, token in late])
+            self._session._gate_returned(
+                [(self._gate_scope, msg.ordering_group, msg.jms_message_id) for msg, _t in late]
+            )
 
     def _wake_waiters(self) -> None:
         with self._cond:

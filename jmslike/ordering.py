@@ -33,8 +33,9 @@ __all__ = [
     "GroupBinding",
     "GroupState",
     "GroupTable",
+    "acquire_client_gate",
     "generate_group_name",
-    "get_client_gate",
+    "release_client_gate",
     "validate_group_name",
 ]
 
@@ -287,9 +288,7 @@ class ClientGroupGate(Generic[T]):
                 self._table.finish(_flat(key), state, len(message_ids))
             self._release(key, state)
         if holes:
-            timer = threading.Timer(self.wait_for_return + 0.01, self.expire_holes, args=(key,))
-            timer.daemon = True
-            timer.start()
+            self._expire_later(key)
 
     def withdraw(self, holder: Hashable, belongs: Callable[[T], bool]) -> list[tuple[GroupKey, T]]:
         """Take back the parked deliveries ``belongs`` picks (their consumer is closing).
@@ -308,7 +307,15 @@ class ClientGroupGate(Generic[T]):
                         if slot.message_id:
                             self._holes[(key, slot.message_id)] = slot
                 self._release(key, state)
+        for key in dict.fromkeys(key for key, _item in taken):
+            self._expire_later(key)
         return taken
+
+    def _expire_later(self, key: GroupKey) -> None:
+        """Look at the group again once its holes may have timed out."""
+        timer = threading.Timer(self.wait_for_return + 0.01, self.expire_holes, args=(key,))
+        timer.daemon = True
+        timer.start()
 
     def expire_holes(self, key: GroupKey) -> None:
         with self._lock:
@@ -349,16 +356,30 @@ def _unflat(flat: str) -> GroupKey:
     return destination, group
 
 
-_gates: dict[str, ClientGroupGate[Any]] = {}
+_gates: dict[str, tuple[ClientGroupGate[Any], int]] = {}
 _gates_lock = threading.Lock()
 
 
-def get_client_gate(
+def acquire_client_gate(
     scope: str, deliver: Callable[[Any], None], wait_for_return: float
 ) -> ClientGroupGate[Any]:
-    """The process's gate for one broker (``scope`` names it, e.g. ``stomp://host:61613``)."""
+    """The process's gate for one broker (``scope`` names it, e.g. ``stomp://host:61613``),
+    counted per connection; each ``acquire`` needs a ``release_client_gate``."""
     with _gates_lock:
-        gate = _gates.get(scope)
+        gate, users = _gates.get(scope, (None, 0))
         if gate is None:
-            gate = _gates[scope] = ClientGroupGate(deliver, wait_for_return)
+            gate = ClientGroupGate(deliver, wait_for_return)
+        _gates[scope] = (gate, users + 1)
         return gate
+
+
+def release_client_gate(scope: str) -> None:
+    """A connection closed; the last one out forgets an idle gate."""
+    with _gates_lock:
+        gate, users = _gates.get(scope, (None, 0))
+        if gate is None:
+            return
+        if users > 1 or len(gate):
+            _gates[scope] = (gate, max(users - 1, 0))
+        else:
+            del _gates[scope]

@@ -46,9 +46,8 @@ from jmslike.message import (
     Message,
     TextMessage,
 )
-from jmslike.ordering import ClientGroupGate, GroupKey, generate_group_name, get_client_gate
+from jmslike.ordering import ClientGroupGate, GroupKey, generate_group_name
 from jmslike.producer import MessageProducer
-from jmslike.spi.provider import OrderingMode
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -121,7 +120,7 @@ class Session:
         self._closed = False
         self._group_name: str | None = None
         self._id = connection._next_id()
-        self._gate = _gate_for(connection)
+        self._gate: ClientGroupGate[Any] | None = connection._gate
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"held={len(self._held)}"
@@ -585,16 +584,7 @@ class Session:
         self._run_on_dispatcher(fn)
 
 
-def _gate_for(connection: Connection) -> ClientGroupGate[Any] | None:
-    """The process-wide client gate for this broker, where the broker ignores groups."""
-    capabilities = connection._provider.capabilities
-    if capabilities.ordering_mode != OrderingMode.CLIENT_GATE:
-        return None
-    scope = capabilities.extra.get("gate_scope") or str(connection._factory.url)
-    return get_client_gate(str(scope), _deliver_released, connection._settings.request_timeout)
-
-
-def _deliver_released(item: tuple[MessageConsumer, Message, Any]) -> None:
+def deliver_released(item: tuple[MessageConsumer, Message, Any]) -> None:
     """The client gate let a parked delivery through: into its consumer's buffer."""
     consumer, message, token = item
     consumer._accept(message, token)

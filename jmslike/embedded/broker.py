@@ -1,12 +1,13 @@
 """The embedded broker: destinations, subscriptions, timers and the per-process registry.
 
 Every ``ConnectionFactory("embedded://name")`` in a process reaches the same ``Broker``
-(like ``vm://`` in Java), so producers and consumers on different connections meet. The
-broker lives as long as the process; messages outlive the connections that sent them.
+(like ``vm://`` in Java), so producers and consumers on different connections meet.
+Messages outlive the connections that sent them: a broker is forgotten only when its last
+connection closes while it holds no message and no durable subscription.
 
 One lock guards the whole broker. It is held only for bookkeeping (no I/O, no user
 code), which keeps the broker simple and lets a topic publish touch many subscriptions
-atomically; the measured cost is in docs/performance.md.
+atomically; what that costs is measured in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -188,10 +188,10 @@ class EmbeddedProvider(Provider):
     """``?nativeGroups=false``: a broker that ignores groups and priorities, like RabbitMQ,
     so the client-side group gate (ORD-16) can be tested without a server."""
 
+    def check_settings(self, settings: FactorySettings) -> None:
+        _native_groups(settings.extra.get("native_groups", "true"))
+
     def check_url(self, url: ParsedURL) -> None:
-        for key in ("nativeGroups", "native_groups"):
-            if key in url.query:
-                _native_groups(url.query[key])
         if url.members:
             raise ConfigurationError("failover: makes no sense for the in-process embedded broker")
         if url.path not in ("", "/"):

@@ -31,4 +31,3 @@ def jmslike_register_providers(registry: ProviderRegistry) -> None:
     ConnectionFactory. Register lazily (a ``"module:attr"`` string) so that importing a
     plugin costs nothing until its scheme is used.
     """
-

@@ -66,9 +66,11 @@ class OrderingMode:
 class Capabilities:
     """What a broker does natively; the API layer asks this, never a broker's name.
 
-    Where a capability is False, jmslike either fills it in on the client (selectors,
-    group gating, delivery counting) or raises a clear error (``IllegalStateError``
-    naming the capability) when the feature cannot be had at all.
+    Today the API layer acts on ``ordering_mode`` (the client gate, ORD-16) and on
+    ``delivery_delay`` (a delayed send to a broker without it raises IllegalStateError
+    naming the capability); the rest describe the broker for tests (which skip by
+    capability name) and for providers, which fill gaps in themselves (a provider may
+    count deliveries or evaluate selectors on the client and then declare them True).
     """
 
     provider: str
@@ -244,6 +246,10 @@ class Provider(abc.ABC):
     def check_url(self, url: ParsedURL) -> None:  # noqa: B027 - optional hook
         """Refuse a URL this provider cannot serve, when the factory is created (so the
         error comes before anything is sent). The default accepts any."""
+
+    def check_settings(self, settings: FactorySettings) -> None:  # noqa: B027 - optional hook
+        """Refuse provider-specific settings (``settings.extra``) when the factory is
+        created. The default accepts any."""
 
     @abc.abstractmethod
     def connect(

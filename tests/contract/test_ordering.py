@@ -589,6 +589,50 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
         assert seen[g] == list(range(1, per_group + 1)), g
 
 
+@pytest.mark.parametrize("how", ["receive", "listener"])
+def test_ord9_others_flow_past_at_once(make_connection, unique, receive_any, how) -> None:
+    """ORD-9: messages in no group (and of other groups) flow past a blocked group at once,
+    also to a session whose consumer was handed the blocked group's next message (behind a
+    client gate that message waits there): B's receive returns the free message without
+    waiting out its timeout, and B's listener gets it. Once A finished, g:2 comes."""
+    conn = make_connection()
+    queue = f"queue://{unique('q')}"
+    _send(conn.create_session(), queue, ["g:1", "g:2", "u1"])
+    a = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    b = conn.create_session()
+    ca, cb = a.create_consumer(queue), b.create_consumer(queue)
+    conn.start()
+    held = ca.receive(2.0)
+    assert held.text == "g:1"
+    if how == "receive":
+        started = time.monotonic()
+        msg = cb.receive(2.0)
+        elapsed = time.monotonic() - started
+        assert msg is not None and msg.text == "u1"
+        assert elapsed < 1.0, f"u1 came after {elapsed:.2f} s: receive waited out its timeout"
+        held.acknowledge()
+        _, nxt = receive_any([cb, ca])
+        assert nxt is not None and _flags([nxt]) == [("g:2", False, 1)]
+        return
+    got: list[str] = []
+    first, second = threading.Event(), threading.Event()
+
+    def listener(msg: Message) -> None:
+        got.append(msg.text)
+        (second if first.is_set() else first).set()
+
+    cb.set_message_listener(listener)
+    assert first.wait(1.0), "u1 did not flow past the blocked group to B's listener"
+    assert got == ["u1"]
+    held.acknowledge()
+    # g:2 comes next, to B's listener or to A.
+    deadline = time.monotonic() + 2.0
+    at_a = None
+    while not second.is_set() and at_a is None and time.monotonic() < deadline:
+        at_a = ca.receive(0.02)
+    assert got[1:] + ([at_a.text] if at_a is not None else []) == ["g:2"]
+
+
 # -------------------------------------------------------------------------- ORD-10
 
 
@@ -619,20 +663,20 @@ def test_ord10_auto_receive_finished_by_next_receive(
     assert cb.receive(0.05) is None  # still held: nothing but A's next receive finishes g:1
     # A's next receive finishes g:1. With a client gate, g:2 was taken by B's consumer and
     # waits there, so A gets nothing and B gets g:2; elsewhere A may get it.
-    holder, other = (a, ca), (b, cb)
+    holder, held_by, other = a, ca, cb
     nxt = ca.receive(0.05)
     if nxt is None:
-        holder, other = (b, cb), (a, ca)
+        holder, held_by, other = b, cb, ca
         nxt = cb.receive(2.0)
     assert nxt is not None and _flags([nxt]) == [("g:2", False, 1)]
-    if holder[0] is b:
+    if holder is b:
         a.recover()  # g:1 was finished by the receive: nothing comes back to A
         assert ca.receive(0.05) is None
-    holder[0].recover()  # gives back only g:2, the one not yet finished
-    assert _flags([holder[1].receive(2.0)]) == [("g:2", True, 2)]
-    assert holder[1].receive(0.05) is None  # finishes g:2
+    holder.recover()  # gives back only g:2, the one not yet finished
+    assert _flags([held_by.receive(2.0)]) == [("g:2", True, 2)]
+    assert held_by.receive(0.05) is None  # finishes g:2
     _send(conn.create_session(), queue, ["g:3"])
-    _, last = receive_any([other[1], holder[1]])
+    _, last = receive_any([other, held_by])
     assert last is not None and _flags([last]) == [("g:3", False, 1)]
 
 
