@@ -63,23 +63,31 @@ log = logging.getLogger("jmslike.session")
 class _Held:
     """One delivery the application has and has not finished (ORD-10).
 
-    ``count`` and ``expiration`` are read when the message is handed out: the
-    application may clear or change its copy, and the redelivery policy must not care.
+    It keeps the message's property dict as handed out (a received message's dict is
+    never changed in place: ``clear_properties`` replaces it) and its id and expiration,
+    so whatever the application does to its copy, the redelivery policy and the client
+    gate see the message as it was delivered.
     """
 
-    __slots__ = ("consumer", "count", "expiration", "group", "message", "message_id", "token")
+    __slots__ = ("consumer", "expiration", "message", "message_id", "props", "token")
 
     def __init__(self, consumer: MessageConsumer, message: Message, token: Any) -> None:
         self.consumer = consumer
         self.message = message
         self.token = token
-        props = message._properties
-        count = props.get(DELIVERY_COUNT)
-        self.count = count if isinstance(count, int) else 1
-        group = props.get(GROUP_ID)
-        self.group = group if isinstance(group, str) else None
+        self.props = message._properties
         self.message_id = message.jms_message_id
         self.expiration = message.jms_expiration
+
+    @property
+    def count(self) -> int:
+        count = self.props.get(DELIVERY_COUNT)
+        return count if isinstance(count, int) else 1
+
+    @property
+    def group(self) -> str | None:
+        group = self.props.get(GROUP_ID)
+        return group if isinstance(group, str) else None
 
 
 class Session:
@@ -328,7 +336,8 @@ class Session:
         if provider_consumer is None:
             self._acknowledge(done)
             return
-        self._gate_finished(done)
+        if self._gate is not None:
+            self._gate_finished(done)
         self._provider.acknowledge_and_flow([h.token for h in done], provider_consumer, credit)
 
     def _run_listener(

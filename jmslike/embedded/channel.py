@@ -217,17 +217,33 @@ class Channel:
             self.groups.discard_if_idle(entry.group, state)
 
     def _peek(self, heap: list[int], holder: Hashable | None, now: float) -> Entry | None:
-        """The deliverable entry at the top of ``heap`` (dropping stale keys), not popped."""
+        """The deliverable entry at the top of ``heap`` (dropping stale keys), not popped.
+
+        The hot path of every delivery: ``_current`` inlined.
+        """
+        entries = self.entries
+        groups = self.groups._groups
         while heap:
-            entry = self._current(heap[0], holder)
-            if entry is None:
-                heapq.heappop(heap)
-                continue
-            if entry.expires and entry.expires <= now:
-                heapq.heappop(heap)
-                self._expire(entry, now)
-                continue
-            return entry
+            entry = entries.get(heap[0] & _SEQ_MASK)
+            if entry is not None and entry.state == PENDING:
+                group = entry.group
+                if group is None:
+                    usable = holder is None
+                else:
+                    state = groups.get(group)
+                    usable = (
+                        state is not None
+                        and state.holder == holder
+                        and bool(state.waiting)
+                        and state.waiting[0] is entry
+                    )
+                if usable:
+                    if entry.expires and entry.expires <= now:
+                        heapq.heappop(heap)
+                        self._expire(entry, now)
+                        continue
+                    return entry
+            heapq.heappop(heap)
         return None
 
     def next_for(self, slot: ConsumerSlot, now: float) -> Entry | None:
@@ -289,11 +305,15 @@ class Channel:
         entry.count += 1
         self.pending -= 1
         self.inflight += 1
-        if entry.group is not None:
-            state = self.groups.state(entry.group)
-            GroupTable.take(state, holder)
-            state.waiting.popleft()
-            self._place_head(state, now)
+        group = entry.group
+        if group is not None:
+            state = self.groups._groups[group]
+            state.holder = holder  # GroupTable.take, inlined on the hot path
+            state.unfinished += 1
+            waiting = state.waiting
+            waiting.popleft()
+            if waiting:
+                self._place_head(state, now)
 
     def _serve(self, slot: ConsumerSlot, now: float) -> bool:
         """Give ``slot`` one message if it may take one; False if there is none for it."""
@@ -346,9 +366,10 @@ class Channel:
         entry.state = DONE
         del self.entries[entry.seq]
         self.inflight -= 1
-        if entry.group is not None:
-            state = self.groups.state(entry.group)
-            if self.groups.finish(entry.group, state):
+        group = entry.group
+        if group is not None:
+            state = self.groups._groups[group]
+            if self.groups.finish(group, state) and state.waiting:
                 self._place_head(state, now)
 
     def give_back(self, entries: Iterable[Entry], delivered: bool, now: float) -> None:
