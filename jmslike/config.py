@@ -15,6 +15,7 @@ before any connection is made; a typo must never silently leave ordering off.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from jmslike.errors import ConfigurationError
+from jmslike.destination import Destination, parse_destination
+from jmslike.errors import ConfigurationError, InvalidDestinationError
 
 __all__ = [
     "ConfigurationError",
@@ -161,6 +163,10 @@ class FactorySettings:
     dead_letter_queue: str = "DLQ"
     request_timeout: float = 30.0
     """How long a call that waits for the broker (connect, a persistent send) may wait."""
+    strictly_ordered: str = ""
+    """ORD-18: destinations declared strictly ordered, comma-separated
+    (``"queue://orders,topic://prices"``). A string rather than a list so that it reads the
+    same in a URL query, a TOML file and a keyword argument."""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -212,6 +218,8 @@ class FactorySettings:
             )
         if not self.dead_letter_queue:
             raise ConfigurationError(f"dead_letter_queue in {source}: must not be empty")
+        for entry in _strict_entries(self.strictly_ordered):
+            _check_strict_entry(entry, source)
         if self.default_ordering_group_name is not None:
             from jmslike.ordering import validate_group_name
 
@@ -219,6 +227,43 @@ class FactorySettings:
                 self.default_ordering_group_name,
                 what=f"default_ordering_group_name in {source}",
             )
+
+    def is_strictly_ordered(self, destination: Destination | str) -> bool:
+        """Whether the ``strictly_ordered`` setting declares ``destination`` (ORD-18).
+
+        Asked when a consumer or a listener container is created, never per message; the
+        parsed set is cached per setting string. A declaration made in code
+        (``create_consumer(..., strictly_ordered=True)``) or by another connection to the
+        same broker is not visible here: ``consumer.strictly_ordered`` tells that.
+        """
+        if not self.strictly_ordered:
+            return False
+        return parse_destination(destination).key in _strict_keys(self.strictly_ordered)
+
+
+def _strict_entries(text: str) -> list[str]:
+    """The entries of a ``strictly_ordered`` value; blank ones (a trailing comma) are
+    dropped, since they cannot leave a destination undeclared by mistake."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _check_strict_entry(entry: str, source: str) -> None:
+    """A ``strictly_ordered`` entry must be a destination string; a bare ``orders`` is
+    refused rather than guessed, since guessing queue or topic wrong would leave the real
+    destination unprotected without a word."""
+    try:
+        parse_destination(entry)
+    except InvalidDestinationError:
+        raise ConfigurationError(
+            f"strictly_ordered entry {entry!r} in {source}: write 'queue://<name>' or "
+            "'topic://<name>', several separated by commas"
+        ) from None
+
+
+@functools.lru_cache(maxsize=32)
+def _strict_keys(text: str) -> frozenset[str]:
+    """Destination keys (``queue://orders``) declared by a validated setting string."""
+    return frozenset(parse_destination(entry).key for entry in _strict_entries(text))
 
 
 def _snake(name: str) -> str:

@@ -9,6 +9,7 @@ empty, so a consumer never sits on more of a group than it is about to process (
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import threading
@@ -49,6 +50,8 @@ class MessageConsumer:
         subscription: str | None = None,
         durable: bool = False,
         shared: bool = False,
+        exclusive: bool = False,
+        standby: bool = False,
     ) -> None:
         self._session = session
         self._connection = session._connection
@@ -75,6 +78,13 @@ class MessageConsumer:
         else:
             client = "" if shared and durable else self._connection.client_id or ""
             self._gate_scope = f"{destination.key}#{client}/{subscription}"
+        # ORD-18 options go to the provider only when asked for, so a provider written
+        # before them (without the keywords) keeps serving every other consumer.
+        options = (
+            _strict_options(session, destination, exclusive, standby)
+            if exclusive or standby
+            else {}
+        )
         self._provider: ProviderConsumer = session._provider.create_consumer(
             destination,
             self._sink,
@@ -83,11 +93,28 @@ class MessageConsumer:
             subscription=subscription,
             durable=durable,
             shared=shared,
+            **options,
         )
+        if options and not self._provider.exclusive:
+            # The provider took the keywords (say through **options) but did not keep
+            # them: a second consumer would compete. Refuse rather than pretend.
+            self._provider.close([], [])
+            raise _lacks_exclusive(session, destination)
+        if self._provider.exclusive:
+            # ORD-18: nothing waits in this consumer's buffer that a take-over would
+            # have to give back; one message at a time, as IBM's strict destinations.
+            self._prefetch = 1
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"buffered={len(self._buffer)}"
         return f"<MessageConsumer {self.destination} {state}>"
+
+    @property
+    def strictly_ordered(self) -> bool:
+        """Whether the broker holds this consumer to a strictly ordered destination
+        (ORD-18): declared by this consumer, by the factory's setting, or earlier by
+        another consumer of the same broker (the declaration sticks)."""
+        return self._provider.exclusive
 
     def __enter__(self) -> MessageConsumer:
         return self
@@ -370,6 +397,45 @@ class MessageConsumer:
     def _wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+
+def _strict_options(
+    session: Session, destination: Destination, exclusive: bool, standby: bool
+) -> dict[str, bool]:
+    """The ORD-18 keywords for ``ProviderSession.create_consumer``, only those asked for.
+
+    A provider that declares no ``exclusive_consumers`` capability, or whose
+    ``create_consumer`` predates the keywords, cannot keep a strictly ordered
+    destination: refuse here, naming the capability, rather than let it fail with a
+    TypeError or, worse, deliver to two consumers.
+    """
+    options = {
+        name: True for name, asked in (("exclusive", exclusive), ("standby", standby)) if asked
+    }
+    capabilities = session._connection.capabilities
+    if capabilities.exclusive_consumers and _accepts(session._provider.create_consumer, options):
+        return options
+    raise _lacks_exclusive(session, destination)
+
+
+def _lacks_exclusive(session: Session, destination: Destination) -> IllegalStateError:
+    capabilities = session._connection.capabilities
+    return IllegalStateError(
+        f"{destination} is strictly ordered (ORD-18) but {capabilities.provider} "
+        f"({capabilities.broker}) lacks capability exclusive_consumers: it cannot hold "
+        "the destination to one active consumer"
+    )
+
+
+def _accepts(function: Callable[..., object], names: dict[str, bool]) -> bool:
+    """Whether ``function`` takes every keyword in ``names``."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: trust the capability
+        return True
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return all(name in parameters for name in names)
 
 
 class QueueBrowser:

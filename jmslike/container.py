@@ -7,6 +7,10 @@ re-implemented here: a session takes one message at a time and holds its group u
 is finished (ORD-9, ORD-10), so at most ``concurrency`` groups are in progress, no group
 is ever processed by two threads at once, and messages in no group go to whichever
 session is free.
+
+On a strictly ordered destination (ORD-18) there is nothing to parallelise: the broker
+lets one consumer at a time take messages, so the container runs one session and says
+so once, rather than failing on its second consumer or idling N-1 threads.
 """
 
 from __future__ import annotations
@@ -50,12 +54,18 @@ class MessageListenerContainer:
         message_selector: str | None = None,
         exception_listener: Callable[[JMSException], object] | None = None,
         start: bool = True,
+        strictly_ordered: bool = False,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise InvalidArgumentError(f"concurrency {concurrency!r}: need an int >= 1")
         if not callable(on_message):
             raise InvalidArgumentError(f"on_message {on_message!r} is not callable")
+        if not isinstance(strictly_ordered, bool):
+            raise InvalidArgumentError(f"strictly_ordered={strictly_ordered!r}: need True or False")
         self.destination = parse_destination(destination)
+        self.strictly_ordered = strictly_ordered or factory.settings.is_strictly_ordered(
+            self.destination
+        )
         self.concurrency = concurrency
         self.acknowledge_mode = acknowledge_mode
         self._on_message = on_message
@@ -69,19 +79,36 @@ class MessageListenerContainer:
         try:
             if exception_listener is not None:
                 self._connection.set_exception_listener(exception_listener)
-            for _ in range(concurrency):
+            while len(self._sessions) < self.concurrency:
                 session = self._connection.create_session(
                     acknowledge_mode == Session.SESSION_TRANSACTED, acknowledge_mode
                 )
-                consumer = session.create_consumer(self.destination, message_selector)
+                consumer = session.create_consumer(
+                    self.destination, message_selector, strictly_ordered=self.strictly_ordered
+                )
                 consumer.set_message_listener(self._listener_for(session))
                 self._sessions.append(session)
                 self._consumers.append(consumer)
+                if consumer.strictly_ordered:  # declared here, by the factory, or earlier
+                    self._limit_to_one()
         except BaseException:
             self._connection.close()
             raise
         if start:
             self.start()
+
+    def _limit_to_one(self) -> None:
+        """ORD-18: a strictly ordered destination runs at concurrency 1; one warning if
+        more was asked for (as IBM overrides an MDB's concurrency and logs it)."""
+        self.strictly_ordered = True
+        if self.concurrency > 1:
+            log.warning(
+                "listener container on %s: the destination is strictly ordered (ORD-18), "
+                "so it runs with concurrency 1 instead of the %d asked for",
+                self.destination,
+                self.concurrency,
+            )
+            self.concurrency = 1
 
     def __repr__(self) -> str:
         return (

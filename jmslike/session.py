@@ -201,9 +201,25 @@ class Session:
         destination: Destination | str,
         message_selector: str | None = None,
         no_local: bool = False,
+        *,
+        standby: bool = False,
+        strictly_ordered: bool = False,
     ) -> MessageConsumer:
-        """A consumer of a queue, or a non-durable subscriber of a topic."""
-        return self._add_consumer(parse_destination(destination), message_selector, no_local)
+        """A consumer of a queue, or a non-durable subscriber of a topic.
+
+        ``strictly_ordered=True`` declares the destination strictly ordered (ORD-18), as
+        the factory's ``strictly_ordered`` setting does: at most one consumer is active
+        there at a time, so a second one raises IllegalStateError unless it passes
+        ``standby=True``, in which case it gets nothing until the active one closes and
+        then takes over, starting with what that one left unfinished.
+        """
+        return self._add_consumer(
+            parse_destination(destination),
+            message_selector,
+            no_local,
+            standby=standby,
+            strictly_ordered=strictly_ordered,
+        )
 
     def create_durable_subscriber(
         self,
@@ -211,29 +227,76 @@ class Session:
         name: str,
         message_selector: str | None = None,
         no_local: bool = False,
+        *,
+        standby: bool = False,
+        strictly_ordered: bool = False,
     ) -> MessageConsumer:
-        """A durable subscription ``name`` of this connection's client id (JMS 1.1 name)."""
+        """A durable subscription ``name`` of this connection's client id (JMS 1.1 name).
+
+        ``standby`` and ``strictly_ordered`` as for ``create_consumer`` (ORD-18).
+        """
         dest = self._require_topic(topic, "durable subscriber")
         self._check_subscription_name(name)
-        return self._add_consumer(dest, message_selector, no_local, subscription=name, durable=True)
+        return self._add_consumer(
+            dest,
+            message_selector,
+            no_local,
+            subscription=name,
+            durable=True,
+            standby=standby,
+            strictly_ordered=strictly_ordered,
+        )
 
     create_durable_consumer = create_durable_subscriber
 
     def create_shared_consumer(
-        self, topic: Topic | str, name: str, message_selector: str | None = None
+        self,
+        topic: Topic | str,
+        name: str,
+        message_selector: str | None = None,
+        *,
+        standby: bool = False,
+        strictly_ordered: bool = False,
     ) -> MessageConsumer:
-        """A shared non-durable subscription: consumers with one name split the messages."""
+        """A shared non-durable subscription: consumers with one name split the messages.
+
+        With ``strictly_ordered`` (ORD-18) they do not split them: one is active and the
+        others, created with ``standby=True``, wait to take over.
+        """
         dest = self._require_topic(topic, "shared consumer")
         self._check_subscription_name(name)
-        return self._add_consumer(dest, message_selector, False, subscription=name, shared=True)
+        return self._add_consumer(
+            dest,
+            message_selector,
+            False,
+            subscription=name,
+            shared=True,
+            standby=standby,
+            strictly_ordered=strictly_ordered,
+        )
 
     def create_shared_durable_consumer(
-        self, topic: Topic | str, name: str, message_selector: str | None = None
+        self,
+        topic: Topic | str,
+        name: str,
+        message_selector: str | None = None,
+        *,
+        standby: bool = False,
+        strictly_ordered: bool = False,
     ) -> MessageConsumer:
+        """A shared durable subscription; ``standby`` and ``strictly_ordered`` as for
+        ``create_shared_consumer`` (ORD-18)."""
         dest = self._require_topic(topic, "shared durable consumer")
         self._check_subscription_name(name)
         return self._add_consumer(
-            dest, message_selector, False, subscription=name, durable=True, shared=True
+            dest,
+            message_selector,
+            False,
+            subscription=name,
+            durable=True,
+            shared=True,
+            standby=standby,
+            strictly_ordered=strictly_ordered,
         )
 
     def unsubscribe(self, name: str) -> None:
@@ -281,9 +344,14 @@ class Session:
         subscription: str | None = None,
         durable: bool = False,
         shared: bool = False,
+        standby: bool = False,
+        strictly_ordered: bool = False,
     ) -> MessageConsumer:
         self._check_open()
         self._parse_selector(selector)
+        for name, value in (("standby", standby), ("strictly_ordered", strictly_ordered)):
+            if not isinstance(value, bool):
+                raise InvalidArgumentError(f"{name}={value!r}: need True or False")
         if selector is not None and not selector.strip():
             selector = None
         consumer = MessageConsumer(
@@ -294,6 +362,9 @@ class Session:
             subscription=subscription,
             durable=durable,
             shared=shared,
+            # ORD-18: asked here or declared by the factory; looked up once, here.
+            exclusive=strictly_ordered or self._settings.is_strictly_ordered(destination),
+            standby=standby,
         )
         with self._lock:
             self._consumers.append(consumer)

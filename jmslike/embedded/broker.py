@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
-from jmslike.embedded.channel import INFLIGHT, Channel, ConsumerSlot, Entry
+from jmslike.embedded.channel import (
+    INFLIGHT,
+    Channel,
+    ConsumerSlot,
+    Entry,
+    StrictChannel,
+    make_strict,
+)
 from jmslike.errors import (
     ConfigurationError,
     IllegalStateError,
@@ -239,22 +246,103 @@ class Broker:
         subscription: str | None,
         durable: bool,
         shared: bool,
+        exclusive: bool = False,
+        standby: bool = False,
     ) -> tuple[ConsumerSlot, Subscription | None]:
+        """Attach a consumer to a queue, or to a topic subscription (made if need be).
+
+        ``exclusive`` declares the queue or subscription strictly ordered (ORD-18, sticky);
+        ``standby`` lets the consumer wait behind an active one there instead of being
+        refused. Every refusal comes before anything changes.
+        """
         parsed = parse_selector(selector)
         with self.lock:
             self._check_temporary_owner(destination, origin)
+            existing = self._existing_channel(destination, client_id, subscription, durable, shared)
+            if exclusive or standby or isinstance(existing, StrictChannel):
+                self._check_strict(destination, subscription, existing, exclusive, standby)
             if not destination.is_topic:
                 channel = self._queue(destination)
+                if exclusive:
+                    make_strict(channel)
                 slot = ConsumerSlot(channel, holder, origin, sink, parsed, no_local=False)
                 channel.attach(slot)
                 return slot, None
             sub = self._subscription(
-                destination, origin, client_id, parsed, no_local, subscription, durable, shared
+                destination,
+                origin,
+                client_id,
+                parsed,
+                no_local,
+                subscription,
+                durable,
+                shared,
+                standby=standby,
             )
             sub.consumers += 1
+            if exclusive:
+                make_strict(sub.channel)
             slot = ConsumerSlot(sub.channel, holder, origin, sink, None, no_local=False)
             sub.channel.attach(slot)
             return slot, sub
+
+    def _existing_channel(
+        self,
+        destination: Destination,
+        client_id: str | None,
+        name: str | None,
+        durable: bool,
+        shared: bool,
+    ) -> Channel | None:
+        """The channel a consumer would attach to, if it exists already; creates nothing."""
+        if not destination.is_topic:
+            return self._queues.get(destination.key)
+        key = _subscription_key(client_id, name, durable, shared)
+        sub = None if key is None else self._subscriptions.get(key)
+        return sub.channel if sub is not None and sub.topic == destination.key else None
+
+    @staticmethod
+    def _check_strict(
+        destination: Destination,
+        subscription: str | None,
+        channel: Channel | None,
+        exclusive: bool,
+        standby: bool,
+    ) -> None:
+        """ORD-18: refuse a consumer that would make a second active one, naming the
+        destination and the way to wait instead.
+
+        A declaration is refused while undeclared consumers are attached, so that every
+        consumer of a strictly ordered channel was created knowing it (its prefetch is 1,
+        its ``strictly_ordered`` is True) and nothing changes under a live consumer.
+        """
+        what = (
+            str(destination)
+            if subscription is None
+            else f"subscription {subscription!r} of {destination}"
+        )
+        strict = isinstance(channel, StrictChannel)
+        if standby and not (exclusive or strict):
+            raise IllegalStateError(
+                f"standby=True on {what}: it is not declared strictly ordered (ORD-18), so "
+                "there is no single active consumer to wait for; declare it with "
+                "strictly_ordered=True or the factory's strictly_ordered setting"
+            )
+        if channel is None or not channel.slots:
+            return
+        if not strict:
+            count = len(channel.slots)
+            raise IllegalStateError(
+                f"cannot declare {what} strictly ordered (ORD-18): it already has {count} "
+                f"consumer{'s' if count > 1 else ''} attached without the declaration; "
+                "close them first, or declare it before any consumer attaches"
+            )
+        if not standby:
+            raise IllegalStateError(
+                f"{what} is strictly ordered (ORD-18) and already has an active consumer; "
+                "close that one first, or pass standby=True to create_consumer to wait "
+                "and take over when it closes"
+            )
 
     def _subscription(
         self,
@@ -266,18 +354,16 @@ class Broker:
         name: str | None,
         durable: bool,
         shared: bool,
+        standby: bool = False,
     ) -> Subscription:
         if durable and not shared and not client_id:
             raise IllegalStateError(
                 f"durable subscription {name!r} needs a client id: set connection.client_id "
                 "or the factory's client_id setting first"
             )
-        if name is None:
-            key: Hashable = ("consumer", self.next_id())
-        elif durable:
-            key = ("durable", client_id if not shared else None, name)
-        else:
-            key = ("shared", client_id, name)
+        key = _subscription_key(client_id, name, durable, shared)
+        if key is None:
+            key = ("consumer", self.next_id())
         sub = self._subscriptions.get(key)
         if sub is not None:
             if sub.topic != str(topic) or (sub.selector and sub.selector.text) != (
@@ -289,7 +375,9 @@ class Broker:
                     )
                 self._drop_subscription(sub)
                 sub = None
-            elif durable and not shared and sub.consumers:
+            # A standby (allowed by _check_strict only on a strictly ordered subscription)
+            # waits behind the active consumer, so there is still one at a time.
+            elif durable and not shared and sub.consumers and not standby:
                 raise IllegalStateError(
                     f"durable subscription {name!r} of client {client_id!r} already has an "
                     "active consumer (use a shared durable subscription for several)"
@@ -335,7 +423,11 @@ class Broker:
         delivered: Sequence[Entry],
         undelivered: Sequence[Entry],
     ) -> None:
-        """A consumer closed: give back what it held, in order (ORD-10), and detach."""
+        """A consumer closed: give back what it held, in order (ORD-10), and detach.
+
+        On a strictly ordered channel the oldest standby is promoted first (ORD-18), so
+        the dispatch below hands it what this consumer left unfinished, in order.
+        """
         now = time.time()
         with self.lock:
             channel = slot.channel
@@ -451,6 +543,17 @@ class Broker:
                 if self._timers:
                     self._timer_wake.wait(self._timers[0][0] - now)
             self._timer_thread = None
+
+
+def _subscription_key(
+    client_id: str | None, name: str | None, durable: bool, shared: bool
+) -> Hashable | None:
+    """How the broker files a named subscription; None for an unnamed (per-consumer) one."""
+    if name is None:
+        return None
+    if durable:
+        return ("durable", client_id if not shared else None, name)
+    return ("shared", client_id, name)
 
 
 _registry: dict[str, Broker] = {}

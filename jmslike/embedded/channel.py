@@ -30,13 +30,22 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from jmslike.message import DELIVERY_COUNT, Message
 from jmslike.ordering import GroupState, GroupTable
 from jmslike.selector import Selector, message_lookup
 
-__all__ = ["DONE", "INFLIGHT", "PENDING", "Channel", "ConsumerSlot", "Entry"]
+__all__ = [
+    "DONE",
+    "INFLIGHT",
+    "PENDING",
+    "Channel",
+    "ConsumerSlot",
+    "Entry",
+    "StrictChannel",
+    "make_strict",
+]
 
 PENDING, INFLIGHT, DONE = 0, 1, 2
 
@@ -105,6 +114,7 @@ class ConsumerSlot:
         "origin",
         "selector",
         "sink",
+        "standby",
     )
 
     def __init__(
@@ -124,6 +134,9 @@ class ConsumerSlot:
         self.no_local = no_local
         self.credit = 0
         self.closed = False
+        self.standby = False
+        """On a strictly ordered channel (ORD-18): attached, but nothing is served to it
+        until the active consumer leaves; credit it is given is kept for then."""
 
 
 class Channel:
@@ -454,3 +467,109 @@ class Channel:
     @staticmethod
     def _browse_rank(entry: Entry, now: float) -> tuple[float, int]:
         return (entry.due if entry.due > now else 0.0, entry.key)
+
+
+_EARLIER = object()
+"""Owner of messages in flight when a channel was declared strictly ordered: the
+consumer that took them is unknown, so they count as another consumer's."""
+
+
+class StrictChannel(Channel):
+    """A strictly ordered queue or subscription (ORD-18): one active consumer at a time.
+
+    ``slots`` keeps attach order; the first is the active consumer and the others are
+    standbys, promoted in that order when it detaches. The active consumer is served
+    only while every message in flight on the channel is its own: messages a previous
+    consumer left unfinished (a transaction that closed its consumer and has not yet
+    committed or rolled back, IBM's "partially consumed messages") block it until they
+    are finished or given back, so a takeover never overtakes them.
+
+    A plain ``Channel`` becomes one through :func:`make_strict` (the declaration is
+    sticky). Being a subclass keeps every check out of the plain channel's per-message
+    path: only strictly ordered channels pay for the bookkeeping below.
+    """
+
+    def __init__(
+        self, name: str, on_delay: Callable[[Channel, float], None], group_blind: bool = False
+    ) -> None:
+        super().__init__(name, on_delay, group_blind)
+        self.owners: dict[int, object] = {}
+        """Arrival number -> the slot (or ``_EARLIER``) that took each in-flight entry."""
+        self.owned: dict[object, int] = {}
+        """How many in-flight entries each owner has; more than one key blocks delivery."""
+
+    @property
+    def active(self) -> ConsumerSlot | None:
+        """The consumer messages go to; None while nobody is attached."""
+        return self.slots[0] if self.slots else None
+
+    def _blocked_for(self, slot: ConsumerSlot) -> bool:
+        owned = self.owned
+        return bool(owned) and (len(owned) > 1 or slot not in owned)
+
+    def _serve(self, slot: ConsumerSlot, now: float) -> bool:
+        if slot.standby or self._blocked_for(slot):
+            return False
+        entry = self.next_for(slot, now)
+        if entry is None:
+            return False
+        self.take(entry, slot.holder, now)
+        self.owners[entry.seq] = slot
+        self.owned[slot] = self.owned.get(slot, 0) + 1
+        slot.credit -= 1
+        slot.sink(entry.delivered_copy(), entry)
+        return True
+
+    def _disown(self, entry: Entry) -> None:
+        owner = self.owners.pop(entry.seq, None)
+        if owner is None:
+            return
+        left = self.owned[owner] - 1
+        if left:
+            self.owned[owner] = left
+        else:
+            del self.owned[owner]
+
+    def finish(self, entry: Entry, now: float) -> None:
+        if entry.state == INFLIGHT:
+            self._disown(entry)
+        super().finish(entry, now)
+
+    def give_back(self, entries: Iterable[Entry], delivered: bool, now: float) -> None:
+        returned = list(entries)
+        for entry in returned:
+            if entry.state == INFLIGHT:
+                self._disown(entry)
+        super().give_back(returned, delivered, now)
+
+    def attach(self, slot: ConsumerSlot) -> None:
+        slot.standby = bool(self.slots)
+        super().attach(slot)
+
+    def detach(self, slot: ConsumerSlot) -> None:
+        """Detach; if ``slot`` was active, the oldest standby takes over. The broker then
+        gives back what ``slot`` left unfinished, so the new active consumer starts with
+        those messages, in their order (ORD-15's take-over, ORD-10)."""
+        super().detach(slot)
+        slot.standby = False
+        if self.slots:
+            self.slots[0].standby = False
+
+
+def make_strict(channel: Channel) -> StrictChannel:
+    """Declare ``channel`` strictly ordered, in place (sticky for the channel's life).
+
+    The channel keeps its identity, because every stored entry and attached slot refers
+    to it; only its class changes, so the strict rules apply from now on. Messages
+    already in flight (taken by consumers since closed, whose transactions are still
+    open) count as another consumer's until they are finished or given back. No slot may
+    be attached (the broker checks), so every consumer of a strict channel is one that
+    was created knowing it.
+    """
+    if isinstance(channel, StrictChannel):
+        return channel
+    channel.__class__ = StrictChannel
+    strict = cast(StrictChannel, channel)
+    strict.owners = {e.seq: _EARLIER for e in channel.entries.values() if e.state == INFLIGHT}
+    strict.owned = {_EARLIER: len(strict.owners)} if strict.owners else {}
+    return strict

@@ -14,7 +14,7 @@ from typing import Any
 from jmslike.config import ConfigurationError, FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
 from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
-from jmslike.embedded.channel import ConsumerSlot, Entry
+from jmslike.embedded.channel import ConsumerSlot, Entry, StrictChannel
 from jmslike.errors import TransactionInProgressError
 from jmslike.message import Message
 from jmslike.spi.provider import (
@@ -38,6 +38,8 @@ class EmbeddedConsumer(ProviderConsumer):
         self._broker = broker
         self._slot = slot
         self._sub = sub
+        # Declared by this consumer, by an earlier one (sticky), or not at all (ORD-18).
+        self.exclusive = isinstance(slot.channel, StrictChannel)
 
     def flow(self, credit: int) -> None:
         self._broker.flow(self._slot, credit)
@@ -71,6 +73,8 @@ class EmbeddedSession(ProviderSession):
         subscription: str | None = None,
         durable: bool = False,
         shared: bool = False,
+        exclusive: bool = False,
+        standby: bool = False,
     ) -> ProviderConsumer:
         slot, sub = self._broker.attach(
             destination,
@@ -83,6 +87,8 @@ class EmbeddedSession(ProviderSession):
             subscription=subscription,
             durable=durable,
             shared=shared,
+            exclusive=exclusive,
+            standby=standby,
         )
         return EmbeddedConsumer(self._broker, slot, sub)
 

@@ -66,9 +66,10 @@ class OrderingMode:
 class Capabilities:
     """What a broker does natively; the API layer asks this, never a broker's name.
 
-    Today the API layer acts on ``ordering_mode`` (the client gate, ORD-16) and on
+    Today the API layer acts on ``ordering_mode`` (the client gate, ORD-16), on
     ``delivery_delay`` (a delayed send to a broker without it raises IllegalStateError
-    naming the capability); the rest describe the broker for tests (which skip by
+    naming the capability) and on ``exclusive_consumers`` (likewise for a strictly
+    ordered consumer, ORD-18); the rest describe the broker for tests (which skip by
     capability name) and for providers, which fill gaps in themselves (a provider may
     count deliveries or evaluate selectors on the client and then declare them True).
     """
@@ -92,6 +93,9 @@ class Capabilities:
     temporary_destinations: bool = True
     browsers: bool = True
     exclusive_consumers: bool = True
+    """The provider keeps strictly ordered destinations (ORD-18): ``create_consumer``
+    takes ``exclusive`` and ``standby``. Where False, a strictly ordered consumer is
+    refused with IllegalStateError."""
     delivery_count: bool = True
     """The broker counts deliveries (else jmslike counts them on the client)."""
     dead_letter_queue: bool = True
@@ -108,6 +112,13 @@ class Capabilities:
 
 class ProviderConsumer(abc.ABC):
     """One subscription on the broker, pushing deliveries to the API consumer's sink."""
+
+    exclusive: bool = False
+    """True when the broker holds this consumer to a strictly ordered destination
+    (ORD-18): because it was asked to (``exclusive=True``) or because the destination was
+    declared so before. The API layer then keeps the consumer's prefetch at 1, and a
+    listener container at concurrency 1. Providers that know nothing of ORD-18 inherit
+    False."""
 
     @abc.abstractmethod
     def flow(self, credit: int) -> None:
@@ -149,8 +160,32 @@ class ProviderSession(abc.ABC):
         subscription: str | None = None,
         durable: bool = False,
         shared: bool = False,
+        exclusive: bool = False,
+        standby: bool = False,
     ) -> ProviderConsumer:
-        """Subscribe; deliveries go to ``sink`` once credit is granted with ``flow``."""
+        """Subscribe; deliveries go to ``sink`` once credit is granted with ``flow``.
+
+        ``exclusive`` and ``standby`` serve strictly ordered destinations (ORD-18). The
+        API layer passes them only when they are True, so a provider written before
+        them, whose method lacks the two keywords, keeps working for every other consumer
+        (and jmslike refuses a strictly ordered one with IllegalStateError naming the
+        ``exclusive_consumers`` capability rather than calling it):
+
+        * ``exclusive=True`` declares the queue, or for a topic the subscription,
+          strictly ordered, and the declaration sticks: from then on at most one consumer
+          is active there at a time. If one already is, raise IllegalStateError naming
+          the destination, before changing anything.
+        * ``standby=True``: where the destination is strictly ordered (declared now or
+          before) and a consumer is active, attach anyway but deliver nothing until the
+          active one detaches; standbys take over in the order they attached, starting
+          with what the active one left unfinished, in order (as in ORD-15). On a
+          destination that is not strictly ordered, raise IllegalStateError.
+
+        Set ``exclusive`` on the returned consumer when the destination turned out to be
+        strictly ordered. A provider that cannot keep these rules raises
+        IllegalStateError naming the capability (and should declare
+        ``Capabilities.exclusive_consumers=False``).
+        """
 
     @abc.abstractmethod
     def acknowledge(self, tokens: Sequence[Any]) -> None:

@@ -393,3 +393,45 @@ def test_ord16_client_gate_for_provider_without_native_groups(
             assert cb.receive(0.1) is None
     finally:
         registry.unregister(scheme)
+
+
+@pytest.mark.parametrize("provider_kind", ["no-keywords", "ignores-keywords"])
+def test_ord18_provider_without_strict_order_refuses_strict_consumer(
+    registry: ProviderRegistry, tiny_module, monkeypatch, provider_kind
+) -> None:
+    """ORD-18 + SPI: a provider that cannot keep strictly ordered destinations (one
+    written before the ``exclusive``/``standby`` keywords of
+    ``ProviderSession.create_consumer``, or one that takes them through ``**options`` and
+    ignores them) keeps serving plain consumers; a strictly ordered one, asked for in code
+    or declared by the factory, is refused with IllegalStateError naming the destination
+    and the exclusive_consumers capability, and leaves no consumer behind."""
+    if provider_kind == "ignores-keywords":
+        original = tiny_module.TinySession.create_consumer
+
+        def lenient(self, destination, sink, *, exclusive=False, standby=False, **options):
+            return original(self, destination, sink, **options)
+
+        monkeypatch.setattr(tiny_module.TinySession, "create_consumer", lenient)
+    scheme = f"tiny{uuid.uuid4().hex[:8]}"
+    registry.register(scheme, tiny_module.TinyProvider)
+    try:
+        factory = ConnectionFactory(f"{scheme}://x", strictly_ordered="queue://strict")
+        with factory.create_connection() as connection:
+            session = connection.create_session()
+            for make in (
+                lambda: session.create_consumer("queue://plain", strictly_ordered=True),
+                lambda: session.create_consumer("queue://strict"),
+                lambda: session.create_consumer("queue://strict", standby=True),
+            ):
+                with pytest.raises(jmslike.IllegalStateError) as info:
+                    make()
+                assert "exclusive_consumers" in str(info.value)
+                assert "queue://" in str(info.value)
+            assert not any(tiny_module._consumers.values())
+            session.create_producer("queue://plain").send(session.create_text_message("hi"))
+            consumer = session.create_consumer("queue://plain")
+            assert not consumer.strictly_ordered
+            connection.start()
+            assert consumer.receive(2.0).text == "hi"
+    finally:
+        registry.unregister(scheme)
