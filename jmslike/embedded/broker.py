@@ -12,6 +12,7 @@ atomically; what that costs is measured in docs/performance.md.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -19,9 +20,16 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.destination import (
+    Destination,
+    TemporaryQueue,
+    TemporaryTopic,
+    Topic,
+    parse_destination,
+)
 from jmslike.embedded.channel import (
     INFLIGHT,
     Channel,
@@ -30,13 +38,14 @@ from jmslike.embedded.channel import (
     StrictChannel,
     make_strict,
 )
+from jmslike.embedded.store import FileStore, StoredSubscription
 from jmslike.errors import (
     ConfigurationError,
     IllegalStateError,
     InvalidClientIDError,
     InvalidDestinationError,
 )
-from jmslike.message import Message
+from jmslike.message import DeliveryMode, Message
 from jmslike.selector import Selector, message_lookup, parse_selector
 
 __all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
@@ -65,8 +74,13 @@ class Subscription:
 class Broker:
     """An in-process JMS broker with strict, session-pinned ordering groups."""
 
-    def __init__(self, name: str, native_groups: bool = True) -> None:
+    def __init__(
+        self, name: str, native_groups: bool = True, store: FileStore | None = None
+    ) -> None:
         self.name = name
+        self.store = store
+        """The file store (``embedded:///path``): persistent messages on queues and
+        durable subscriptions, and the durable subscriptions themselves."""
         self.native_groups = native_groups
         """False: a broker that ignores groups and priorities (jmslike gates on the client,
         ORD-16). Lets the contract suite exercise the client gate without a server."""
@@ -81,6 +95,8 @@ class Broker:
         self._timer_wake = threading.Condition(self.lock)
         self._timer_thread: threading.Thread | None = None
         self.connections = 0
+        if store is not None:
+            self._recover(store)
 
     def is_empty(self) -> bool:
         """No messages anywhere, and no subscription that outlives its consumers."""
@@ -88,6 +104,15 @@ class Broker:
             if any(sub.durable for sub in self._subscriptions.values()):
                 return False
             return all(not (c.pending or c.inflight) for c in self._all_channels())
+
+    def close(self) -> None:
+        """Close the file store, if any (the broker is no longer in the registry)."""
+        with self.lock:
+            if self.store is not None:
+                self.store.close()
+                self.store = None
+                for channel in self._all_channels():
+                    channel.store = None
 
     def __repr__(self) -> str:
         return f"<Broker {self.name!r} queues={len(self._queues)} subs={len(self._subscriptions)}>"
@@ -109,8 +134,52 @@ class Broker:
             self._client_ids.discard(client_id)
 
     # ------------------------------------------------------------ channels
-    def _new_channel(self, name: str) -> Channel:
-        return Channel(name, self._schedule, group_blind=not self.native_groups)
+    def _new_channel(self, name: str, durable: bool = False) -> Channel:
+        """A channel; ``durable`` ones keep their persistent messages in the file store."""
+        channel = Channel(name, self._schedule, group_blind=not self.native_groups)
+        if durable:
+            channel.store = self.store
+        return channel
+
+    def _enqueue(self, channel: Channel, message: Message, origin: Hashable, now: float) -> None:
+        """Store a persistent message first (a failed write sends nothing), then queue it."""
+        row = None
+        if channel.store is not None and message.jms_delivery_mode == DeliveryMode.PERSISTENT:
+            row = channel.store.add(channel.name, message)
+        channel.enqueue(message, origin, now, row)
+        if channel.waiting:
+            channel.dispatch(now)
+
+    def _transaction(self) -> contextlib.AbstractContextManager[None]:
+        """One store commit for several writes (a JMS commit, a dead-lettering)."""
+        return self.store.transaction() if self.store is not None else contextlib.nullcontext()
+
+    def _recover(self, store: FileStore) -> None:
+        """Rebuild durable subscriptions and stored messages, in their original order;
+        messages that were in flight come back flagged, with their delivery count."""
+        channels: dict[str, Channel] = {}
+        for stored_sub in store.subscriptions():
+            sub = self._subscription(
+                Topic(stored_sub.topic.removeprefix("topic://")),
+                None,
+                stored_sub.client_id,
+                parse_selector(stored_sub.selector),
+                False,
+                stored_sub.name,
+                True,
+                stored_sub.shared,
+            )
+            channels[sub.channel.name] = sub.channel
+        now = time.time()
+        loaded = 0
+        for stored in store.load():
+            channel = channels.get(stored.channel)
+            if channel is None:
+                channel = self._queue(parse_destination(stored.channel))
+            entry = channel.enqueue(stored.message, None, now, stored.row)
+            entry.count = stored.delivered
+            loaded += 1
+        log.info("embedded broker %s: %d stored messages recovered", store.path, loaded)
 
     def _queue(self, destination: Destination, origin: Hashable | None = None) -> Channel:
         key = destination.key
@@ -120,7 +189,7 @@ class Broker:
                 raise InvalidDestinationError(
                     f"temporary destination {destination} no longer exists (its connection closed)"
                 )
-            channel = self._queues[key] = self._new_channel(key)
+            channel = self._queues[key] = self._new_channel(key, durable=True)
         return channel
 
     def queue_depth(self, destination: Destination) -> int:
@@ -165,15 +234,10 @@ class Broker:
                     if not sub.selector.matches(lookup):
                         continue
                 # Each subscription hands its message object to a consumer: share none.
-                sub.channel.enqueue(message if first else message._copy(), origin, now)
+                self._enqueue(sub.channel, message if first else message._copy(), origin, now)
                 first = False
-                if sub.channel.waiting:
-                    sub.channel.dispatch(now)
             return
-        channel = self._queue(destination)
-        channel.enqueue(message, origin, now)
-        if channel.waiting:
-            channel.dispatch(now)
+        self._enqueue(self._queue(destination), message, origin, now)
 
     def commit(
         self,
@@ -189,9 +253,10 @@ class Broker:
                     raise InvalidDestinationError(
                         f"temporary destination {destination} no longer exists"
                     )
-            for destination, message in sends:
-                self._route(destination, message, origin, now)
-            self._finish_locked(acks, now)
+            with self._transaction():
+                for destination, message in sends:
+                    self._route(destination, message, origin, now)
+                self._finish_locked(acks, now)
 
     # ------------------------------------------------------- acknowledgement
     def acknowledge(self, entries: Iterable[Entry]) -> None:
@@ -213,6 +278,8 @@ class Broker:
         """Count another delivery of a held entry and return the copy to hand out."""
         with self.lock:
             entry.count += 1
+            if entry.row is not None and entry.channel.store is not None:
+                entry.channel.store.set_delivered(entry.row, entry.count)
             return entry.delivered_copy()
 
     def dead_letter(self, entry: Entry, reason: str, queue: Destination) -> None:
@@ -226,10 +293,11 @@ class Broker:
             copy._properties[DLQ_ORIGIN] = entry.channel.name
             copy.jms_expiration = 0
             copy.jms_delivery_time = 0
-            entry.channel.finish(entry, now)
+            with self._transaction():
+                entry.channel.finish(entry, now)
+                self._route(queue, copy, None, now)
             if entry.channel.waiting:
                 entry.channel.dispatch(now)
-            self._route(queue, copy, None, now)
         log.warning("message %s dead-lettered to %s: %s", copy.jms_message_id, queue, reason)
 
     # ------------------------------------------------------------- consumers
@@ -383,10 +451,15 @@ class Broker:
                     "active consumer (use a shared durable subscription for several)"
                 )
         if sub is None:
+            channel_name = (
+                f"subscription://{'' if shared else client_id or ''}/{name}"
+                if durable
+                else f"{topic}#{name or self.next_id()}"
+            )
             sub = Subscription(
                 key=key,
                 topic=str(topic),
-                channel=self._new_channel(f"{topic}#{name or self.next_id()}"),
+                channel=self._new_channel(channel_name, durable=durable),
                 selector=selector,
                 no_local_origin=origin if no_local else None,
                 durable=durable,
@@ -394,6 +467,17 @@ class Broker:
             )
             self._subscriptions[key] = sub
             self._by_topic.setdefault(sub.topic, []).append(sub)
+            if durable and self.store is not None and name is not None:
+                self.store.save_subscription(
+                    StoredSubscription(
+                        channel_name,
+                        sub.topic,
+                        selector.text if selector is not None else None,
+                        None if shared else client_id,
+                        name,
+                        shared,
+                    )
+                )
         return sub
 
     def _drop_subscription(self, sub: Subscription) -> None:
@@ -401,6 +485,8 @@ class Broker:
         subs = self._by_topic.get(sub.topic, [])
         if sub in subs:
             subs.remove(sub)
+        if sub.durable and self.store is not None:
+            self.store.drop_subscription(sub.channel.name)
 
     def acknowledge_and_flow(
         self, entries: Sequence[Entry], slot: ConsumerSlot, credit: int
@@ -488,6 +574,7 @@ class Broker:
             for entry in channel.browse_order(now):
                 if parsed is None or parsed.matches(message_lookup(entry.message)):
                     msg = entry.message._copy()
+                    msg.jms_redelivered = entry.count > 0  # as it will be delivered
                     msg._received(None)
                     out.append(msg)
             return out
@@ -560,12 +647,18 @@ _registry: dict[str, Broker] = {}
 _registry_lock = threading.Lock()
 
 
-def get_broker(name: str, native_groups: bool = True) -> Broker:
-    """The process's broker of that name, created on first use; counts a connection."""
+def get_broker(
+    name: str, native_groups: bool = True, path: str | None = None, sync: str = "normal"
+) -> Broker:
+    """The process's broker of that name (or file ``path``), created on first use;
+    counts a connection."""
     with _registry_lock:
+        if path is not None:
+            name = str(Path(path).resolve())
         broker = _registry.get(name)
         if broker is None:
-            broker = _registry[name] = Broker(name, native_groups)
+            store = FileStore(path, sync) if path is not None else None
+            broker = _registry[name] = Broker(name, native_groups, store)
         elif broker.native_groups != native_groups:
             raise ConfigurationError(
                 f"embedded broker {name!r} already runs with nativeGroups="
@@ -582,11 +675,22 @@ def release_broker(broker: Broker) -> None:
     """
     with _registry_lock:
         broker.connections -= 1
-        if broker.connections <= 0 and broker.is_empty() and _registry.get(broker.name) is broker:
+        if broker.connections > 0 or _registry.get(broker.name) is not broker:
+            return
+        if broker.store is not None:  # everything is on disk: free the file for others
+            del _registry[broker.name]
+            broker.close()
+        elif broker.is_empty():
             del _registry[broker.name]
 
 
 def drop_broker(name: str) -> bool:
-    """Forget a broker and everything in it (tests, tools); False if there was none."""
+    """Forget a broker and everything in it (tests, tools); False if there was none.
+
+    A file broker keeps its persistent messages in its file; only memory is forgotten.
+    """
     with _registry_lock:
-        return _registry.pop(name, None) is not None
+        broker = _registry.pop(name, None)
+    if broker is not None:
+        broker.close()
+    return broker is not None

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from jmslike.message import DELIVERY_COUNT, Message
+
+if TYPE_CHECKING:
+    from jmslike.embedded.store import FileStore
 from jmslike.ordering import GroupState, GroupTable
 from jmslike.selector import Selector, message_lookup
 
@@ -65,11 +68,19 @@ class Entry:
         "key",
         "message",
         "origin",
+        "row",
         "seq",
         "state",
     )
 
-    def __init__(self, channel: Channel, seq: int, message: Message, origin: Hashable) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        seq: int,
+        message: Message,
+        origin: Hashable,
+        row: int | None = None,
+    ) -> None:
         self.channel = channel
         self.seq = seq
         self.message = message
@@ -85,6 +96,8 @@ class Entry:
         self.count = 0
         self.state = PENDING
         self.origin = origin
+        self.row = row
+        """The file store's row of a persistent message, else None."""
 
     def delivered_copy(self) -> Message:
         """The message as a consumer sees it this time: redelivered flag and count set.
@@ -160,14 +173,19 @@ class Channel:
         self.expired = 0
         self._on_delay = on_delay
         self._seq = 0
+        self.store: FileStore | None = None
+        """Set for a queue or durable subscription of a broker with a file store: each
+        delivery count and each finished message is written there before it counts."""
 
     def __repr__(self) -> str:
         return f"<Channel {self.name} pending={self.pending} inflight={self.inflight}>"
 
     # ----------------------------------------------------------------- enqueue
-    def enqueue(self, message: Message, origin: Hashable, now: float) -> Entry:
+    def enqueue(
+        self, message: Message, origin: Hashable, now: float, row: int | None = None
+    ) -> Entry:
         self._seq += 1
-        entry = Entry(self, self._seq, message, origin)
+        entry = Entry(self, self._seq, message, origin, row)
         self.entries[entry.seq] = entry
         self.pending += 1
         if entry.group is None:
@@ -223,6 +241,8 @@ class Channel:
         del self.entries[entry.seq]
         self.pending -= 1
         self.expired += 1
+        if entry.row is not None and self.store is not None:
+            self.store.remove((entry.row,))
         if entry.group is not None:
             state = self.groups.state(entry.group)
             state.waiting.popleft()
@@ -318,6 +338,8 @@ class Channel:
         entry.count += 1
         self.pending -= 1
         self.inflight += 1
+        if entry.row is not None and self.store is not None:
+            self.store.set_delivered(entry.row, entry.count)  # before anyone can see it
         group = entry.group
         if group is not None:
             state = self.groups._groups[group]
@@ -379,6 +401,8 @@ class Channel:
         entry.state = DONE
         del self.entries[entry.seq]
         self.inflight -= 1
+        if entry.row is not None and self.store is not None:
+            self.store.remove((entry.row,))
         group = entry.group
         if group is not None:
             state = self.groups._groups[group]
@@ -397,6 +421,8 @@ class Channel:
             self.pending += 1
             if not delivered:
                 entry.count -= 1
+                if entry.row is not None and self.store is not None:
+                    self.store.set_delivered(entry.row, entry.count)
             if entry.group is None:
                 self._place_single(entry, now)
             else:

@@ -150,7 +150,7 @@ class EmbeddedConnection(ProviderConnection):
             group_scope="session" if native else "none",
             priority=native,
             delivery_delay=native,
-            persistent=False,
+            persistent=broker.store is not None,
             extra={"broker_name": broker.name, "gate_scope": f"embedded://{broker.name}"},
         )
 
@@ -190,20 +190,26 @@ class EmbeddedProvider(Provider):
 
     name = "embedded"
     schemes = ("embedded",)
-    setting_names = frozenset({"native_groups"})
+    setting_names = frozenset({"native_groups", "store_sync"})
     """``?nativeGroups=false``: a broker that ignores groups and priorities, like RabbitMQ,
     so the client-side group gate (ORD-16) can be tested without a server."""
 
     def check_settings(self, settings: FactorySettings) -> None:
         _native_groups(settings.extra.get("native_groups", "true"))
+        sync = settings.extra.get("store_sync", "normal")
+        if sync not in ("normal", "full"):
+            raise ConfigurationError(
+                f"setting storeSync={sync!r}: 'normal' survives a crash of the process, "
+                "'full' also a loss of power"
+            )
 
     def check_url(self, url: ParsedURL) -> None:
         if url.members:
             raise ConfigurationError("failover: makes no sense for the in-process embedded broker")
-        if url.path not in ("", "/"):
+        if url.host and url.path not in ("", "/"):
             raise ConfigurationError(
-                f"embedded broker file store {url.path!r} is not available yet: use "
-                "'embedded://' or 'embedded://<name>' (in-memory)"
+                f"embedded URL {url}: give a broker name (embedded://name) or a file "
+                "(embedded:///absolute/path.db), not both"
             )
 
     def connect(
@@ -215,7 +221,9 @@ class EmbeddedProvider(Provider):
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
         native = _native_groups(settings.extra.get("native_groups", "true"))
-        return EmbeddedConnection(get_broker(url.host or "", native), settings)
+        path = url.path if url.path not in ("", "/") else None
+        sync = settings.extra.get("store_sync", "normal")
+        return EmbeddedConnection(get_broker(url.host or "", native, path, sync), settings)
 
 
 def _native_groups(value: str) -> bool:
