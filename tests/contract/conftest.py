@@ -1,9 +1,12 @@
 """Fixtures of the provider contract suite.
 
 Every test in ``tests/contract`` runs once per :class:`ProviderCase` in
-:data:`PROVIDER_CASES`. For now the only case is the in-process embedded broker; STOMP and
-AMQP brokers (markers ``stomp``, ``activemq``, ``artemis``, ``rabbitmq``, ``amqp``) are
-added by appending a case whose ``url_factory`` returns their URL.
+:data:`PROVIDER_CASES`. Today these are three configurations of the in-process embedded
+broker: in memory keeping groups itself (``embedded``), with its file store
+(``embedded-file``), and ignoring groups like RabbitMQ so that jmslike's client-side gate
+keeps them (``embedded-client-gate``). STOMP and AMQP brokers (markers ``stomp``,
+``activemq``, ``artemis``, ``rabbitmq``, ``amqp``) are added by appending a case whose
+``url_factory`` returns their URL.
 
 Tests use only the public API of shared/API.md, plus the helpers below:
 
@@ -30,10 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,11 +58,25 @@ def _embedded_gate_url() -> str:
     return f"embedded://test-{uuid.uuid4().hex}?nativeGroups=false"
 
 
+def _embedded_file_url() -> str:
+    """An embedded broker with a file store: persistent messages go through SQLite."""
+    return f"embedded://{_STORE_DIR}/test-{uuid.uuid4().hex}.db"
+
+
+_STORE_DIR = tempfile.mkdtemp(prefix="jmslike-contract-")
+
+
 def _embedded_cleanup(url: str) -> None:
     """Forget the per-test broker even if it still holds messages or subscriptions."""
     from jmslike.embedded import drop_broker
 
-    drop_broker(url.removeprefix("embedded://").partition("?")[0])
+    name = url.removeprefix("embedded://").partition("?")[0]
+    if name.startswith("/"):
+        drop_broker(str(Path(name).resolve()))
+        for leftover in Path(name).parent.glob(Path(name).name + "*"):
+            leftover.unlink(missing_ok=True)
+    else:
+        drop_broker(name)
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,13 @@ PROVIDER_CASES: list[ProviderCase] = [
     ProviderCase(
         id="embedded",
         url_factory=_embedded_url,
+        marks=(pytest.mark.embedded,),
+        capabilities_expected=ALL_CAPABILITIES,
+        cleanup=_embedded_cleanup,
+    ),
+    ProviderCase(
+        id="embedded-file",
+        url_factory=_embedded_file_url,
         marks=(pytest.mark.embedded,),
         capabilities_expected=ALL_CAPABILITIES,
         cleanup=_embedded_cleanup,
