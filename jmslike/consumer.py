@@ -235,10 +235,12 @@ class MessageConsumer:
             else:
                 session._finish_last(self)
         deadline = None if timeout is None else time.monotonic() + timeout
-        item = self._wait_for_item(deadline)
-        if item is None:
-            return None
-        return session._deliver(self, item[0], item[1])
+        while True:
+            item = self._wait_for_item(deadline)
+            if item is None:
+                return None
+            if not session._past_redelivery_limit(item[0], item[1]):
+                return session._deliver(self, item[0], item[1])
 
     def receive_no_wait(self) -> Message | None:
         """A message if one can be had at once, else None."""
@@ -337,7 +339,8 @@ class MessageConsumer:
             else:
                 self._pump()
             return
-        self._session._run_listener(self, listener, item[0], item[1])
+        if not self._session._past_redelivery_limit(item[0], item[1]):
+            self._session._run_listener(self, listener, item[0], item[1])
         self._pump()
 
     # ------------------------------------------------------------------ close

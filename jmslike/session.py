@@ -371,6 +371,20 @@ class Session:
         return consumer
 
     # ---------------------------------------------------------- delivery side
+    def _past_redelivery_limit(self, message: Message, token: Any) -> bool:
+        """Dead-letter, instead of handing out, a message already delivered more often than
+        the limit allows (ORD-13). Recover and rollback check this when they redeliver; this
+        catches the rest, e.g. a message whose processing crashed the process each time,
+        coming back from a file store with its count."""
+        limit = self._settings.max_redeliveries
+        count = message._properties.get(DELIVERY_COUNT)
+        if limit < 0 or not isinstance(count, int) or count <= limit + 1:
+            return False
+        self._provider.dead_letter(
+            token, f"delivered {count - 1} times before; redelivery limit {limit} reached"
+        )
+        return True
+
     def _deliver(self, consumer: MessageConsumer, message: Message, token: Any) -> Message:
         """Hand a message to the application and remember it until finished."""
         held = _Held(consumer, message, token)

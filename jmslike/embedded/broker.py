@@ -45,7 +45,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     InvalidDestinationError,
 )
-from jmslike.message import DeliveryMode, Message
+from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, message_lookup, parse_selector
 
 __all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
@@ -261,7 +261,7 @@ class Broker:
     # ------------------------------------------------------- acknowledgement
     def acknowledge(self, entries: Iterable[Entry]) -> None:
         now = time.time()
-        with self.lock:
+        with self.lock, self._transaction():  # several acknowledgements: one store commit
             self._finish_locked(entries, now)
 
     def _finish_locked(self, entries: Iterable[Entry], now: float) -> None:
@@ -574,7 +574,9 @@ class Broker:
             for entry in channel.browse_order(now):
                 if parsed is None or parsed.matches(message_lookup(entry.message)):
                     msg = entry.message._copy()
-                    msg.jms_redelivered = entry.count > 0  # as it will be delivered
+                    if entry.count:  # as it will be delivered next
+                        msg.jms_redelivered = True
+                        msg._properties[DELIVERY_COUNT] = entry.count + 1
                     msg._received(None)
                     out.append(msg)
             return out
@@ -663,6 +665,11 @@ def get_broker(
             raise ConfigurationError(
                 f"embedded broker {name!r} already runs with nativeGroups="
                 f"{str(broker.native_groups).lower()}; one broker cannot do both"
+            )
+        elif broker.store is not None and broker.store.sync != sync:
+            raise ConfigurationError(
+                f"embedded broker {name!r} already runs with storeSync={broker.store.sync}; "
+                "one broker cannot do both"
             )
         broker.connections += 1
         return broker

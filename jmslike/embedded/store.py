@@ -86,6 +86,7 @@ class FileStore:
 
     def __init__(self, path: str | os.PathLike[str], sync: str = "normal") -> None:
         self.path = Path(path).resolve()
+        self.sync = sync
         if sync not in ("normal", "full"):
             raise JMSException(f"store sync {sync!r}: use 'normal' or 'full'")
         self._lock_file = self._take_file_lock()

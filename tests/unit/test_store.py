@@ -156,3 +156,22 @@ def test_bad_store_settings_are_refused_at_the_factory(url: str) -> None:
         ConnectionFactory(url + "?storeSync=sometimes")
     with pytest.raises(ConfigurationError, match="not both"):
         ConnectionFactory("embedded://name/path.db")
+
+
+def test_a_message_that_keeps_crashing_its_consumer_is_dead_lettered(url: str) -> None:
+    """ORD-13 across restarts: each run takes the message and dies without finishing it;
+    once its delivery count passes the limit it goes to the DLQ instead of round again."""
+    _send(url, "queue://q", ["poison", "next"])
+    counts = []
+    for _ in range(4):
+        with ConnectionFactory(url, max_redeliveries=1).create_connection() as connection:
+            session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            consumer = session.create_consumer("queue://q")
+            connection.start()
+            message = consumer.receive(0.5)
+            assert message is not None
+            if message.text != "poison":  # type: ignore[attr-defined]
+                break
+            counts.append(message.get_int_property("JMSXDeliveryCount"))
+    assert counts == [1, 2]
+    assert [text for text, _ in _drain(url, "queue://DLQ")] == ["poison"]
