@@ -235,17 +235,10 @@ class Session:
 
         ``standby`` and ``strictly_ordered`` as for ``create_consumer`` (ORD-18).
         """
-        dest = self._require_topic(topic, "durable subscriber")
-        self._check_subscription_name(name)
-        return self._add_consumer(
-            dest,
-            message_selector,
-            no_local,
-            subscription=name,
-            durable=True,
-            standby=standby,
-            strictly_ordered=strictly_ordered,
-        )
+        return self._subscribe(
+            topic, name, "durable subscriber", message_selector, no_local, durable=True,
+            standby=standby, strictly_ordered=strictly_ordered,
+        )  # fmt: skip
 
     create_durable_consumer = create_durable_subscriber
 
@@ -263,17 +256,10 @@ class Session:
         With ``strictly_ordered`` (ORD-18) they do not split them: one is active and the
         others, created with ``standby=True``, wait to take over.
         """
-        dest = self._require_topic(topic, "shared consumer")
-        self._check_subscription_name(name)
-        return self._add_consumer(
-            dest,
-            message_selector,
-            False,
-            subscription=name,
-            shared=True,
-            standby=standby,
-            strictly_ordered=strictly_ordered,
-        )
+        return self._subscribe(
+            topic, name, "shared consumer", message_selector, shared=True,
+            standby=standby, strictly_ordered=strictly_ordered,
+        )  # fmt: skip
 
     def create_shared_durable_consumer(
         self,
@@ -286,18 +272,24 @@ class Session:
     ) -> MessageConsumer:
         """A shared durable subscription; ``standby`` and ``strictly_ordered`` as for
         ``create_shared_consumer`` (ORD-18)."""
-        dest = self._require_topic(topic, "shared durable consumer")
+        return self._subscribe(
+            topic, name, "shared durable consumer", message_selector, durable=True,
+            shared=True, standby=standby, strictly_ordered=strictly_ordered,
+        )  # fmt: skip
+
+    def _subscribe(
+        self,
+        topic: Topic | str,
+        name: str,
+        what: str,
+        selector: str | None,
+        no_local: bool = False,
+        **kinds: bool,
+    ) -> MessageConsumer:
+        """The four subscriber factories: check the topic and name, then attach."""
+        destination = self._require_topic(topic, what)
         self._check_subscription_name(name)
-        return self._add_consumer(
-            dest,
-            message_selector,
-            False,
-            subscription=name,
-            durable=True,
-            shared=True,
-            standby=standby,
-            strictly_ordered=strictly_ordered,
-        )
+        return self._add_consumer(destination, selector, no_local, subscription=name, **kinds)
 
     def unsubscribe(self, name: str) -> None:
         """Delete a durable subscription (it must have no active consumer)."""
