@@ -49,10 +49,6 @@ class SessionDispatcher:
         self._busy = False
         self._thread.start()
 
-    @property
-    def thread(self) -> threading.Thread:
-        return self._thread
-
     def wake(self, target: ListenerTarget) -> None:
         """Ask the dispatcher to look at ``target``'s buffer (any thread, never blocks)."""
         self._queue.put(target)

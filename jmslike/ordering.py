@@ -191,10 +191,6 @@ class GroupTable(Generic[T]):
         """Every group's state (for browsing and diagnostics; O(groups))."""
         return list(self._groups.values())
 
-    def held_by(self, holder: Hashable) -> list[str]:
-        """Groups ``holder`` holds (for diagnostics and tests; O(groups))."""
-        return [name for name, st in self._groups.items() if st.holder == holder]
-
     def holders(self) -> dict[str, Hashable]:
         """Group -> holder for every held group (for invariant checks in tests)."""
         return {name: st.holder for name, st in self._groups.items() if st.holder is not None}

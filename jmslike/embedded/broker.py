@@ -192,12 +192,6 @@ class Broker:
             channel = self._queues[key] = self._new_channel(key, durable=True)
         return channel
 
-    def queue_depth(self, destination: Destination) -> int:
-        """Messages waiting (not in flight) on a queue; 0 for an unknown one."""
-        with self.lock:
-            channel = self._queues.get(str(destination))
-            return channel.pending if channel else 0
-
     def _check_temporary_owner(self, destination: Destination, origin: Hashable) -> None:
         if destination.is_temporary:
             owner = self._temporary.get(str(destination))

@@ -524,11 +524,6 @@ class StrictChannel(Channel):
         self.owned: dict[object, int] = {}
         """How many in-flight entries each owner has; more than one key blocks delivery."""
 
-    @property
-    def active(self) -> ConsumerSlot | None:
-        """The consumer messages go to; None while nobody is attached."""
-        return self.slots[0] if self.slots else None
-
     def _blocked_for(self, slot: ConsumerSlot) -> bool:
         owned = self.owned
         return bool(owned) and (len(owned) > 1 or slot not in owned)
