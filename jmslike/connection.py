@@ -12,7 +12,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jmslike._dispatch import ExceptionNotifier
@@ -22,6 +22,14 @@ from jmslike.errors import (
     InvalidArgumentError,
     InvalidClientIDError,
     JMSException,
+)
+from jmslike.middleware import (
+    Interceptor,
+    collect,
+    deliver_to_handler,
+    fold_delivery,
+    fold_send,
+    send_to_provider,
 )
 from jmslike.ordering import ClientGroupGate, acquire_client_gate, release_client_gate
 from jmslike.session import Session, deliver_released
@@ -52,8 +60,12 @@ class ConnectionFactory:
         *,
         user: str | None = None,
         password: str | None = None,
+        interceptors: Sequence[Interceptor] = (),
         **settings: Any,
     ) -> None:
+        self.interceptors: list[Interceptor] = list(interceptors)
+        """Interceptors for every connection of this factory, before the plugins' ones
+        (jmslike.middleware)."""
         self._configure(url, settings, "ConnectionFactory keyword arguments")
         self._user = user if user is not None else self.url.user
         self._password = password if password is not None else self.url.password
@@ -83,6 +95,7 @@ class ConnectionFactory:
 
         url, user, password, settings, source = load_factory_config(name, path)
         factory = cls.__new__(cls)
+        factory.interceptors = []
         factory._configure(url, settings, source)
         factory._user = user if user is not None else factory.url.user
         factory._password = password if password is not None else factory.url.password
@@ -110,6 +123,12 @@ class Connection:
             factory.url, self._settings, user, password, self._report
         )
         self._gate, self._gate_scope = self._acquire_gate()
+        self._interceptors = [*factory.interceptors, *self._plugin_interceptors()]
+        self._send_chain = fold_send(self._interceptors, send_to_provider)
+        self._delivery_chain = fold_delivery(self._interceptors, deliver_to_handler, self._report)
+        self._dead_letter_observers = [
+            i for i in self._interceptors if type(i).dead_lettered is not Interceptor.dead_lettered
+        ]
         self._sessions: list[Session] = []
         self._lock = threading.RLock()
         self._start_cond = threading.Condition()
@@ -119,6 +138,10 @@ class Connection:
         self._client_id: str | None = None
         if self._settings.client_id:
             self._claim_client_id(self._settings.client_id)
+
+    def _plugin_interceptors(self) -> list[Interceptor]:
+        """What ``jmslike_middleware`` implementations contribute, asked once."""
+        return collect(get_registry().plugin_manager.hook.jmslike_middleware(connection=self))
 
     def _acquire_gate(self) -> tuple[ClientGroupGate[Any] | None, str]:
         """The process-wide client gate for this broker, where the broker ignores groups

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError
 from jmslike.message import GROUP_ID, Message
+from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
     from jmslike.session import Session, _Held
@@ -239,8 +240,15 @@ class MessageConsumer:
             item = self._wait_for_item(deadline)
             if item is None:
                 return None
-            if not session._past_redelivery_limit(item[0], item[1]):
-                return session._deliver(self, item[0], item[1])
+            if not session._past_redelivery_limit(self, item[0], item[1]):
+                message = session._deliver(self, item[0], item[1])
+                chain = self._connection._delivery_chain
+                if chain is not None:
+                    context = DeliveryContext(
+                        self._connection, session, self, self.destination, message
+                    )
+                    chain(context)
+                return message
 
     def receive_no_wait(self) -> Message | None:
         """A message if one can be had at once, else None."""
@@ -339,7 +347,7 @@ class MessageConsumer:
             else:
                 self._pump()
             return
-        if not self._session._past_redelivery_limit(item[0], item[1]):
+        if not self._session._past_redelivery_limit(self, item[0], item[1]):
             self._session._run_listener(self, listener, item[0], item[1])
         self._pump()
 

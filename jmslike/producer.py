@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError, InvalidDestinationError
 from jmslike.message import DeliveryMode, Message, require_message
+from jmslike.middleware import SendContext
 from jmslike.ordering import (
     GroupBinding,
     check_message_group,
@@ -216,7 +217,11 @@ class MessageProducer:
         )
         if binding is not None:
             binding.stamp(message)
-        self._provider.send(target, message)
+        chain = session._connection._send_chain
+        if chain is None:
+            self._provider.send(target, message)
+        else:
+            chain(SendContext(session._connection, session, target, message))
 
     def _target(self, destination: Destination | str | None) -> Destination:
         if destination is None:

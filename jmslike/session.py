@@ -46,6 +46,7 @@ from jmslike.message import (
     Message,
     TextMessage,
 )
+from jmslike.middleware import DeliveryContext, notify_dead_letter
 from jmslike.ordering import ClientGroupGate, GroupKey, generate_group_name
 from jmslike.producer import MessageProducer
 
@@ -363,7 +364,9 @@ class Session:
         return consumer
 
     # ---------------------------------------------------------- delivery side
-    def _past_redelivery_limit(self, message: Message, token: Any) -> bool:
+    def _past_redelivery_limit(
+        self, consumer: MessageConsumer, message: Message, token: Any
+    ) -> bool:
         """Dead-letter, instead of handing out, a message already delivered more often than
         the limit allows (ORD-13). Recover and rollback check this when they redeliver; this
         catches the rest, e.g. a message whose processing crashed the process each time,
@@ -372,10 +375,19 @@ class Session:
         count = message._properties.get(DELIVERY_COUNT)
         if limit < 0 or not isinstance(count, int) or count <= limit + 1:
             return False
-        self._provider.dead_letter(
-            token, f"delivered {count - 1} times before; redelivery limit {limit} reached"
-        )
+        reason = f"delivered {count - 1} times before; redelivery limit {limit} reached"
+        self._provider.dead_letter(token, reason)
+        self._dead_lettered(consumer, message, reason)
         return True
+
+    def _dead_lettered(self, consumer: MessageConsumer, message: Message, reason: str) -> None:
+        """Tell interceptors that watch dead-lettering (metrics, tracing)."""
+        connection = self._connection
+        if connection._dead_letter_observers:
+            context = DeliveryContext(connection, self, consumer, consumer.destination, message)
+            notify_dead_letter(
+                connection._dead_letter_observers, context, reason, connection._report
+            )
 
     def _deliver(self, consumer: MessageConsumer, message: Message, token: Any) -> Message:
         """Hand a message to the application and remember it until finished."""
@@ -428,8 +440,16 @@ class Session:
         self._deliver(consumer, message, token)
         held = consumer._last
         consumer._last = None
+        chain = self._connection._delivery_chain
         try:
-            listener(message)
+            if chain is None:
+                listener(message)
+            else:
+                chain(
+                    DeliveryContext(
+                        self._connection, self, consumer, consumer.destination, message, listener
+                    )
+                )
         except Exception as exc:
             error = ListenerError(
                 f"message listener on {consumer.destination} raised "
@@ -557,12 +577,13 @@ class Session:
                 expired.append(h)  # expired while held: finished, never again (ORD-13)
                 continue
             if 0 <= settings.max_redeliveries < count:
-                self._provider.dead_letter(
-                    h.token,
+                reason = (
                     f"delivered {count} times; redelivery limit "
-                    f"max_redeliveries={settings.max_redeliveries} reached",
+                    f"max_redeliveries={settings.max_redeliveries} reached"
                 )
+                self._provider.dead_letter(h.token, reason)
                 self._gate_finished([h])
+                self._dead_lettered(h.consumer, h.message, reason)
                 continue
             if h.consumer._closed:
                 orphans.append(h)

@@ -8,11 +8,12 @@ the same hook a third-party provider uses.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from jmslike.connection import Connection
     from jmslike.spi.registry import ProviderRegistry
 
 PROJECT = "jmslike"
@@ -20,7 +21,7 @@ PROJECT = "jmslike"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-__all__ = ["PROJECT", "hookimpl", "hookspec", "jmslike_register_providers"]
+__all__ = ["PROJECT", "hookimpl", "hookspec", "jmslike_middleware", "jmslike_register_providers"]
 
 
 @hookspec
@@ -30,4 +31,16 @@ def jmslike_register_providers(registry: ProviderRegistry) -> None:
     Runs once, when the registry is first used, on whichever thread first creates a
     ConnectionFactory. Register lazily (a ``"module:attr"`` string) so that importing a
     plugin costs nothing until its scheme is used.
+    """
+
+
+@hookspec
+def jmslike_middleware(connection: Connection) -> Any:
+    """Return interceptors (a ``jmslike.middleware.Interceptor``, a list of them, or None)
+    for a new connection.
+
+    A collecting hook: every plugin's answer is gathered once, while the connection is
+    created (on the thread that calls ``create_connection``), and folded into one chain
+    per direction, so nothing is looked up per message. The interceptors then run on the
+    thread of each operation (see jmslike.middleware).
     """
