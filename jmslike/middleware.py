@@ -131,17 +131,24 @@ def _send_wrapper(interceptor: Interceptor) -> Callable[..., None]:
     ) -> None:
         context: SendContext = args[0]
         called = False
+        inner_error: BaseException | None = None
 
         def proceed() -> None:
-            nonlocal called
+            nonlocal called, inner_error
             called = True
-            wrapped(context)
+            try:
+                wrapped(context)
+            except BaseException as exc:  # the provider's (or an inner interceptor's)
+                inner_error = exc
+                raise
 
         try:
             interceptor.send(context, proceed)
         except JMSException:
             raise
         except Exception as exc:
+            if exc is inner_error:
+                raise
             raise InterceptorError(
                 f"send interceptor {interceptor!r} failed: {type(exc).__name__}: {exc}; "
                 f"message {context.message.jms_message_id} to {context.destination} "
