@@ -3,8 +3,10 @@
 ``jmslike demo`` is the fastest way to see why ordering groups matter (the bookstore in
 :mod:`jmslike.demo`); ``send``, ``receive`` and ``browse`` are the small tools one wants
 while wiring an application to a broker; ``providers`` says which URL schemes this
-installation can serve. Every ``JMSException`` becomes one line on stderr and exit code
-2, because a traceback tells a shell user less than the message does.
+installation can serve; ``config`` shows a factory's effective settings and where each
+came from, since ordering switched on by a file or a variable is invisible in the code.
+Every ``JMSException`` becomes one line on stderr and exit code 2, because a traceback
+tells a shell user less than the message does.
 """
 
 from __future__ import annotations
@@ -13,12 +15,23 @@ import argparse
 import base64
 import json
 import logging
+import os
 import random
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from jmslike.config import redact_url
+from jmslike.config import (
+    DEFAULT_URL,
+    URL_ENV_VAR,
+    FactorySettings,
+    Resolution,
+    is_secret,
+    parse_url,
+    redact_url,
+    resolve,
+)
+from jmslike.configfile import load_factory_config
 from jmslike.connection import Connection, ConnectionFactory
 from jmslike.demo import format_table, run_bookstore, verdict
 from jmslike.destination import parse_destination
@@ -142,6 +155,30 @@ def _build_parser() -> argparse.ArgumentParser:
     browse.add_argument("--json", action="store_true")
 
     sub.add_parser("providers", help="list URL schemes and the embedded broker's capabilities")
+
+    config = sub.add_parser(
+        "config",
+        help="a factory's effective settings and where each came from (secrets hidden)",
+    )
+    config.add_argument(
+        "name",
+        metavar="NAME",
+        nargs="?",
+        help="a [factories.NAME] table of the config file, as from_config(NAME) reads it",
+    )
+    config.add_argument(
+        "--url",
+        default=None,
+        help=f"the URL a program gives ConnectionFactory(URL) (default: ${URL_ENV_VAR} "
+        "or embedded://)",
+    )
+    config.add_argument(
+        "--file",
+        default=None,
+        metavar="PATH",
+        help="the config file (default: $JMSLIKE_CONFIG, else ./jmslike.toml if present)",
+    )
+    config.add_argument("--json", action="store_true", help="one JSON object")
     return parser
 
 
@@ -163,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "receive": _receive,
         "browse": _browse,
         "providers": _providers,
+        "config": _config,
     }
     try:
         return commands[args.command](args)
@@ -342,6 +380,112 @@ def _providers(args: argparse.Namespace) -> int:
         for name, value in connection.capabilities.as_dict().items():
             print(f"  {name}: {value}")
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------- config
+_HIDDEN = "***"
+
+
+def _config(args: argparse.Namespace) -> int:
+    """Resolve settings exactly as ``ConnectionFactory`` does, without connecting."""
+    if args.name is not None and args.url is not None:
+        raise InvalidArgumentError(
+            "give a factory NAME (its url is in the file) or --url URL, not both"
+        )
+    user: str | None
+    password: str | None
+    if args.name is not None:
+        url, user, password, _settings, _where = load_factory_config(args.name, args.file)
+        url_source = "file"
+    else:
+        user = password = None
+        if args.url is not None:
+            url, url_source = args.url, "url"
+        elif os.environ.get(URL_ENV_VAR):
+            url, url_source = os.environ[URL_ENV_VAR], f"env {URL_ENV_VAR}"
+        else:
+            url, url_source = DEFAULT_URL, "default"
+    parsed = parse_url(url)
+    scheme = parsed.members[0].scheme if parsed.members else parsed.scheme
+    provider = get_registry().provider_for(scheme)
+    provider.check_url(parsed)
+    resolution = resolve(
+        parsed,
+        provider_names=provider.setting_names,
+        factory=args.name,
+        config_path=args.file,
+    )
+    provider.check_settings(resolution.settings)
+    if args.name is not None and resolution.config is not None:
+        table = ("factories", args.name)
+        written = "url" in resolution.config.factory(args.name)
+        url_source = f"file {resolution.config.where(table, 'url')}" if written else "default"
+    report = _config_report(resolution, parsed.redacted, url_source, args.name)
+    report["user"] = user if user is not None else parsed.user
+    report["password"] = _HIDDEN if (password or parsed.password) else None
+    report["provider"] = provider.name
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        _print_config(report)
+    return EXIT_OK
+
+
+def _config_report(
+    resolution: Resolution, url: str, url_source: str, name: str | None
+) -> dict[str, Any]:
+    """What ``jmslike config`` shows, as JSON-ready data; every secret already hidden."""
+    settings = resolution.settings
+    values: dict[str, Any] = {}
+    for key, source in resolution.sources.items():
+        if key in FactorySettings.names():
+            value: Any = getattr(settings, key)
+        else:
+            value = settings.extra.get(key)
+        if is_secret(key) and value is not None:
+            value = _HIDDEN
+        values[key] = {"value": value, "source": source}
+    destinations: dict[str, dict[str, Any]] = {}
+    for entry in filter(None, (e.strip() for e in settings.strictly_ordered.split(","))):
+        destinations.setdefault(entry, {})["strictly_ordered"] = True
+    for entry in filter(None, (e.strip() for e in settings.unit_of_order_destinations.split(","))):
+        destination, _sep, unit = entry.partition("=")
+        destinations.setdefault(destination.strip(), {})["unit_of_order"] = unit.strip()
+    return {
+        "factory": name,
+        "config_file": str(resolution.config.path) if resolution.config else None,
+        "url": redact_url(url),
+        "url_source": url_source,
+        "settings": values,
+        "destinations": destinations,
+    }
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if value != "" else '""'
+
+
+def _print_config(report: dict[str, Any]) -> None:
+    if report["factory"] is not None:
+        print(f"factory:  {report['factory']}")
+    print(f"file:     {report['config_file'] or '(none)'}")
+    print(f"url:      {report['url']}  ({report['url_source']})")
+    print(f"provider: {report['provider']}")
+    if report["user"] is not None or report["password"] is not None:
+        print(f"user:     {_show(report['user'])}  password: {_show(report['password'])}")
+    rows = [("setting", "value", "source")] + [
+        (key, _show(item["value"]), item["source"]) for key, item in report["settings"].items()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    for key, value, source in rows:
+        print(f"  {key.ljust(widths[0])}  {value.ljust(widths[1])}  {source}".rstrip())
+    for destination, declared in report["destinations"].items():
+        parts = [f"{k}={_show(v)}" for k, v in sorted(declared.items())]
+        print(f"destination {destination}: {', '.join(parts)}")
 
 
 if __name__ == "__main__":

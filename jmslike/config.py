@@ -1,43 +1,109 @@
-"""Connection factory settings and broker URLs.
+"""Connection factory settings and broker URLs, and where the settings come from.
 
-Settings can come from several places so that ordering can be switched on without
-touching code (ORD-6, the JBoss/WebLogic way). The precedence, highest first:
+Ordering can be switched on without touching code (ORD-6), the JBoss/WebLogic way: an
+administrator sets it where the program is deployed, and every producer the program
+creates is bound to an ordering group. :func:`resolve_settings` combines the sources
+once, when a factory is created. The precedence, highest first:
 
-1. keyword arguments of ``ConnectionFactory(...)``;
-2. the URL query, e.g. ``embedded://?enableOrderingGroup=true``;
-3. defaults of :class:`FactorySettings`.
+1. keyword arguments of ``ConnectionFactory(url, **settings)``;
+2. the query of the URL given in code (or in ``$JMSLIKE_URL``), e.g.
+   ``embedded://?enableOrderingGroup=true``;
+3. environment variables ``JMSLIKE_<SETTING>``, e.g. ``JMSLIKE_ENABLE_ORDERING_GROUP=true``;
+4. the config file's ``[factories.NAME]`` table, for ``ConnectionFactory.from_config(NAME)``
+   only: its keys, then the query of its ``url``;
+5. the config file's ``[destinations."queue://x"]`` tables and its ``[defaults]`` table,
+   which apply to every factory of the process, ``ConnectionFactory(url)`` included:
+   that is what lets an unmodified program gain ordering;
+6. the defaults of :class:`FactorySettings`.
 
-Query keys may be written camelCase (as in Java configuration) or snake_case. An unknown
-key or a value of the wrong type is an error naming the key and what is allowed, raised
-before any connection is made; a typo must never silently leave ordering off.
+``strictly_ordered`` and ``unit_of_order_destinations`` are lists of destinations and
+add up instead: each source adds its destinations (for the same destination a higher
+source's unit of order wins), and no source removes one that another declared, since a
+program's own list must not silently undo an administrator's ORD-18 declaration.
+
+Keys may be written camelCase (as in Java configuration) or snake_case. An unknown key,
+file table or ``JMSLIKE_`` variable, or a value of the wrong type, is an error naming it,
+where it came from and what is allowed, raised before any connection is made: a typo
+must never silently leave ordering off. No error, log line or repr shows a password.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
+import os
 import re
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import ConfigurationError, InvalidDestinationError
 
 __all__ = [
+    "DEFAULT_URL",
+    "ENV_PREFIX",
+    "RESERVED_ENV",
+    "UNIT_OF_ORDER_SESSION",
+    "UNSET_URL",
+    "URL_ENV_VAR",
     "ConfigurationError",
     "FactorySettings",
     "ParsedURL",
+    "Resolution",
+    "default_url",
+    "effective_url",
+    "is_secret",
     "parse_url",
     "redact_url",
+    "reserve_env_var",
+    "resolve",
+    "resolve_settings",
 ]
 
+log = logging.getLogger("jmslike.config")
 
-@dataclass(frozen=True, slots=True)
+DEFAULT_URL = "embedded://"
+"""The URL of ``ConnectionFactory()`` when neither code nor ``$JMSLIKE_URL`` gives one."""
+ENV_PREFIX = "JMSLIKE_"
+URL_ENV_VAR = "JMSLIKE_URL"
+RESERVED_ENV = frozenset({"JMSLIKE_CONFIG", "JMSLIKE_DISABLE_PLUGINS", "JMSLIKE_OTEL", URL_ENV_VAR})
+"""``JMSLIKE_`` variables that are not settings (the OpenTelemetry plugin's switch among
+them); any other one must name a setting, or be declared by :func:`reserve_env_var`."""
+RESERVED_ENV_PREFIXES = ("JMSLIKE_TEST_",)
+"""Left to test suites (broker addresses for contract tests), never read as settings."""
+_reserved_env: set[str] = set(RESERVED_ENV)
+
+
+def reserve_env_var(name: str) -> None:
+    """Declare a ``JMSLIKE_`` variable that a plugin reads for itself, so that factories
+    do not refuse it as an unknown setting. Call it when the plugin is imported."""
+    if not name.startswith(ENV_PREFIX):
+        raise ValueError(f"{name!r}: only JMSLIKE_ variables need reserving")
+    _reserved_env.add(name)
+
+
+UNIT_OF_ORDER_SESSION = "session"
+"""The unit-of-order value that means "a generated group name per session" (WebLogic's
+system-generated unit of order); any other value is a fixed group name."""
+
+_SECRET = re.compile(r"password|passwd|passphrase|secret|token|credential|api_?key", re.I)
+
+
+def is_secret(name: str) -> bool:
+    """Whether a key's value must be hidden (``***``) in errors, logs, reprs and output."""
+    return bool(_SECRET.search(name))
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class ParsedURL:
-    """A broker URL taken apart. ``password`` never appears in ``str()`` or ``repr()``."""
+    """A broker URL taken apart. ``password`` never appears in ``str()`` or ``repr()``,
+    nor does a query value whose key looks secret (:func:`is_secret`)."""
 
     scheme: str
     host: str = ""
@@ -48,6 +114,9 @@ class ParsedURL:
     password: str | None = field(default=None, repr=False)
     members: tuple[ParsedURL, ...] = ()
     """For ``failover:(a,b)``: the member URLs, in order."""
+    redacted: str = field(default="", repr=False, compare=False)
+    """The URL as written, query included, with secrets hidden (:func:`redact_url`): what
+    errors about its query quote."""
 
     @property
     def address(self) -> str:
@@ -57,6 +126,14 @@ class ParsedURL:
         if self.host or self.port:
             return f"{self.host}:{self.port}" if self.port else self.host
         return self.path
+
+    def __repr__(self) -> str:
+        query = {k: "***" if is_secret(k) else v for k, v in self.query.items()}
+        return (
+            f"ParsedURL(scheme={self.scheme!r}, host={self.host!r}, port={self.port!r}, "
+            f"path={self.path!r}, query={query!r}, user={self.user!r}, "
+            f"members={self.members!r})"
+        )
 
     def __str__(self) -> str:
         if self.members:
@@ -106,6 +183,7 @@ def parse_url(url: object) -> ParsedURL:
             f"invalid broker URL {redact_url(text)!r}: malformed query {parts.query!r}"
         ) from None
     return ParsedURL(
+        redacted=redact_url(text),
         scheme=parts.scheme.lower(),
         host=parts.hostname or "",
         port=port,
@@ -130,15 +208,57 @@ def _parse_failover(text: str) -> ParsedURL:
             f"invalid failover URL {redact_url(text)!r}: members mix schemes {sorted(schemes)}"
         )
     query = dict(parse_qsl(match.group("query") or "", keep_blank_values=True))
-    return ParsedURL(scheme="failover", query=query, members=members)
+    return ParsedURL(scheme="failover", query=query, members=members, redacted=redact_url(text))
+
+
+# The password runs from the first ':' after '://' to the last '@' before a ',', ')' or
+# space (failover members), so one with '@', '/' or '?' in it is hidden whole; an odd URL
+# may lose a little more than its password, which is the safe way to be wrong.
+_USERINFO = re.compile(r"(://[^:/?#@,()\s]*:)[^,()\s]*@")
+_QUERY_SECRET = re.compile(
+    r"([?&;][^=&#,()]*(?:password|passwd|passphrase|secret|token|credential|api_?key)"
+    r"[^=&#,()]*=)[^&#,()\s]*",
+    re.I,
+)
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, safe for messages and logs."""
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    """The URL with any password replaced by ``***``, safe for messages and logs.
+
+    Hidden: the password of ``user:password@`` (of every failover member), and query
+    values whose key looks secret (``?password=``, ``?token=``...).
+    """
+    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(r"\1***@", url))
 
 
-@dataclass(frozen=True, slots=True)
+def default_url(environ: Mapping[str, str] | None = None) -> str:
+    """The URL of ``ConnectionFactory()`` without one: ``$JMSLIKE_URL``, else
+    ``embedded://``; so a deployment can point an unmodified program at its broker."""
+    env = os.environ if environ is None else environ
+    return env.get(URL_ENV_VAR) or DEFAULT_URL
+
+
+class _UnsetURL(str):
+    """The type of :data:`UNSET_URL`; its repr says what it stands for in ``help()``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "$JMSLIKE_URL or 'embedded://'"
+
+
+UNSET_URL: str = _UnsetURL(DEFAULT_URL)
+"""The default of ``ConnectionFactory(url=...)``: "no URL given", told apart by identity
+(``None`` stays an error, a caller passing it has a bug). It is also a working URL,
+``embedded://``, for code that uses it as a string."""
+
+
+def effective_url(url: str) -> str:
+    """``url``, or :func:`default_url` where ``url`` is :data:`UNSET_URL`."""
+    return default_url() if url is UNSET_URL else url
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class FactorySettings:
     """Everything a ConnectionFactory can be told, with its defaults.
 
@@ -167,7 +287,25 @@ class FactorySettings:
     """ORD-18: destinations declared strictly ordered, comma-separated
     (``"queue://orders,topic://prices"``). A string rather than a list so that it reads the
     same in a URL query, a TOML file and a keyword argument."""
+    unit_of_order_destinations: str = ""
+    """Destination-level unit of order (WebLogic's): every message a producer created for
+    one of these destinations sends is bound to a group, like ``enable_ordering_group``
+    but per destination. Comma-separated ``destination=value`` entries, where ``value`` is
+    ``session`` (a name generated once per session) or a fixed group name:
+    ``"queue://orders=session,queue://ledger=ledger"``. Usually written as
+    ``[destinations."queue://orders"] unit_of_order = "session"`` in the config file."""
     extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """Like the dataclass repr, with the values of secret-looking provider keys
+        hidden: a repr ends up in logs and tracebacks."""
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "extra":
+                value = {k: "***" if is_secret(k) else v for k, v in value.items()}
+            parts.append(f"{f.name}={value!r}")
+        return f"FactorySettings({', '.join(parts)})"
 
     @classmethod
     def names(cls) -> list[str]:
@@ -220,6 +358,8 @@ class FactorySettings:
             raise ConfigurationError(f"dead_letter_queue in {source}: must not be empty")
         for entry in _strict_entries(self.strictly_ordered):
             _check_strict_entry(entry, source)
+        for entry in _strict_entries(self.unit_of_order_destinations):
+            _check_unit_of_order_entry(entry, source)
         if self.default_ordering_group_name is not None:
             from jmslike.ordering import validate_group_name
 
@@ -240,6 +380,18 @@ class FactorySettings:
             return False
         return parse_destination(destination).key in _strict_keys(self.strictly_ordered)
 
+    def unit_of_order_for(self, destination: Destination | str) -> str | None:
+        """The destination-level unit of order of ``destination``: ``"session"`` (bind to
+        a name generated once per session), a fixed group name, or None.
+
+        Asked when a producer is created, never per message; the parsed table is cached
+        per setting string, like :meth:`is_strictly_ordered`.
+        """
+        if not self.unit_of_order_destinations:
+            return None
+        key = parse_destination(destination).key
+        return _unit_of_order_map(self.unit_of_order_destinations).get(key)
+
 
 def _strict_entries(text: str) -> list[str]:
     """The entries of a ``strictly_ordered`` value; blank ones (a trailing comma) are
@@ -258,6 +410,43 @@ def _check_strict_entry(entry: str, source: str) -> None:
             f"strictly_ordered entry {entry!r} in {source}: write 'queue://<name>' or "
             "'topic://<name>', several separated by commas"
         ) from None
+
+
+def _split_unit_of_order(entry: str) -> tuple[str, str]:
+    """``"queue://a=session"`` -> ``("queue://a", "session")``; the first '=' splits."""
+    destination, _sep, value = entry.partition("=")
+    return destination.strip(), value.strip()
+
+
+def _check_unit_of_order_entry(entry: str, source: str) -> None:
+    """A ``unit_of_order_destinations`` entry: a destination with its scheme, '=', and
+    ``session`` or a legal group name (ORD-1); refused whole rather than half-applied."""
+    destination, value = _split_unit_of_order(entry)
+    try:
+        parse_destination(destination)
+        if not value:
+            raise InvalidDestinationError(entry)
+    except InvalidDestinationError:
+        raise ConfigurationError(
+            f"unit_of_order_destinations entry {entry!r} in {source}: write "
+            "'queue://<name>=session' or 'queue://<name>=<group name>', several separated "
+            "by commas"
+        ) from None
+    if value != UNIT_OF_ORDER_SESSION:
+        from jmslike.ordering import validate_group_name
+
+        validate_group_name(value, what=f"unit of order of {destination} in {source}")
+
+
+@functools.lru_cache(maxsize=32)
+def _unit_of_order_map(text: str) -> Mapping[str, str]:
+    """Destination key -> unit of order, for a validated setting string; the last entry
+    for a destination wins."""
+    table: dict[str, str] = {}
+    for entry in _strict_entries(text):
+        destination, value = _split_unit_of_order(entry)
+        table[parse_destination(destination).key] = value
+    return types.MappingProxyType(table)
 
 
 @functools.lru_cache(maxsize=32)
@@ -290,11 +479,17 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
         if kind.startswith("int"):
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError("expected an integer")
-            return int(value)  # type: ignore[call-overload]
+            try:
+                return int(value)  # type: ignore[call-overload]
+            except (TypeError, ValueError):
+                raise ValueError("expected an integer") from None
         if kind.startswith("float"):
             if isinstance(value, bool):
                 raise ValueError("expected a number")
-            number = float(value)  # type: ignore[arg-type]
+            try:
+                number = float(value)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise ValueError("expected a number") from None
             if not math.isfinite(number):
                 raise ValueError("expected a finite number")
             return number
@@ -305,5 +500,188 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
                 raise ValueError("expected a string")
             return value
     except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"setting {key}={value!r} in {source}: {exc} ({kind})") from None
+        shown = "***" if is_secret(key) else repr(value)
+        raise ConfigurationError(f"setting {key}={shown} in {source}: {exc} ({kind})") from None
     raise ConfigurationError(f"setting {key} in {source}: unsupported type {kind}")
+
+
+# ----------------------------------------------------------------- where settings come from
+_LIST_SETTINGS = frozenset({"strictly_ordered", "unit_of_order_destinations"})
+"""Settings that add up across sources instead of replacing each other (see the module
+docstring): they declare destinations, and a declaration is never silently dropped."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The settings of a factory, and where each value came from.
+
+    ``sources`` maps every setting (provider keys included) to ``"default"``,
+    ``"file <path>:<line> [<table>]"``, ``"env JMSLIKE_<SETTING>"``, ``"url"`` or
+    ``"kwargs"``; a list setting fed by several sources names them all, joined by
+    ``" + "``. ``jmslike config`` prints them, so "why is ordering on?" has an answer.
+    """
+
+    settings: FactorySettings
+    sources: Mapping[str, str]
+    config: ConfigFile | None
+
+
+class _Builder:
+    """Applies one key at a time, so that an error names the exact source of the key."""
+
+    def __init__(self, provider_names: frozenset[str]) -> None:
+        self.names = provider_names
+        self.settings = FactorySettings()
+        self.sources: dict[str, str] = dict.fromkeys(
+            [*FactorySettings.names(), *sorted(provider_names)], "default"
+        )
+
+    def apply(self, raw_key: str, value: object, where: str, label: str) -> None:
+        key = _snake(raw_key)
+        if key in _LIST_SETTINGS:
+            # Check the value on its own first, so that a bad entry is blamed on its source.
+            added = getattr(FactorySettings().merged({raw_key: value}, where, self.names), key)
+            if not added:
+                return
+            current = getattr(self.settings, key)
+            combined = _combine_lists(key, current, added)
+            changes: dict[str, Any] = {key: combined}
+            self.settings = dataclasses.replace(self.settings, **changes)
+            before = self.sources[key]
+            self.sources[key] = label if before == "default" else f"{before} + {label}"
+            return
+        self.settings = self.settings.merged({raw_key: value}, where, self.names)
+        name = key if key in self.sources or key in self.names else raw_key
+        self.sources[name] = label
+
+
+def _combine_lists(key: str, current: str, added: str) -> str:
+    """Union of two destination lists; for units of order, ``added`` wins per destination."""
+    if key == "strictly_ordered":
+        seen: dict[str, str] = {}
+        for entry in [*_strict_entries(current), *_strict_entries(added)]:
+            seen.setdefault(parse_destination(entry).key, entry)
+        return ",".join(seen.values())
+    table: dict[str, str] = {}
+    for entry in [*_strict_entries(current), *_strict_entries(added)]:
+        destination, value = _split_unit_of_order(entry)
+        table[parse_destination(destination).key] = value
+    return ",".join(f"{d}={v}" for d, v in table.items())
+
+
+def _env_settings(
+    environ: Mapping[str, str], provider_names: frozenset[str]
+) -> list[tuple[str, str, str]]:
+    """(setting, value, variable) for every ``JMSLIKE_<SETTING>`` variable; any other
+    ``JMSLIKE_`` variable is refused, naming it and listing the ones that exist."""
+    known = {*FactorySettings.names(), *provider_names}
+    found: list[tuple[str, str, str]] = []
+    for var in sorted(environ):
+        if (
+            not var.startswith(ENV_PREFIX)
+            or var in _reserved_env
+            or var.startswith(RESERVED_ENV_PREFIXES)
+        ):
+            continue
+        value = environ[var]
+        if value == "":  # `export JMSLIKE_X=` is how a shell user clears a setting
+            continue
+        name = var[len(ENV_PREFIX) :].lower()
+        if name not in known:
+            settings = ", ".join(sorted(ENV_PREFIX + n.upper() for n in known))
+            raise ConfigurationError(
+                f"environment variable {var} is not a jmslike setting; settings: {settings}; "
+                f"also read: {', '.join(sorted(_reserved_env))}"
+            )
+        found.append((name, value, var))
+    return found
+
+
+def resolve(
+    url: ParsedURL | str,
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    provider_names: frozenset[str] = frozenset(),
+    source: str = "ConnectionFactory keyword arguments",
+    factory: str | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Resolution:
+    """The settings of a factory for ``url``, from every source, with their sources.
+
+    ``kwargs`` are the factory's keyword arguments and ``source`` names them in errors.
+    ``factory`` is the name given to ``from_config``: then ``url`` is that table's URL,
+    and its query counts as part of the file (below the environment). ``config_path`` is
+    from_config's ``path``; otherwise the file is ``$JMSLIKE_CONFIG`` or ./jmslike.toml.
+    ``environ`` defaults to ``os.environ``. The precedence is in the module docstring.
+    """
+    parsed = url if isinstance(url, ParsedURL) else parse_url(url)
+    env = os.environ if environ is None else environ
+    config = load_config(config_path, environ=env)
+    build = _Builder(provider_names)
+    if config is not None:
+        for key, value in config.defaults().items():
+            where = config.where(("defaults",), key)
+            build.apply(key, value, where, f"file {where}")
+        for destination, table in config.destinations().items():
+            dest_path = ("destinations", destination)
+            if table.get("strictly_ordered") is True:
+                where = config.where(dest_path, "strictly_ordered")
+                build.apply("strictly_ordered", destination, where, f"file {where}")
+            if "unit_of_order" in table:
+                where = config.where(dest_path, "unit_of_order")
+                pair = f"{destination}={table['unit_of_order']}"
+                build.apply("unit_of_order_destinations", pair, where, f"file {where}")
+    if factory is not None:
+        if config is None:
+            raise ConfigurationError(
+                f"no configuration file for factory {factory!r}: set $JMSLIKE_CONFIG or "
+                "create ./jmslike.toml"
+            )
+        table_path = ("factories", factory)
+        entry = config.factory(factory)
+        where_url = config.where(table_path, "url")
+        for key, value in parsed.query.items():
+            build.apply(
+                key,
+                value,
+                f"the query of URL {parsed.redacted!r} in {where_url}",
+                f"file {where_url} (url)",
+            )
+        for key, value in entry.items():
+            if key not in FACTORY_KEYS:
+                where = config.where(table_path, key)
+                build.apply(key, value, where, f"file {where}")
+    for name, value, var in _env_settings(env, provider_names):
+        build.apply(name, value, f"environment variable {var}", f"env {var}")
+    if factory is None:
+        for key, value in parsed.query.items():
+            build.apply(key, value, f"the query of URL {parsed.redacted!r}", "url")
+    for key, value in (kwargs or {}).items():
+        build.apply(key, value, source, "kwargs")
+    if log.isEnabledFor(logging.DEBUG):
+        outside = sorted({s for s in build.sources.values() if s not in ("default", "kwargs")})
+        log.debug("settings for %s from: %s", parsed.redacted or parsed, outside or "code only")
+    return Resolution(build.settings, types.MappingProxyType(build.sources), config)
+
+
+def resolve_settings(
+    url: ParsedURL | str,
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    provider_names: frozenset[str] = frozenset(),
+    source: str = "ConnectionFactory keyword arguments",
+    factory: str | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> FactorySettings:
+    """:func:`resolve` without the sources: what ``ConnectionFactory`` keeps."""
+    return resolve(
+        url,
+        kwargs,
+        provider_names=provider_names,
+        source=source,
+        factory=factory,
+        config_path=config_path,
+        environ=environ,
+    ).settings

@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jmslike._dispatch import ExceptionNotifier
-from jmslike.config import FactorySettings, ParsedURL, parse_url, redact_url
+from jmslike.config import (
+    UNSET_URL,
+    FactorySettings,
+    ParsedURL,
+    effective_url,
+    parse_url,
+    resolve_settings,
+)
 from jmslike.errors import (
     IllegalStateError,
     InvalidArgumentError,
@@ -42,8 +49,6 @@ log = logging.getLogger("jmslike.connection")
 
 ExceptionListener = Callable[[JMSException], object]
 
-DEFAULT_URL = "embedded://"
-
 
 class ConnectionFactory:
     """Creates connections to one broker URL with one set of settings (JMS ConnectionFactory).
@@ -56,7 +61,7 @@ class ConnectionFactory:
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
+        url: str = UNSET_URL,
         *,
         user: str | None = None,
         password: str | None = None,
@@ -66,24 +71,33 @@ class ConnectionFactory:
         self.interceptors: list[Interceptor] = list(interceptors)
         """Interceptors for every connection of this factory, before the plugins' ones
         (jmslike.middleware)."""
-        self._configure(url, settings, "ConnectionFactory keyword arguments")
+        self._configure(effective_url(url), settings, "ConnectionFactory keyword arguments")
         self._user = user if user is not None else self.url.user
         self._password = password if password is not None else self.url.password
 
-    def _configure(self, url: str, settings: dict[str, Any], source: str) -> None:
-        """Resolve the provider and fold the settings; every error names where it came from."""
+    def _configure(
+        self,
+        url: str,
+        settings: dict[str, Any],
+        source: str,
+        factory: str | None = None,
+        config_path: str | None = None,
+    ) -> None:
+        """Resolve the provider and fold the settings from every source, in the order of
+        jmslike.config; every error names where the bad value came from."""
         self.url: ParsedURL = parse_url(url)
         scheme = self.url.members[0].scheme if self.url.members else self.url.scheme
         self._provider: Provider = get_registry().provider_for(scheme)
         self._provider.check_url(self.url)
-        base = FactorySettings()
-        names = self._provider.setting_names
-        if self.url.query:
-            base = base.merged(self.url.query, f"the query of URL {redact_url(url)!r}", names)
-        if settings:
-            base = base.merged(settings, source, names)
-        self._provider.check_settings(base)
-        self.settings = base
+        self.settings: FactorySettings = resolve_settings(
+            self.url,
+            settings,
+            provider_names=self._provider.setting_names,
+            source=source,
+            factory=factory,
+            config_path=config_path,
+        )
+        self._provider.check_settings(self.settings)
 
     def __repr__(self) -> str:
         return f"<ConnectionFactory {self.url} provider={self._provider.name}>"
@@ -93,10 +107,10 @@ class ConnectionFactory:
         """A named factory from ``jmslike.toml`` (``$JMSLIKE_CONFIG`` or the working dir)."""
         from jmslike.configfile import load_factory_config
 
-        url, user, password, settings, source = load_factory_config(name, path)
+        url, user, password, _settings, source = load_factory_config(name, path)
         factory = cls.__new__(cls)
         factory.interceptors = []
-        factory._configure(url, settings, source)
+        factory._configure(url, {}, source, factory=name, config_path=path)
         factory._user = user if user is not None else factory.url.user
         factory._password = password if password is not None else factory.url.password
         return factory

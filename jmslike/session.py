@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jmslike._dispatch import SessionDispatcher
+from jmslike.config import UNIT_OF_ORDER_SESSION
 from jmslike.consumer import Buffered, MessageConsumer, MessageListener, QueueBrowser
 from jmslike.destination import (
     Destination,
@@ -183,7 +184,10 @@ class Session:
         self._check_open()
         dest = None if destination is None else parse_destination(destination)
         producer = MessageProducer(self, dest)
-        if self._settings.enable_ordering_group:
+        unit = self._settings.unit_of_order_for(dest) if dest is not None else None
+        if unit is not None:  # the destination's unit of order (WebLogic) wins over ORD-6
+            producer._bind(self._session_group_name() if unit == UNIT_OF_ORDER_SESSION else unit)
+        elif self._settings.enable_ordering_group:
             producer._bind(self._factory_group_name())
         with self._lock:
             self._producers.append(producer)
@@ -193,6 +197,10 @@ class Session:
         """ORD-6 / ORD-2: the factory's name, or one generated once for this session."""
         if self._settings.default_ordering_group_name:
             return self._settings.default_ordering_group_name
+        return self._session_group_name()
+
+    def _session_group_name(self) -> str:
+        """The name generated once for this session (ORD-2), shared by its producers."""
         if self._group_name is None:
             self._group_name = generate_group_name()
         return self._group_name

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import os
 import subprocess
 import sys
 import uuid
@@ -249,3 +251,160 @@ def test_there_are_examples() -> None:
         "listener_container.py",
         "request_reply.py",
     }
+
+
+# -------------------------------------------------------------------------- config
+@pytest.fixture
+def config_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No JMSLIKE_ variable and no ./jmslike.toml but what the test sets."""
+    for name in list(os.environ):
+        if name.startswith("JMSLIKE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch
+
+
+SECRET_FILE = """\
+[defaults]
+enable_ordering_group = true
+prefetch = 2
+
+[factories.app]
+url = "embedded://app:url-s3cret@cfg-cli?maxRedeliveries=4"
+user = "app"
+password = "file-s3cret"
+client_id = "shop"
+
+[destinations."queue://orders"]
+unit_of_order = "session"
+strictly_ordered = true
+"""
+
+
+def test_config_shows_each_value_and_its_source(
+    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "jmslike.toml"
+    path.write_text(SECRET_FILE, encoding="utf-8")
+    config_env.setenv("JMSLIKE_PREFETCH", "3")
+    code, out, err = run(capsys, "config", "app", "--json")
+    assert (code, err) == (0, ""), err
+    report = json.loads(out)
+    settings = report["settings"]
+    assert settings["enable_ordering_group"] == {
+        "value": True,
+        "source": f"file {path}:2 [defaults]",
+    }
+    assert settings["prefetch"] == {"value": 3, "source": "env JMSLIKE_PREFETCH"}
+    assert settings["client_id"] == {"value": "shop", "source": f"file {path}:9 [factories.app]"}
+    assert settings["max_redeliveries"]["source"] == f"file {path}:6 [factories.app] (url)"
+    assert settings["redelivery_delay"] == {"value": 0.0, "source": "default"}
+    assert settings["unit_of_order_destinations"]["value"] == "queue://orders=session"
+    assert report["destinations"] == {
+        "queue://orders": {"strictly_ordered": True, "unit_of_order": "session"}
+    }
+    assert report["url_source"] == f"file {path}:6 [factories.app]"
+    assert report["user"] == "app" and report["password"] == "***"
+    assert report["config_file"] == str(path)
+
+    code, out, _ = run(capsys, "config", "app")
+    assert code == 0
+    assert "enable_ordering_group" in out and f"file {path}:2 [defaults]" in out
+    assert "destination queue://orders: strictly_ordered=true, unit_of_order=session" in out
+
+
+def test_config_never_shows_a_password(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    config_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "jmslike.toml").write_text(SECRET_FILE, encoding="utf-8")
+    runs = [
+        ("config", "app"),
+        ("config", "app", "--json"),
+        ("config", "--url", "embedded://joe:url-s3cret@cfg-cli?prefetch=5"),
+        ("config", "--url", "embedded://joe:url-s3cret@cfg-cli?prefetch=5", "--json"),
+        ("config", "--url", "embedded://joe:url-s3cret@cfg-cli?prefetch=lots"),
+        ("config", "--url", "nosuch://joe:url-s3cret@host:1"),
+    ]
+    caplog.set_level(logging.DEBUG, logger="jmslike")
+    for argv in runs:
+        _code, out, err = run(capsys, *argv)
+        for secret in ("url-s3cret", "file-s3cret"):
+            assert secret not in out and secret not in err, (argv, out, err)
+    assert "settings for embedded://joe:***@cfg-cli?prefetch=5" in caplog.text
+    assert "s3cret" not in caplog.text
+    config_env.setenv("JMSLIKE_URL", "embedded://joe:url-s3cret@cfg-cli")
+    code, out, err = run(capsys, "config")
+    assert code == 0 and "url-s3cret" not in out + err
+    assert "embedded://joe:***@cfg-cli  (env JMSLIKE_URL)" in out
+
+
+def test_config_without_file_shows_defaults(
+    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, "config", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["config_file"] is None and report["factory"] is None
+    assert (report["url"], report["url_source"]) == ("embedded://", "default")
+    assert {item["source"] for item in report["settings"].values()} == {"default"}
+    code, out, _ = run(capsys, "config", "--url", "embedded://x?enableOrderingGroup=true")
+    assert code == 0
+    line = next(line for line in out.splitlines() if "enable_ordering_group" in line)
+    assert line.split() == ["enable_ordering_group", "true", "url"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "file_text", "needles"),
+    [
+        (["config", "nosuch"], SECRET_FILE, ["no factory 'nosuch'", "defined: app"]),
+        (["config", "app", "--url", "embedded://"], SECRET_FILE, ["not both"]),
+        (["config"], "[defaults]\nprefetch = \n", ["does not parse at line 2, column"]),
+        (["config"], "[defaults]\nprefetsh = 1\n", ["unknown setting 'prefetsh'", ":2 [defaults]"]),
+    ],
+)
+def test_config_errors_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    config_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    file_text: str,
+    needles: list[str],
+) -> None:
+    (tmp_path / "jmslike.toml").write_text(file_text, encoding="utf-8")
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("jmslike: error: ")
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_config_unknown_variable_exits_2(
+    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch
+) -> None:
+    config_env.setenv("JMSLIKE_ORDERING", "on")
+    code, _out, err = run(capsys, "config")
+    assert code == 2
+    assert "JMSLIKE_ORDERING is not a jmslike setting" in err
+    assert "JMSLIKE_ENABLE_ORDERING_GROUP" in err
+
+
+def test_config_as_subprocess(tmp_path: Path) -> None:
+    path = tmp_path / "custom.toml"
+    path.write_text(SECRET_FILE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JMSLIKE_")}
+    env["JMSLIKE_CONFIG"] = str(path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jmslike", "config", "app"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "s3cret" not in proc.stdout + proc.stderr
+    assert f"file {path}:2 [defaults]" in proc.stdout
