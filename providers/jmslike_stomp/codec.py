@@ -1,0 +1,292 @@
+"""JMS messages to STOMP frames and back, per broker dialect.
+
+STOMP carries headers as strings and a body as bytes. The mapping follows what the
+brokers themselves do for Java JMS clients on the same queue (notes/wire-and-anchors.md
+section 0.3): ``correlation-id``, ``expires``, ``priority``, ``persistent``, ``reply-to``
+and ``type`` are the JMS headers, every other header is a property, and a frame without
+``content-length`` is a TextMessage for a Java consumer while one with it is a
+BytesMessage. jmslike adds a few headers of its own, all without ``-`` so that broker
+selectors can read them: the message type (Map messages travel as JSON), the JMS types of
+properties (STOMP has only strings), the JMSMessageID where the broker replaces it on
+every delivery (RabbitMQ), and the group and its sequence where the broker does not
+echo them (ActiveMQ Classic), ORD-4.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from jmslike.destination import (
+    Destination,
+    Queue,
+    TemporaryQueue,
+    TemporaryTopic,
+    Topic,
+)
+from jmslike.errors import MessageFormatError
+from jmslike.message import (
+    DELIVERY_COUNT,
+    GROUP_ID,
+    GROUP_SEQ,
+    BytesMessage,
+    DeliveryMode,
+    MapMessage,
+    Message,
+    TextMessage,
+)
+from jmslike_stomp.dialect import Dialect
+
+__all__ = ["RESERVED", "decode", "destination_name", "encode", "parse_destination_name"]
+
+TYPE_HEADER = "jmslikeType"
+TYPES_HEADER = "jmslikeTypes"
+ID_HEADER = "jmslikeMessageID"
+GROUP_HEADER = "jmslikeGroupID"
+SEQ_HEADER = "jmslikeGroupSeq"
+
+RESERVED = frozenset(
+    {
+        "destination",
+        "message-id",
+        "subscription",
+        "ack",
+        "content-length",
+        "content-type",
+        "receipt",
+        "receipt-id",
+        "transaction",
+        "redelivered",
+        "expires",
+        "priority",
+        "timestamp",
+        "persistent",
+        "correlation-id",
+        "reply-to",
+        "type",
+        "id",
+        "selector",
+        "server",
+        "session",
+        "version",
+        "heart-beat",
+        "destination-type",
+        "subscription-type",
+        "original-destination",
+        "x-delivery-count",
+        TYPE_HEADER,
+        TYPES_HEADER,
+        ID_HEADER,
+        GROUP_HEADER,
+        SEQ_HEADER,
+        "JMSXGroupID",
+        "JMSXGroupSeq",
+        "JMSXUserID",
+        "_AMQ_GROUP_ID",
+        "_AMQ_GROUP_SEQUENCE",
+        "AMQ_SCHEDULED_DELAY",
+        "AMQ_SCHEDULED_TIME",
+    }
+)
+"""Headers that are not application properties (STOMP's, the brokers', jmslike's)."""
+
+
+def destination_name(destination: Destination, dialect: Dialect) -> str:
+    """The STOMP ``destination`` header for a jmslike destination."""
+    if isinstance(destination, TemporaryQueue):
+        return destination.name  # already the broker's own name (e.g. /temp-queue/x)
+    if isinstance(destination, TemporaryTopic):
+        return destination.name
+    prefix = dialect.topic_prefix if destination.is_topic else dialect.queue_prefix
+    return prefix + destination.name
+
+
+def parse_destination_name(name: str, dialect: Dialect, topic_hint: bool = False) -> Destination:
+    """A jmslike destination for a ``destination`` / ``reply-to`` header value."""
+    for prefix, kind in (
+        ("/temp-queue/", TemporaryQueue),
+        ("/reply-queue/", TemporaryQueue),
+        ("/temp-topic/", TemporaryTopic),
+    ):
+        if name.startswith(prefix):
+            return kind(name)
+    if dialect.topic_prefix and name.startswith(dialect.topic_prefix):
+        return Topic(name[len(dialect.topic_prefix) :])
+    if dialect.queue_prefix and name.startswith(dialect.queue_prefix):
+        return Queue(name[len(dialect.queue_prefix) :])
+    if name.startswith("/amq/queue/"):
+        return Queue(name[len("/amq/queue/") :])
+    return Topic(name) if topic_hint else Queue(name)
+
+
+def encode(
+    message: Message, destination: Destination, dialect: Dialect
+) -> tuple[dict[str, str], bytes]:
+    """(headers, body) of a SEND frame for ``message``, headers already set by the API."""
+    headers: dict[str, str] = {}
+    types: list[str] = []
+    for name, value in message._properties.items():
+        if name in RESERVED or name == DELIVERY_COUNT:
+            if name in (GROUP_ID, GROUP_SEQ):
+                continue
+            raise MessageFormatError(
+                f"property {name!r} cannot travel over STOMP: the name is a STOMP or broker "
+                "header; rename the property"
+            )
+        headers[name] = _to_text(value)
+        jms_type = message.property_type(name)
+        if jms_type != "string":
+            types.append(f"{name}:{jms_type}")
+    if types:
+        headers[TYPES_HEADER] = ",".join(types)
+    headers[TYPE_HEADER] = message.type_name
+    if message.jms_message_id:
+        headers[ID_HEADER] = message.jms_message_id
+    if message.jms_correlation_id is not None:
+        headers["correlation-id"] = message.jms_correlation_id
+    if message.jms_type is not None:
+        headers["type"] = message.jms_type
+    if message.jms_reply_to is not None:
+        headers["reply-to"] = destination_name(message.jms_reply_to, dialect)
+    if message.jms_expiration:
+        headers["expires"] = str(message.jms_expiration)
+    headers["priority"] = str(message.jms_priority)
+    if message.jms_timestamp:
+        headers["timestamp"] = str(message.jms_timestamp)
+    headers["persistent"] = (
+        "true" if message.jms_delivery_mode == DeliveryMode.PERSISTENT else "false"
+    )
+    delay = message.jms_delivery_time - message.jms_timestamp if message.jms_timestamp else 0
+    if delay > 0 and dialect.delivery_delay_header:
+        headers[dialect.delivery_delay_header] = str(delay)
+    group = message.ordering_group
+    if group is not None:
+        headers["JMSXGroupID"] = group  # what the broker (and Java JMS clients) read, ORD-4
+        headers[GROUP_HEADER] = group
+        sequence = message.group_sequence
+        if sequence is not None:
+            headers[SEQ_HEADER] = str(sequence)
+    if dialect.routing_type_headers:
+        headers["destination-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
+    return headers, _encode_body(message, headers)
+
+
+def _to_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _encode_body(message: Message, headers: dict[str, str]) -> bytes:
+    if isinstance(message, TextMessage):
+        text = message.text or ""
+        data = text.encode("utf-8")
+        if b"\0" in data:  # STOMP ends a frame without content-length at the first NUL
+            headers["content-length"] = str(len(data))
+        return data
+    if isinstance(message, BytesMessage):
+        headers["content-length"] = str(len(message.body))
+        return message.body
+    if isinstance(message, MapMessage):
+        entries = {
+            name: ["b", base64.b64encode(value).decode("ascii")]
+            if isinstance(value, bytes)
+            else ["v", value]
+            for name, value in message._map.items()
+        }
+        data = json.dumps(entries, separators=(",", ":")).encode("utf-8")
+        headers["content-length"] = str(len(data))
+        headers["content-type"] = "application/json"
+        return data
+    return b""
+
+
+def decode(
+    headers: dict[str, str], body: bytes, dialect: Dialect, topic_hint: bool = False
+) -> Message:
+    """The message a MESSAGE frame carries (redelivery flag and count are set by the caller)."""
+    kind = headers.get(TYPE_HEADER)
+    message: Message
+    if kind == "map":
+        message = MapMessage()
+        entries: dict[str, Any] = json.loads(body.decode("utf-8")) if body else {}
+        message._map = {
+            name: base64.b64decode(value) if tag == "b" else value
+            for name, (tag, value) in entries.items()
+        }
+    elif kind == "bytes" or (kind is None and "content-length" in headers):
+        message = BytesMessage(body)
+    elif kind == "message":
+        message = Message()
+    else:
+        message = TextMessage(body.decode("utf-8", errors="replace"))
+    if dialect.stable_message_id:
+        message.jms_message_id = headers.get("message-id") or headers.get(ID_HEADER)
+    else:
+        message.jms_message_id = headers.get(ID_HEADER) or headers.get("message-id")
+    message.jms_correlation_id = headers.get("correlation-id")
+    message.jms_type = headers.get("type")
+    reply_to = headers.get("reply-to")
+    if reply_to:
+        message.jms_reply_to = parse_destination_name(reply_to, dialect)
+    destination = headers.get("destination")
+    if destination:
+        message.jms_destination = parse_destination_name(destination, dialect, topic_hint)
+    message.jms_expiration = _int(headers.get("expires"))
+    message.jms_priority = _int(headers.get("priority"), 4)
+    message.jms_timestamp = _int(headers.get("timestamp"))
+    persistent = headers.get("persistent", "").lower()
+    message.jms_delivery_mode = (
+        DeliveryMode.PERSISTENT if persistent in ("true", "1") else DeliveryMode.NON_PERSISTENT
+    )
+    types = _types(headers.get(TYPES_HEADER, ""))
+    props = message._properties
+    for name, value in headers.items():
+        if name in RESERVED or not name.isidentifier() or name.startswith(("x-", "X-")):
+            continue
+        props[name] = _typed(value, types.get(name))
+        if name in types and types[name] not in ("int", "double", "boolean"):
+            message._prop_types[name] = types[name]
+    group = (
+        headers.get(GROUP_HEADER)
+        or (headers.get(dialect.group_back_header) if dialect.group_back_header else None)
+        or headers.get("JMSXGroupID")
+    )
+    if group:
+        props[GROUP_ID] = group
+        sequence = headers.get(SEQ_HEADER) or headers.get("JMSXGroupSeq")
+        if sequence and sequence.lstrip("-").isdigit():
+            props[GROUP_SEQ] = int(sequence)
+    return message
+
+
+def _int(value: str | None, default: int = 0) -> int:
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def _types(text: str) -> dict[str, str]:
+    out = {}
+    for item in text.split(","):
+        name, _, jms_type = item.partition(":")
+        if name and jms_type:
+            out[name] = jms_type
+    return out
+
+
+def _typed(value: str, jms_type: str | None) -> bool | int | float | str:
+    try:
+        if jms_type == "boolean":
+            return value == "true"
+        if jms_type in ("byte", "short", "int", "long"):
+            return int(value)
+        if jms_type in ("float", "double"):
+            return float(value)
+    except ValueError:
+        pass
+    return value

@@ -1,0 +1,154 @@
+"""What each broker does over STOMP: the one place that knows brokers by name.
+
+Everything else in the provider asks a :class:`Dialect` (and jmslike's API layer asks the
+resulting ``Capabilities``), never a broker name. A dialect is chosen from the
+``server`` header of the CONNECTED frame. Facts come from running the brokers
+(../shared/BROKERS.md, notes/broker-semantics.md) and their STOMP documentation:
+
+* ActiveMQ Classic keeps groups (``JMSXGroupID`` on SEND) but does not echo the group on
+  MESSAGE frames, and re-pins a group whenever ``JMSXGroupSeq: 1`` arrives, so jmslike
+  carries group and sequence in headers of its own and never sends ``JMSXGroupSeq``
+  (ORD-4). NACK dead-letters, ABORT does not redeliver: recover and rollback are local.
+* Artemis keeps groups (``JMSXGroupID`` becomes ``_AMQ_GROUP_ID``, echoed back), routes by
+  ``destination-type``/``subscription-type`` rather than ``/queue/`` prefixes, reads
+  selectors in its Core filter syntax (translated), ignores the ``transaction`` header
+  on ACK, and treats NACK as ACK.
+* RabbitMQ ignores groups (jmslike gates on the client, ORD-16), has no selectors on
+  queues, no priorities or delivery delay on plain queues, gives every delivery a new
+  ``message-id``, and requeues with NACK; UNSUBSCRIBE alone does not requeue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ACTIVEMQ", "ARTEMIS", "GENERIC", "RABBITMQ", "Dialect", "dialect_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str
+    native_groups: bool
+    queue_prefix: str
+    topic_prefix: str
+    temp_queue_prefix: str | None
+    routing_type_headers: bool
+    """Artemis: say ANYCAST/MULTICAST in ``destination-type`` / ``subscription-type``."""
+    group_back_header: str | None
+    """Where the broker echoes the group on MESSAGE frames (None: only jmslike's header)."""
+    selectors: str
+    """``broker`` (JMS syntax), ``core`` (Artemis filter syntax), or ``topics-only``
+    (the client evaluates them, which is only safe where each subscriber has its own
+    queue)."""
+    transactional_ack: bool
+    release_by_nack: bool
+    """True: unacknowledged messages go back only with NACK (UNSUBSCRIBE keeps them)."""
+    stable_message_id: bool
+    """True: ``message-id`` stays the same on redelivery and is the JMSMessageID."""
+    delivery_delay_header: str | None
+    priority: bool
+    browse: bool
+    durable_subscription: str
+    """``activemq`` (client-id + activemq.subscriptionName), ``artemis``
+    (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
+    dead_letter_queue: str
+    """The broker's own dead-letter queue for NACKed messages, for information."""
+
+    def prefetch_headers(self, prefetch: int) -> dict[str, str]:
+        """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
+        if self.name == "activemq":
+            return {"activemq.prefetchSize": str(prefetch)}
+        if self.name == "artemis":
+            return {"consumer-window-size": "0" if prefetch <= 1 else "-1"}
+        if self.name == "rabbitmq":
+            return {"prefetch-count": str(prefetch)}
+        return {}
+
+
+ACTIVEMQ = Dialect(
+    name="activemq",
+    native_groups=True,
+    queue_prefix="/queue/",
+    topic_prefix="/topic/",
+    temp_queue_prefix="/temp-queue/",
+    routing_type_headers=False,
+    group_back_header=None,
+    selectors="broker",
+    transactional_ack=True,
+    release_by_nack=False,
+    stable_message_id=True,
+    delivery_delay_header="AMQ_SCHEDULED_DELAY",
+    priority=True,
+    browse=True,
+    durable_subscription="activemq",
+    dead_letter_queue="ActiveMQ.DLQ",
+)
+
+ARTEMIS = Dialect(
+    name="artemis",
+    native_groups=True,
+    queue_prefix="",
+    topic_prefix="",
+    temp_queue_prefix=None,
+    routing_type_headers=True,
+    group_back_header="_AMQ_GROUP_ID",
+    selectors="core",
+    transactional_ack=False,
+    release_by_nack=False,
+    stable_message_id=True,
+    delivery_delay_header="AMQ_SCHEDULED_DELAY",
+    priority=True,
+    browse=False,
+    durable_subscription="artemis",
+    dead_letter_queue="DLQ",
+)
+
+RABBITMQ = Dialect(
+    name="rabbitmq",
+    native_groups=False,
+    queue_prefix="/queue/",
+    topic_prefix="/topic/",
+    temp_queue_prefix="/temp-queue/",
+    routing_type_headers=False,
+    group_back_header=None,
+    selectors="topics-only",
+    transactional_ack=True,
+    release_by_nack=True,
+    stable_message_id=False,
+    delivery_delay_header=None,
+    priority=False,
+    browse=False,
+    durable_subscription="rabbitmq",
+    dead_letter_queue="",
+)
+
+GENERIC = Dialect(
+    name="stomp",
+    native_groups=False,
+    queue_prefix="/queue/",
+    topic_prefix="/topic/",
+    temp_queue_prefix=None,
+    routing_type_headers=False,
+    group_back_header=None,
+    selectors="topics-only",
+    transactional_ack=True,
+    release_by_nack=True,
+    stable_message_id=False,
+    delivery_delay_header=None,
+    priority=False,
+    browse=False,
+    durable_subscription="none",
+    dead_letter_queue="",
+)
+
+
+def dialect_for(server: str) -> Dialect:
+    """The dialect for a CONNECTED frame's ``server`` header (e.g. ``ActiveMQ/5.17.2``)."""
+    lowered = server.lower()
+    if "artemis" in lowered:
+        return ARTEMIS
+    if lowered.startswith("activemq"):
+        return ACTIVEMQ
+    if lowered.startswith("rabbitmq"):
+        return RABBITMQ
+    return GENERIC

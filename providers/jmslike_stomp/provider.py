@@ -1,0 +1,530 @@
+"""The STOMP provider: jmslike's SPI over stomp.py, for ActiveMQ Classic, Artemis, RabbitMQ.
+
+The API layer above keeps the JMS rules (acknowledgement modes, local redelivery for
+recover and rollback, the redelivery policy, the ordering engine); this module maps each
+SPI call onto STOMP frames the way the connected broker reads them (its
+:class:`~jmslike_stomp.dialect.Dialect`).
+
+* Subscriptions use ``ack:client-individual`` and subscribe lazily, on the first request
+  for messages, with the broker's prefetch header set from the factory's ``prefetch``
+  (1 by default: a consumer never holds a group's next message ahead of time, ORD-9).
+* Delivery counts are kept here, per message, because the brokers do not send them
+  (Classic sends only ``redelivered``; RabbitMQ not even a stable message id).
+* Dead-lettering is a send to the factory's dead-letter queue with the reason, then an
+  acknowledgement, in one STOMP transaction where the broker allows it: NACK means
+  "discard" on Artemis and "to ActiveMQ.DLQ" on Classic, neither what jmslike promises.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from jmslike.config import FactorySettings, ParsedURL
+from jmslike.destination import Destination, Queue, TemporaryQueue
+from jmslike.errors import (
+    ConfigurationError,
+    IllegalStateError,
+    InvalidClientIDError,
+    JMSException,
+    TransactionRolledBackError,
+)
+from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.selector import Selector, message_lookup, parse_selector
+from jmslike.spi.provider import (
+    Capabilities,
+    DeliverySink,
+    ExceptionCallback,
+    OrderingMode,
+    Provider,
+    ProviderConnection,
+    ProviderConsumer,
+    ProviderSession,
+)
+from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
+from jmslike_stomp.dialect import Dialect, dialect_for
+from jmslike_stomp.transport import StompTransport
+
+__all__ = ["StompProvider"]
+
+log = logging.getLogger("jmslike.stomp")
+
+DLQ_REASON = "dlqDeliveryFailureCause"
+
+
+class _Token:
+    """One delivery: what acknowledging, redelivering or dead-lettering it needs."""
+
+    __slots__ = ("ack_id", "consumer", "key", "message")
+
+    def __init__(self, consumer: StompConsumer, ack_id: str, key: str, message: Message) -> None:
+        self.consumer = consumer
+        self.ack_id = ack_id
+        self.key = key
+        self.message = message
+
+
+class StompConsumer(ProviderConsumer):
+    """One STOMP subscription, made on the first request for messages."""
+
+    def __init__(
+        self,
+        session: StompSession,
+        destination: Destination,
+        sink: DeliverySink,
+        headers: dict[str, str],
+        client_filter: Selector | None,
+        sub_id: str,
+    ) -> None:
+        self._session = session
+        self._transport = session.transport
+        self._destination = destination
+        self._sink = sink
+        self._headers = headers
+        self._filter = client_filter
+        self.sub_id = sub_id
+        self._subscribed = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def flow(self, credit: int) -> None:
+        """STOMP has no credit: the broker pushes up to the prefetch. Subscribe on first use."""
+        if credit <= 0 or self._subscribed or self._closed:
+            return
+        with self._lock:
+            if not self._subscribed:
+                self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
+                self._subscribed = True
+
+    def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
+        """stomp.py's receiver thread: decode, count, filter, push to the sink."""
+        connection = self._session.connection
+        dialect = connection.dialect
+        message = decode(headers, body, dialect, self._destination.is_topic)
+        ack_id = headers.get("ack") or headers.get("message-id", "")
+        key = headers.get(ID_HEADER) or headers.get("message-id", "")
+        count = connection.count_delivery(key, headers)
+        message.jms_redelivered = count > 1
+        message._properties[DELIVERY_COUNT] = count
+        token = _Token(self, ack_id, key, message)
+        if self._filter is not None and not self._filter.matches(message_lookup(message)):
+            # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
+            # a message this subscriber does not want is simply acknowledged.
+            self._transport.frame("ACK", {"id": ack_id}, confirm=False)
+            connection.forget(key)
+            return
+        self._sink(message, token)
+
+    def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        """Hand back what this subscription holds, in order (ORD-10), then unsubscribe.
+
+        Classic and Artemis hand back every unacknowledged message on UNSUBSCRIBE. RabbitMQ
+        keeps them until the connection closes, so they are NACKed (requeued) first, the
+        newest first: each requeue goes to the head of the queue, so the oldest ends first.
+        """
+        self._closed = True
+        if not self._subscribed:
+            return
+        dialect = self._session.connection.dialect
+        if dialect.release_by_nack:
+            for token in reversed([*delivered, *undelivered]):
+                self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+        headers = self._session.connection.unsubscribe_headers(self._headers, durable=False)
+        self._transport.unsubscribe(self.sub_id, headers)
+
+
+class StompSession(ProviderSession):
+    def __init__(self, connection: StompConnection, transacted: bool) -> None:
+        self.connection = connection
+        self.transport = connection.transport
+        self._transacted = transacted
+        self._tx: str | None = None
+        if transacted:
+            self._begin()
+
+    def _begin(self) -> None:
+        self._tx = f"tx-{uuid.uuid4().hex[:12]}"
+        self.transport.frame("BEGIN", {"transaction": self._tx}, confirm=False)
+
+    def send(self, destination: Destination, message: Message) -> None:
+        dialect = self.connection.dialect
+        headers, body = encode(message, destination, dialect)
+        headers["destination"] = destination_name(destination, dialect)
+        if self._tx is not None:
+            headers["transaction"] = self._tx
+        persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
+        # A persistent send returns only once the broker has it (no silent loss); inside
+        # a transaction the COMMIT's receipt confirms all of them at once.
+        self.transport.frame("SEND", headers, body, confirm=persistent and self._tx is None)
+
+    def create_consumer(
+        self,
+        destination: Destination,
+        sink: DeliverySink,
+        *,
+        selector: str | None = None,
+        no_local: bool = False,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+        exclusive: bool = False,
+        standby: bool = False,
+    ) -> ProviderConsumer:
+        connection = self.connection
+        dialect = connection.dialect
+        if exclusive or standby:
+            raise IllegalStateError(
+                f"strictly ordered destinations are not available over STOMP on "
+                f"{dialect.name} yet (capability exclusive_consumers)"
+            )
+        if shared:
+            raise IllegalStateError(
+                f"shared subscriptions over STOMP are not supported on {dialect.name} "
+                "(capability shared_subscriptions)"
+            )
+        sub_id = f"sub-{uuid.uuid4().hex[:12]}"
+        headers = {
+            "destination": destination_name(destination, dialect),
+            "ack": "client-individual",
+            **dialect.prefetch_headers(connection.settings.prefetch),
+        }
+        if dialect.routing_type_headers:
+            headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
+        client_filter = None
+        if selector:
+            client_filter = self._selector_headers(destination, selector, headers)
+        if no_local:
+            headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
+        if durable:
+            sub_id = connection.durable_headers(subscription or "", headers)
+        return StompConsumer(self, destination, sink, headers, client_filter, sub_id)
+
+    def _selector_headers(
+        self, destination: Destination, selector: str, headers: dict[str, str]
+    ) -> Selector | None:
+        dialect = self.connection.dialect
+        if dialect.selectors == "broker":
+            headers["selector"] = selector
+            return None
+        if dialect.selectors == "core":
+            headers["selector"] = "convert_string_expressions:" + _core_selector(selector)
+            return None
+        if destination.is_topic:
+            return parse_selector(selector)  # every subscriber has its own queue: filter here
+        raise IllegalStateError(
+            f"{dialect.name} cannot filter a queue with a selector, and filtering on the "
+            "client would take messages from other consumers (capability selectors)"
+        )
+
+    def acknowledge(self, tokens: Sequence[Any]) -> None:
+        for token in tokens:
+            self.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+            self.connection.forget(token.key)
+
+    def redeliver(self, token: Any) -> Message:
+        message: Message = token.message._copy()
+        count = self.connection.count_delivery(token.key, {"redelivered": "true"})
+        message.jms_redelivered = True
+        message._properties[DELIVERY_COUNT] = count
+        return message
+
+    def release(self, tokens: Sequence[Any]) -> None:
+        """Their subscription is gone: Classic and Artemis handed them back already."""
+        if self.connection.dialect.release_by_nack:
+            for token in reversed(tokens):
+                self.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+
+    def dead_letter(self, token: Any, reason: str) -> None:
+        message: Message = token.message._copy()
+        message._properties.pop(DELIVERY_COUNT, None)
+        message._properties[DLQ_REASON] = reason
+        dialect = self.connection.dialect
+        dlq = Queue(self.connection.settings.dead_letter_queue)
+        headers, body = encode(message, dlq, dialect)
+        headers["destination"] = destination_name(dlq, dialect)
+        headers["persistent"] = "true"
+        tx = f"dlq-{uuid.uuid4().hex[:12]}"
+        self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
+        self.transport.frame("SEND", {**headers, "transaction": tx}, body, confirm=False)
+        if dialect.transactional_ack:
+            self.transport.frame("ACK", {"id": token.ack_id, "transaction": tx}, confirm=False)
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+        else:
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+            self.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+        self.connection.forget(token.key)
+
+    def commit(self, tokens: Sequence[Any]) -> None:
+        tx = self._tx
+        if tx is None:
+            raise JMSException("commit on a session that is not transacted")
+        try:
+            if self.connection.dialect.transactional_ack:
+                for token in tokens:
+                    self.transport.frame(
+                        "ACK", {"id": token.ack_id, "transaction": tx}, confirm=False
+                    )
+                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+            else:  # Artemis ignores the transaction on ACK: acknowledge after the commit
+                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+                self.acknowledge(tokens)
+        except JMSException as exc:
+            raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
+        finally:
+            self._begin()
+        for token in tokens:
+            self.connection.forget(token.key)
+
+    def rollback(self) -> None:
+        if self._tx is None:
+            return
+        try:
+            self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
+        finally:
+            self._begin()
+
+    def close(self) -> None:
+        if self._tx is not None and self.transport.connected:
+            self.transport.frame("ABORT", {"transaction": self._tx}, confirm=False)
+            self._tx = None
+
+    def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
+        dialect = self.connection.dialect
+        if not dialect.browse:
+            raise IllegalStateError(
+                f"{dialect.name} cannot browse over STOMP (capability browsers)"
+            )
+        done = threading.Event()
+        found: list[Message] = []
+
+        def collect(headers: dict[str, str], body: bytes) -> None:
+            if headers.get("browser") == "end":
+                done.set()
+                return
+            message = decode(headers, body, dialect)
+            message._received(None)
+            found.append(message)
+
+        sub_id = f"browse-{uuid.uuid4().hex[:12]}"
+        headers = {
+            "destination": destination_name(destination, dialect),
+            "browser": "true",
+            "ack": "auto",
+        }
+        if selector:
+            headers["selector"] = selector
+        self.transport.subscribe(sub_id, headers, collect)
+        try:
+            done.wait(self.connection.settings.request_timeout)
+        finally:
+            self.transport.unsubscribe(sub_id)
+        return found
+
+    def unsubscribe(self, name: str) -> None:
+        self.connection.delete_durable(name)
+
+
+class StompConnection(ProviderConnection):
+    def __init__(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> None:
+        self.url = url
+        self.settings = settings
+        self._user = user
+        self._password = password
+        self._on_exception = on_exception
+        self.client_id: str | None = None
+        self._counts: dict[str, int] = {}
+        self.transport = self._connect(None)
+        self.dialect: Dialect = dialect_for(self.transport.server)
+        self.capabilities = _capabilities(self.dialect, self.transport)
+
+    def _connect(self, client_id: str | None) -> StompTransport:
+        heartbeat = self.settings.extra.get("heartbeat", "10000")
+        return StompTransport(
+            self.url,
+            self._user,
+            self._password,
+            client_id=client_id,
+            heartbeat_ms=int(heartbeat),
+            timeout=self.settings.request_timeout,
+            on_exception=self._on_exception,
+        )
+
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        self.transport.check_open()
+        return StompSession(self, transacted)
+
+    def set_client_id(self, client_id: str) -> None:
+        """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
+        only before the connection is used, so nothing is lost)."""
+        old = self.transport
+        old.close()
+        try:
+            self.transport = self._connect(client_id)
+        except JMSException as exc:
+            self.transport = self._connect(self.client_id)
+            if "client" in str(exc).lower() and "id" in str(exc).lower():
+                raise InvalidClientIDError(str(exc)) from exc
+            raise
+        self.client_id = client_id
+
+    def count_delivery(self, key: str, headers: dict[str, str]) -> int:
+        """This delivery's number: counted here, since the brokers do not say (only RabbitMQ
+        quorum queues send ``x-delivery-count``)."""
+        broker_count = headers.get("x-delivery-count")
+        if broker_count and broker_count.isdigit():
+            count = int(broker_count) + 1
+        else:
+            seen = self._counts.get(key, 0)
+            count = seen + 1 if seen else (2 if headers.get("redelivered") == "true" else 1)
+        self._counts[key] = count
+        return count
+
+    def forget(self, key: str) -> None:
+        self._counts.pop(key, None)
+
+    def durable_headers(self, name: str, headers: dict[str, str]) -> str:
+        """Add the broker's durable-subscription headers; returns the subscription id."""
+        style = self.dialect.durable_subscription
+        if style == "activemq":
+            if not self.client_id:
+                raise IllegalStateError(
+                    f"durable subscription {name!r} on ActiveMQ needs a client id "
+                    "(connection.client_id or the factory's client_id)"
+                )
+            headers["activemq.subscriptionName"] = name
+        elif style == "artemis":
+            if not self.client_id:
+                raise IllegalStateError(f"durable subscription {name!r} needs a client id")
+            headers["durable-subscription-name"] = name
+        elif style == "rabbitmq":
+            headers["durable"] = "true"
+            headers["auto-delete"] = "false"
+            return f"durable-{name}"
+        else:
+            raise IllegalStateError(
+                f"{self.dialect.name} has no durable subscriptions over STOMP "
+                "(capability durable_subscriptions)"
+            )
+        return f"sub-{uuid.uuid4().hex[:12]}"
+
+    def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
+        return {}
+
+    def delete_durable(self, name: str) -> None:
+        style = self.dialect.durable_subscription
+        sub_id = f"delete-{uuid.uuid4().hex[:12]}"
+        if style == "activemq":
+            self.transport.frame(
+                "UNSUBSCRIBE", {"id": sub_id, "activemq.subscriptionName": name}, confirm=True
+            )
+        elif style == "artemis":
+            self.transport.frame(
+                "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
+            )
+        elif style == "rabbitmq":
+            self.transport.frame(
+                "UNSUBSCRIBE", {"id": f"durable-{name}", "durable": "true"}, confirm=True
+            )
+        else:
+            raise IllegalStateError(f"{self.dialect.name} has no durable subscriptions")
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        prefix = self.dialect.temp_queue_prefix
+        if prefix is None:
+            raise IllegalStateError(
+                f"{self.dialect.name} has no temporary queues over STOMP "
+                "(capability temporary_destinations)"
+            )
+        return TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
+
+    def delete_temporary(self, destination: Destination) -> None:
+        """The broker deletes temporary queues with the connection."""
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def _capabilities(dialect: Dialect, transport: StompTransport) -> Capabilities:
+    native = dialect.native_groups
+    return Capabilities(
+        provider="stomp",
+        broker=dialect.name,
+        broker_version=transport.server,
+        ordering_mode=OrderingMode.BROKER if native else OrderingMode.CLIENT_GATE,
+        native_groups=native,
+        group_scope="consumer" if native else "none",
+        selectors=dialect.selectors != "topics-only",
+        transactions=True,
+        delivery_delay=dialect.delivery_delay_header is not None,
+        priority=dialect.priority,
+        durable_subscriptions=dialect.durable_subscription != "none",
+        shared_subscriptions=False,
+        temporary_destinations=dialect.temp_queue_prefix is not None,
+        browsers=dialect.browse,
+        exclusive_consumers=False,
+        delivery_count=True,
+        persistent=True,
+        extra={"gate_scope": f"stomp://{transport.address}", "counted_by": "jmslike"},
+    )
+
+
+_CORE_NAMES = {
+    "JMSPriority": "AMQPriority",
+    "JMSMessageID": "AMQUserID",
+    "JMSTimestamp": "AMQTimestamp",
+    "JMSExpiration": "AMQExpiration",
+    "JMSDeliveryMode": "AMQDurable",
+    "JMSXGroupID": "AMQGroupID",
+}
+
+
+def _core_selector(selector: str) -> str:
+    """A JMS selector in Artemis' Core filter syntax: header identifiers renamed outside
+    string literals, and JMSDeliveryMode's values with them."""
+    parts = re.split(r"('(?:[^']|'')*')", selector)
+    for index in range(0, len(parts), 2):
+        parts[index] = re.sub(
+            r"\b(" + "|".join(_CORE_NAMES) + r")\b", lambda m: _CORE_NAMES[m.group(1)], parts[index]
+        )
+    for index in range(1, len(parts), 2):
+        if parts[index] == "'PERSISTENT'":
+            parts[index] = "'DURABLE'"
+        elif parts[index] == "'NON_PERSISTENT'":
+            parts[index] = "'NON_DURABLE'"
+    return "".join(parts)
+
+
+class StompProvider(Provider):
+    """``stomp://host:port`` and ``stomp+ssl://``; ``failover:(stomp://a,stomp://b)``."""
+
+    name = "stomp"
+    schemes = ("stomp", "stomp+ssl")
+    setting_names = frozenset({"heartbeat"})
+
+    def check_url(self, url: ParsedURL) -> None:
+        for member in url.members or (url,):
+            if not member.host:
+                raise ConfigurationError(
+                    f"STOMP URL {member} needs a host, e.g. stomp://127.0.0.1:61613"
+                )
+
+    def connect(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> ProviderConnection:
+        return StompConnection(url, settings, user, password, on_exception)
