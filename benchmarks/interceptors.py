@@ -57,13 +57,14 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=1.0)
     args = parser.parse_args()
 
-    import jmslike_otel
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+    import jmslike_otel
 
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(args.sample)))

@@ -23,8 +23,6 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-import jmslike_otel
-from jmslike_otel import attributes as a
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -33,8 +31,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+import jmslike_otel
 from jmslike import ConnectionFactory, JMSException, Message, Session
 from jmslike.spi import get_registry
+from jmslike_otel import attributes as a
 
 WAIT = 5.0
 
