@@ -45,6 +45,14 @@ TYPES_HEADER = "jmslikeTypes"
 ID_HEADER = "jmslikeMessageID"
 GROUP_HEADER = "jmslikeGroupID"
 SEQ_HEADER = "jmslikeGroupSeq"
+DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
+REPLY_TO_HEADER = "jmslikeReplyTo"
+
+_TEMPORARY_WIRE_NAMES: dict[str, str] = {}
+"""Temporary queue name as its creator knows it -> the name other connections must use.
+ActiveMQ Classic rewrites ``reply-to:/temp-queue/x`` into ``/remote-temp-queue/ID:...``
+for everyone but the creator; jmslike hands the application the creator's name (so
+``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's."""
 
 RESERVED = frozenset(
     {
@@ -80,6 +88,8 @@ RESERVED = frozenset(
         ID_HEADER,
         GROUP_HEADER,
         SEQ_HEADER,
+        DELIVERY_TIME_HEADER,
+        REPLY_TO_HEADER,
         "JMSXGroupID",
         "JMSXGroupSeq",
         "JMSXUserID",
@@ -95,7 +105,8 @@ RESERVED = frozenset(
 def destination_name(destination: Destination, dialect: Dialect) -> str:
     """The STOMP ``destination`` header for a jmslike destination."""
     if isinstance(destination, TemporaryQueue):
-        return destination.name  # already the broker's own name (e.g. /temp-queue/x)
+        # already the broker's own name (e.g. /temp-queue/x), unless another connection's
+        return _TEMPORARY_WIRE_NAMES.get(destination.name, destination.name)
     if isinstance(destination, TemporaryTopic):
         return destination.name
     prefix = dialect.topic_prefix if destination.is_topic else dialect.queue_prefix
@@ -149,6 +160,8 @@ def encode(
         headers["type"] = message.jms_type
     if message.jms_reply_to is not None:
         headers["reply-to"] = destination_name(message.jms_reply_to, dialect)
+        if message.jms_reply_to.is_temporary:
+            headers[REPLY_TO_HEADER] = message.jms_reply_to.name
     if message.jms_expiration:
         headers["expires"] = str(message.jms_expiration)
     headers["priority"] = str(message.jms_priority)
@@ -160,6 +173,7 @@ def encode(
     delay = message.jms_delivery_time - message.jms_timestamp if message.jms_timestamp else 0
     if delay > 0 and dialect.delivery_delay_header:
         headers[dialect.delivery_delay_header] = str(delay)
+        headers[DELIVERY_TIME_HEADER] = str(message.jms_delivery_time)
     group = message.ordering_group
     if group is not None:
         headers["JMSXGroupID"] = group  # what the broker (and Java JMS clients) read, ORD-4
@@ -221,21 +235,26 @@ def decode(
         message = Message()
     else:
         message = TextMessage(body.decode("utf-8", errors="replace"))
-    if dialect.stable_message_id:
-        message.jms_message_id = headers.get("message-id") or headers.get(ID_HEADER)
-    else:
-        message.jms_message_id = headers.get(ID_HEADER) or headers.get("message-id")
+    # jmslike's own id first: the broker's ``message-id`` is its own on Classic and Artemis
+    # and new on every delivery on RabbitMQ; only a foreign producer's message lacks ours.
+    message.jms_message_id = headers.get(ID_HEADER) or headers.get("message-id")
     message.jms_correlation_id = headers.get("correlation-id")
     message.jms_type = headers.get("type")
     reply_to = headers.get("reply-to")
     if reply_to:
-        message.jms_reply_to = parse_destination_name(reply_to, dialect)
+        original = headers.get(REPLY_TO_HEADER)
+        if original and original != reply_to:
+            _TEMPORARY_WIRE_NAMES[original] = reply_to
+            message.jms_reply_to = TemporaryQueue(original)
+        else:
+            message.jms_reply_to = parse_destination_name(reply_to, dialect)
     destination = headers.get("destination")
     if destination:
         message.jms_destination = parse_destination_name(destination, dialect, topic_hint)
     message.jms_expiration = _int(headers.get("expires"))
     message.jms_priority = _int(headers.get("priority"), 4)
     message.jms_timestamp = _int(headers.get("timestamp"))
+    message.jms_delivery_time = _int(headers.get(DELIVERY_TIME_HEADER), message.jms_timestamp)
     persistent = headers.get("persistent", "").lower()
     message.jms_delivery_mode = (
         DeliveryMode.PERSISTENT if persistent in ("true", "1") else DeliveryMode.NON_PERSISTENT

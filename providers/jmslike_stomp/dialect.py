@@ -58,8 +58,8 @@ class Dialect:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
         if self.name == "activemq":
             return {"activemq.prefetchSize": str(prefetch)}
-        if self.name == "artemis":
-            return {"consumer-window-size": "0" if prefetch <= 1 else "-1"}
+        if self.name == "artemis":  # bytes, not messages: 1 lets one message through
+            return {"consumer-window-size": "1" if prefetch <= 1 else "-1"}
         if self.name == "rabbitmq":
             return {"prefetch-count": str(prefetch)}
         return {}

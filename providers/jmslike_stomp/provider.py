@@ -30,6 +30,7 @@ from jmslike.errors import (
     ConfigurationError,
     IllegalStateError,
     InvalidClientIDError,
+    InvalidDestinationError,
     JMSException,
     TransactionRolledBackError,
 )
@@ -46,6 +47,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
+from jmslike_stomp.counts import counts_for
 from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.transport import StompTransport
 
@@ -54,18 +56,32 @@ __all__ = ["StompProvider"]
 log = logging.getLogger("jmslike.stomp")
 
 DLQ_REASON = "dlqDeliveryFailureCause"
+CLIENT_WINDOW = 1000
+"""Broker window of CLIENT_ACKNOWLEDGE and transacted consumers (setting ``clientWindow``):
+how many unacknowledged messages such a session may hold before receive() waits."""
+CLIENT_ACKNOWLEDGE = 2
 
 
 class _Token:
-    """One delivery: what acknowledging, redelivering or dead-lettering it needs."""
+    """One delivery: what acknowledging, redelivering or dead-lettering it needs.
 
-    __slots__ = ("ack_id", "consumer", "key", "message")
+    It keeps the frame, not the decoded message: the application may change the message
+    it was given, and a redelivery or a dead-lettered copy must carry what was sent."""
 
-    def __init__(self, consumer: StompConsumer, ack_id: str, key: str, message: Message) -> None:
+    __slots__ = ("ack_id", "body", "consumer", "headers", "key")
+
+    def __init__(
+        self, consumer: StompConsumer, ack_id: str, key: str, headers: dict[str, str], body: bytes
+    ) -> None:
         self.consumer = consumer
         self.ack_id = ack_id
         self.key = key
-        self.message = message
+        self.headers = headers
+        self.body = body
+
+    def decode(self) -> Message:
+        consumer = self.consumer
+        return decode(self.headers, self.body, consumer.dialect, consumer.destination.is_topic)
 
 
 class StompConsumer(ProviderConsumer):
@@ -82,7 +98,8 @@ class StompConsumer(ProviderConsumer):
     ) -> None:
         self._session = session
         self._transport = session.transport
-        self._destination = destination
+        self.dialect = session.connection.dialect
+        self.destination = destination
         self._sink = sink
         self._headers = headers
         self._filter = client_filter
@@ -95,6 +112,9 @@ class StompConsumer(ProviderConsumer):
         """STOMP has no credit: the broker pushes up to the prefetch. Subscribe on first use."""
         if credit <= 0 or self._subscribed or self._closed:
             return
+        self.subscribe()
+
+    def subscribe(self) -> None:
         with self._lock:
             if not self._subscribed:
                 self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
@@ -103,14 +123,20 @@ class StompConsumer(ProviderConsumer):
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
         """stomp.py's receiver thread: decode, count, filter, push to the sink."""
         connection = self._session.connection
+        if self._closed:
+            # Sent before the broker saw UNSUBSCRIBE; it goes back unseen.
+            connection.counts.returned_unseen(
+                headers.get(ID_HEADER) or headers.get("message-id", "")
+            )
+            return
         dialect = connection.dialect
-        message = decode(headers, body, dialect, self._destination.is_topic)
+        message = decode(headers, body, dialect, self.destination.is_topic)
         ack_id = headers.get("ack") or headers.get("message-id", "")
         key = headers.get(ID_HEADER) or headers.get("message-id", "")
         count = connection.count_delivery(key, headers)
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
-        token = _Token(self, ack_id, key, message)
+        token = _Token(self, ack_id, key, headers, body)
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
             # a message this subscriber does not want is simply acknowledged.
@@ -129,6 +155,9 @@ class StompConsumer(ProviderConsumer):
         self._closed = True
         if not self._subscribed:
             return
+        counts = self._session.connection.counts
+        for token in undelivered:
+            counts.returned_unseen(token.key)
         dialect = self._session.connection.dialect
         if dialect.release_by_nack:
             for token in reversed([*delivered, *undelivered]):
@@ -138,10 +167,24 @@ class StompConsumer(ProviderConsumer):
 
 
 class StompSession(ProviderSession):
-    def __init__(self, connection: StompConnection, transacted: bool) -> None:
+    def __init__(
+        self, connection: StompConnection, transacted: bool, acknowledge_mode: int
+    ) -> None:
         self.connection = connection
         self.transport = connection.transport
         self._transacted = transacted
+        # STOMP brokers count a delivery against the subscription's window until it is
+        # acknowledged, and STOMP has no other credit. A session that acknowledges as it
+        # goes (AUTO, DUPS_OK) gets the factory's prefetch (1: ORD-9 at its strictest); one
+        # that may hold many unacknowledged messages (CLIENT, transacted) needs a window
+        # as large as what it may hold, or its receive() would wait for itself.
+        holds_many = transacted or acknowledge_mode == CLIENT_ACKNOWLEDGE
+        settings = connection.settings
+        self.window = (
+            max(settings.prefetch, int(settings.extra.get("clientWindow", CLIENT_WINDOW)))
+            if holds_many
+            else settings.prefetch
+        )
         self._tx: str | None = None
         if transacted:
             self._begin()
@@ -190,7 +233,7 @@ class StompSession(ProviderSession):
         headers = {
             "destination": destination_name(destination, dialect),
             "ack": "client-individual",
-            **dialect.prefetch_headers(connection.settings.prefetch),
+            **dialect.prefetch_headers(self.window),
         }
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
@@ -201,7 +244,17 @@ class StompSession(ProviderSession):
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
         if durable:
             sub_id = connection.durable_headers(subscription or "", headers)
-        return StompConsumer(self, destination, sink, headers, client_filter, sub_id)
+        if destination.is_temporary and destination.name not in connection.temporary_names:
+            raise InvalidDestinationError(
+                f"{destination} belongs to another connection: only the connection that "
+                "created a temporary destination may consume from it"
+            )
+        consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id)
+        if destination.is_topic:
+            # A topic keeps nothing for a subscriber that is not there yet: subscribe now,
+            # as JMS says a consumer exists from its creation (a queue waits for demand).
+            consumer.subscribe()
+        return consumer
 
     def _selector_headers(
         self, destination: Destination, selector: str, headers: dict[str, str]
@@ -226,7 +279,7 @@ class StompSession(ProviderSession):
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
-        message: Message = token.message._copy()
+        message: Message = token.decode()
         count = self.connection.count_delivery(token.key, {"redelivered": "true"})
         message.jms_redelivered = True
         message._properties[DELIVERY_COUNT] = count
@@ -239,8 +292,7 @@ class StompSession(ProviderSession):
                 self.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
 
     def dead_letter(self, token: Any, reason: str) -> None:
-        message: Message = token.message._copy()
-        message._properties.pop(DELIVERY_COUNT, None)
+        message: Message = token.decode()
         message._properties[DLQ_REASON] = reason
         dialect = self.connection.dialect
         dlq = Queue(self.connection.settings.dead_letter_queue)
@@ -343,8 +395,9 @@ class StompConnection(ProviderConnection):
         self._password = password
         self._on_exception = on_exception
         self.client_id: str | None = None
-        self._counts: dict[str, int] = {}
+        self.temporary_names: set[str] = set()
         self.transport = self._connect(None)
+        self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
         self.capabilities = _capabilities(self.dialect, self.transport)
 
@@ -362,7 +415,7 @@ class StompConnection(ProviderConnection):
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
         self.transport.check_open()
-        return StompSession(self, transacted)
+        return StompSession(self, transacted, acknowledge_mode)
 
     def set_client_id(self, client_id: str) -> None:
         """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
@@ -379,19 +432,17 @@ class StompConnection(ProviderConnection):
         self.client_id = client_id
 
     def count_delivery(self, key: str, headers: dict[str, str]) -> int:
-        """This delivery's number: counted here, since the brokers do not say (only RabbitMQ
-        quorum queues send ``x-delivery-count``)."""
-        broker_count = headers.get("x-delivery-count")
-        if broker_count and broker_count.isdigit():
-            count = int(broker_count) + 1
-        else:
-            seen = self._counts.get(key, 0)
-            count = seen + 1 if seen else (2 if headers.get("redelivered") == "true" else 1)
-        self._counts[key] = count
-        return count
+        """This delivery's number: counted by jmslike, since the brokers do not say (only
+        RabbitMQ quorum queues send ``x-delivery-count``)."""
+        broker_count = headers.get("x-delivery-count", "")
+        return self.counts.count(
+            key,
+            headers.get("redelivered") == "true",
+            int(broker_count) if broker_count.isdigit() else None,
+        )
 
     def forget(self, key: str) -> None:
-        self._counts.pop(key, None)
+        self.counts.forget(key)
 
     def durable_headers(self, name: str, headers: dict[str, str]) -> str:
         """Add the broker's durable-subscription headers; returns the subscription id."""
@@ -446,7 +497,9 @@ class StompConnection(ProviderConnection):
                 f"{self.dialect.name} has no temporary queues over STOMP "
                 "(capability temporary_destinations)"
             )
-        return TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
+        queue = TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
+        self.temporary_names.add(queue.name)
+        return queue
 
     def delete_temporary(self, destination: Destination) -> None:
         """The broker deletes temporary queues with the connection."""
@@ -510,7 +563,7 @@ class StompProvider(Provider):
 
     name = "stomp"
     schemes = ("stomp", "stomp+ssl")
-    setting_names = frozenset({"heartbeat"})
+    setting_names = frozenset({"heartbeat", "clientWindow"})
 
     def check_url(self, url: ParsedURL) -> None:
         for member in url.members or (url,):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import tempfile
 import time
 import uuid
@@ -46,6 +47,35 @@ import pytest
 from jmslike import Connection, ConnectionFactory, Message, MessageConsumer
 
 # -------------------------------------------------------------------- provider cases
+
+
+def broker_url(variable: str) -> str:
+    """The URL of a real test broker, from the environment or from the file that
+    ``scripts/brokers.sh start`` writes. A missing broker fails the test (never skips):
+    the suite was asked to run against it."""
+    return broker_env()[variable]
+
+
+def broker_env() -> dict[str, str]:
+    """``JMSLIKE_TEST_*`` settings: the environment over ``.brokers/brokers.env``."""
+    env: dict[str, str] = {}
+    state = Path(os.environ.get("JMSLIKE_BROKERS_DIR", Path(__file__).parents[2] / ".brokers"))
+    env_file = state / "brokers.env"
+    if env_file.exists():
+        for line in env_file.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not key.startswith("#"):
+                env[key.strip()] = value.strip()
+    env.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
+    return _MissingBroker(env)
+
+
+class _MissingBroker(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        raise AssertionError(
+            f"{key} is not set and no broker is running: start the brokers with "
+            "`scripts/brokers.sh start` (scripts/test.sh does it)"
+        )
 
 
 def _embedded_url() -> str:
@@ -139,9 +169,59 @@ PROVIDER_CASES: list[ProviderCase] = [
         capabilities_expected=ALL_CAPABILITIES - {"native_groups", "priority", "delivery_delay"},
         cleanup=_embedded_cleanup,
     ),
-    # Later, for example:
-    # ProviderCase("activemq-stomp", lambda: os.environ["JMSLIKE_ACTIVEMQ_STOMP_URL"],
-    #              marks=(pytest.mark.stomp, pytest.mark.activemq), capabilities_expected=...),
+    ProviderCase(
+        id="activemq-stomp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL"),
+        marks=(pytest.mark.stomp, pytest.mark.activemq),
+        capabilities_expected=frozenset(
+            {
+                "native_groups",
+                "selectors",
+                "transactions",
+                "delivery_delay",
+                "priority",
+                "time_to_live",
+                "durable_subscriptions",
+                "temporary_destinations",
+                "browsers",
+                "delivery_count",
+                "dead_letter_queue",
+            }
+        ),
+    ),
+    ProviderCase(
+        id="artemis-stomp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL"),
+        marks=(pytest.mark.stomp, pytest.mark.artemis),
+        capabilities_expected=frozenset(
+            {
+                "native_groups",
+                "selectors",
+                "transactions",
+                "delivery_delay",
+                "priority",
+                "time_to_live",
+                "durable_subscriptions",
+                "delivery_count",
+                "dead_letter_queue",
+            }
+        ),
+    ),
+    ProviderCase(
+        id="rabbitmq-stomp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"),
+        marks=(pytest.mark.stomp, pytest.mark.rabbitmq),
+        capabilities_expected=frozenset(
+            {
+                "transactions",
+                "time_to_live",
+                "durable_subscriptions",
+                "temporary_destinations",
+                "delivery_count",
+                "dead_letter_queue",
+            }
+        ),
+    ),
 ]
 
 

@@ -1,0 +1,71 @@
+"""Delivery counts kept by the client, because STOMP brokers do not send them.
+
+ActiveMQ Classic marks a redelivery only with ``redelivered:true``, Artemis likewise,
+RabbitMQ classic queues the same (and a new ``message-id`` each time). JMSXDeliveryCount
+and the redelivery policy need a number, so jmslike counts deliveries per message key
+(jmslike's own message id header, else the broker's ``message-id``).
+
+The table is per process and per broker address, not per connection: a message given back
+by one connection is usually taken next by another connection of the same process (a
+listener container, a consumer opened after a close). A message that a consumer only
+buffered and gave back unseen comes back from the broker flagged ``redelivered``, but for
+JMS it was never delivered; :meth:`DeliveryCounts.returned_unseen` records that, so its
+next delivery keeps the number it had. Across processes only the broker's flag is known:
+a redelivered message seen first counts as 2.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+__all__ = ["DeliveryCounts", "counts_for"]
+
+_LIMIT = 200_000
+"""Keys remembered per broker; the oldest are forgotten first (a count is only needed
+while its message is in flight, and acknowledged ones are forgotten at once)."""
+
+
+class DeliveryCounts:
+    """Deliveries seen per message key, thread-safe (stomp.py's receiver threads write)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count(self, key: str, redelivered: bool, broker_count: int | None = None) -> int:
+        """Number this delivery of ``key`` and remember it."""
+        with self._lock:
+            if broker_count is not None:
+                number = broker_count + 1
+            else:
+                seen = self._seen.pop(key, None)
+                number = (2 if redelivered else 1) if seen is None else seen + 1
+            self._seen[key] = number
+            if len(self._seen) > _LIMIT:
+                self._seen.popitem(last=False)
+            return number
+
+    def returned_unseen(self, key: str) -> None:
+        """The last delivery of ``key`` never reached the application: undo its count."""
+        with self._lock:
+            seen = self._seen.pop(key, None)
+            self._seen[key] = max(0, seen - 1) if seen is not None else 0
+
+    def forget(self, key: str) -> None:
+        """``key`` was acknowledged (or dead-lettered): it will not come again."""
+        with self._lock:
+            self._seen.pop(key, None)
+
+
+_TABLES: dict[str, DeliveryCounts] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def counts_for(address: str) -> DeliveryCounts:
+    """The process-wide table of one broker (``host:port``, or a failover list)."""
+    with _TABLES_LOCK:
+        table = _TABLES.get(address)
+        if table is None:
+            table = _TABLES[address] = DeliveryCounts()
+        return table

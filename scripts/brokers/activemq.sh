@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# ActiveMQ Classic from Debian's `activemq` package, run with our own configuration.
+# Sourced by scripts/brokers.sh (uses STATE, step, apt_install, give_dir, ...).
+AMQ_DIR=$STATE/activemq
+AMQ_CONF=$AMQ_DIR/conf
+AMQ_DATA=$AMQ_DIR/data
+AMQ_HOME=/usr/share/activemq
+
+activemq_pid() { listener_pid 61613 activemq.jar; }
+activemq_ports() { echo 61616 61613; } # main (STOMP) port last
+activemq_pidfile() { echo "$AMQ_DIR/activemq.pid"; }
+activemq_answers() { stomp_ping 61613; }
+activemq_log() { echo "$AMQ_DATA/activemq.log (and $AMQ_DIR/console.log)"; }
+activemq_describe() {
+  echo "openwire 127.0.0.1:61616 stomp 127.0.0.1:61613 login: none  log: $AMQ_DATA/activemq.log"
+}
+
+activemq_install() {
+  apt_install activemq
+}
+
+# Debian's instance is not used: its activemq.xml has no STOMP and its log4j2.properties is
+# ignored by this build (log4j 1.2). Rewritten on every start so the file stays the one here.
+activemq_configure() {
+  mkdir -p "$AMQ_CONF" "$AMQ_DATA" "$AMQ_DIR/tmp"
+  # Only OpenWire and STOMP: Debian's build lacks amqp/mqtt/http, and one unknown scheme
+  # makes the whole broker fail to start. No JMX, no web console: nothing else listens.
+  cat >"$AMQ_CONF/activemq.xml" <<'EOF'
+<beans xmlns="http://www.springframework.org/schema/beans"
+       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+       xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans.xsd
+       http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <bean class="org.springframework.beans.factory.config.PropertyPlaceholderConfigurer"/>
+
+  <!-- schedulerSupport: delivery delay over STOMP (AMQ_SCHEDULED_DELAY). Message groups
+       need nothing: they are on by default for every queue. -->
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="jmslike"
+          useJmx="false" schedulerSupport="true" persistent="true"
+          dataDirectory="${activemq.data}" tmpDataDirectory="${activemq.data}/tmp">
+    <destinationPolicy>
+      <policyMap>
+        <policyEntries>
+          <!-- One DLQ, ActiveMQ.DLQ, also for non-persistent messages: STOMP sends are
+               non-persistent unless asked, and tests must see what a NACK dead-letters. -->
+          <!-- prioritizedMessages: JMS priority orders a queue (ORD-12). vmQueueCursor: one
+               pending list, so persistent and non-persistent messages keep their send
+               order (the default store cursor keeps them apart and can reorder a group
+               mixing both). -->
+          <policyEntry queue=">" prioritizedMessages="true">
+            <pendingQueuePolicy>
+              <vmQueueCursor/>
+            </pendingQueuePolicy>
+            <deadLetterStrategy>
+              <sharedDeadLetterStrategy processNonPersistent="true" processExpired="true"/>
+            </deadLetterStrategy>
+          </policyEntry>
+          <policyEntry topic=">">
+            <deadLetterStrategy>
+              <sharedDeadLetterStrategy processNonPersistent="true" processExpired="true"/>
+            </deadLetterStrategy>
+          </policyEntry>
+        </policyEntries>
+      </policyMap>
+    </destinationPolicy>
+
+    <persistenceAdapter>
+      <kahaDB directory="${activemq.data}/kahadb"/>
+    </persistenceAdapter>
+
+    <!-- Explicit limits: the defaults (100 GB store) exceed a CI disk and only log warnings. -->
+    <systemUsage>
+      <systemUsage>
+        <memoryUsage><memoryUsage limit="256 mb"/></memoryUsage>
+        <storeUsage><storeUsage limit="8 gb"/></storeUsage>
+        <tempUsage><tempUsage limit="4 gb"/></tempUsage>
+      </systemUsage>
+    </systemUsage>
+
+    <transportConnectors>
+      <transportConnector name="openwire" uri="tcp://127.0.0.1:61616?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:61613?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
+    </transportConnectors>
+  </broker>
+</beans>
+EOF
+  cat >"$AMQ_CONF/log4j.properties" <<'EOF'
+# log4j 1.2: Debian's ActiveMQ reads this (from -Dactivemq.classpath), not log4j2.properties.
+log4j.rootLogger=INFO, logfile
+log4j.logger.org.springframework=WARN
+log4j.logger.org.apache.xbean=WARN
+log4j.logger.org.apache.activemq.spring=WARN
+log4j.appender.logfile=org.apache.log4j.RollingFileAppender
+log4j.appender.logfile.file=${activemq.data}/activemq.log
+log4j.appender.logfile.maxFileSize=10MB
+log4j.appender.logfile.maxBackupIndex=3
+log4j.appender.logfile.append=true
+log4j.appender.logfile.layout=org.apache.log4j.PatternLayout
+log4j.appender.logfile.layout.ConversionPattern=%d | %-5p | %m | %c | %t%n
+EOF
+  give_dir activemq "$AMQ_DIR"
+}
+
+activemq_launch() {
+  # setsid: the broker outlives this script and the caller's terminal; setpriv execs (no
+  # runuser parent left behind) and so does sh, so the pid written is the JVM's. The
+  # --add-opens are the ones Debian's own /usr/bin/activemq passes on Java 17.
+  rm -f "$AMQ_DIR/activemq.pid"
+  # shellcheck disable=SC2016 # $$, $0 and $@ are the inner sh's
+  setsid -f setpriv --reuid=activemq --regid=activemq --init-groups \
+    env HOME=/var/lib/activemq \
+    sh -c 'echo $$ >"$0"; exec "$@"' "$AMQ_DIR/activemq.pid" \
+    java -Xms256M -Xmx1G \
+    --add-reads=java.xml=java.logging \
+    --add-opens java.base/java.security=ALL-UNNAMED \
+    --add-opens java.base/java.net=ALL-UNNAMED \
+    --add-opens java.base/java.lang=ALL-UNNAMED \
+    --add-opens java.base/java.util=ALL-UNNAMED \
+    --add-opens java.base/java.util.concurrent=ALL-UNNAMED \
+    --add-opens java.base/java.util.concurrent.atomic=ALL-UNNAMED \
+    --add-opens java.naming/javax.naming.spi=ALL-UNNAMED \
+    --add-opens java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED \
+    -Djava.io.tmpdir="$AMQ_DIR/tmp" \
+    -Dactivemq.home="$AMQ_HOME" -Dactivemq.base="$AMQ_DIR" \
+    -Dactivemq.conf="$AMQ_CONF" -Dactivemq.data="$AMQ_DATA" \
+    -Dactivemq.classpath="$AMQ_CONF" \
+    -jar "$AMQ_HOME/bin/activemq.jar" start "xbean:file:$AMQ_CONF/activemq.xml" \
+    </dev/null >"$AMQ_DIR/console.log" 2>&1
+}
+
+# `activemq.jar stop` needs JMX, which this configuration leaves off (one port less); the
+# broker's shutdown hook does the same clean stop on SIGTERM.
+activemq_halt() {
+  term_and_wait activemq "$1" 61613 61616
+}

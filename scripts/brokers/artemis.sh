@@ -1,0 +1,110 @@
+# shellcheck shell=bash
+# ActiveMQ Artemis from Maven Central, one instance under $STATE. Sourced by brokers.sh.
+#
+# Candidates, first that resolves wins. 2.42.0 (named in BROKERS.md) is not on Central;
+# from 2.50-ish on the distribution moved to groupId org.apache.artemis, and the old
+# groupId's newest versions are only relocation poms. Override with JMSLIKE_ARTEMIS_GAV
+# ("group:version", space separated).
+ARTEMIS_GAV=${JMSLIKE_ARTEMIS_GAV:-org.apache.artemis:2.56.0 org.apache.activemq:2.40.0}
+ARTEMIS_INSTANCE=$STATE/artemis-instance
+ARTEMIS_LOG=$ARTEMIS_INSTANCE/log/artemis.log
+
+artemis_pid() { listener_pid 61617 artemis; }
+artemis_ports() { echo 8162 61617; } # main port last
+artemis_pidfile() { echo "$ARTEMIS_INSTANCE/data/artemis.pid"; }
+artemis_answers() { stomp_ping 61617 admin admin; }
+artemis_log() { echo "$ARTEMIS_LOG"; }
+artemis_describe() {
+  echo "core/amqp/stomp/openwire/mqtt 127.0.0.1:61617 console 127.0.0.1:8162 login: admin/admin  log: $ARTEMIS_LOG"
+}
+
+# The unpacked distribution that the instance was (or will be) created from.
+artemis_home() {
+  local d
+  for d in "$STATE"/artemis/apache-artemis-*/; do
+    [ -x "$d/bin/artemis" ] && { echo "${d%/}"; return 0; }
+  done
+  return 1
+}
+
+artemis_download() {
+  local gav group version
+  mkdir -p "$STATE/downloads" "$STATE/artemis"
+  for gav in $ARTEMIS_GAV; do
+    group=${gav%%:*} version=${gav#*:}
+    echo "trying $group:apache-artemis:$version"
+    if mvn -q -B dependency:copy -Dartifact="$group:apache-artemis:$version:tar.gz:bin" \
+      -DoutputDirectory="$STATE/downloads"; then
+      tar -xzf "$STATE/downloads/apache-artemis-$version-bin.tar.gz" -C "$STATE/artemis" || return 1
+      return 0
+    fi
+  done
+  return 1
+}
+
+artemis_install() {
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  artemis_home >/dev/null || step "download Artemis from Maven Central" artemis_download
+  [ -f "$ARTEMIS_INSTANCE/etc/broker.xml" ] ||
+    step "create Artemis instance $ARTEMIS_INSTANCE" artemis_create "$(artemis_home)"
+}
+
+# --nio: no libaio here. --no-autotune: the journal test takes seconds and tunes for a
+# disk that CI may not have. The per-protocol acceptors are left out; one acceptor for every
+# protocol is set below.
+artemis_create() {
+  "$1/bin/artemis" create "$ARTEMIS_INSTANCE" --user admin --password admin --require-login \
+    --host 127.0.0.1 --http-host 127.0.0.1 --http-port 8162 --default-port 61617 \
+    --no-amqp-acceptor --no-stomp-acceptor --no-mqtt-acceptor --no-hornetq-acceptor \
+    --no-autotune --nio --java-memory 1G --silent &&
+    artemis_one_acceptor
+}
+
+# Replace the whole <acceptors> block, whatever the version generated, so that exactly one
+# listener exists: 61616 belongs to ActiveMQ Classic, and any forgotten acceptor (5672,
+# 61613, 1883, 5445 clash with the other brokers) would stop the instance from starting.
+artemis_one_acceptor() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
+import re, sys
+path = sys.argv[1]
+xml = open(path, encoding="utf-8").read()
+acceptor = (
+    '<acceptors>\n'
+    '         <acceptor name="artemis">tcp://127.0.0.1:61617?'
+    'protocols=CORE,AMQP,STOMP,OPENWIRE,MQTT;useEpoll=true;'
+    'tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
+    'amqpMinLargeMessageSize=102400;amqpCredits=1000;amqpLowCredits=300;'
+    'amqpDuplicateDetection=true;supportAdvisory=false;'
+    'suppressInternalManagementObjects=false</acceptor>\n'
+    '      </acceptors>'
+)
+new, n = re.subn(r"<acceptors>.*?</acceptors>", acceptor, xml, count=1, flags=re.S)
+if n != 1:
+    sys.exit(f"no <acceptors> block in {path}")
+open(path, "w", encoding="utf-8").write(new)
+PY
+}
+
+artemis_configure() {
+  local n
+  n=$(grep -c '<acceptor ' "$ARTEMIS_INSTANCE/etc/broker.xml" || true)
+  [ "$n" = 1 ] || die "artemis: $ARTEMIS_INSTANCE/etc/broker.xml has $n acceptors, expected 1"
+}
+
+artemis_launch() {
+  # artemis-service nohups `artemis run` (which execs the JVM) and records its pid in
+  # data/artemis.pid; setsid keeps it out of the caller's process group.
+  setsid -w "$ARTEMIS_INSTANCE/bin/artemis-service" start </dev/null \
+    >>"$ARTEMIS_INSTANCE/log/service.log" 2>&1 ||
+    die "artemis-service start failed; see $ARTEMIS_LOG"
+}
+
+# artemis-service stop is a SIGTERM (the shutdown hook stops the broker cleanly) with a 5 s
+# wait; a large journal can take longer, so wait on the port as well.
+artemis_halt() {
+  if [ "$(cat "$ARTEMIS_INSTANCE/data/artemis.pid" 2>/dev/null)" = "$1" ]; then
+    "$ARTEMIS_INSTANCE/bin/artemis-service" stop >>"$ARTEMIS_INSTANCE/log/service.log" 2>&1 || true
+  fi
+  term_and_wait artemis "$1" 61617 8162
+}
