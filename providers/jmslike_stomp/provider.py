@@ -61,6 +61,10 @@ CLIENT_WINDOW = 1000
 how many unacknowledged messages such a session may hold before receive() waits."""
 CLIENT_ACKNOWLEDGE = 2
 
+_DELETED_TEMPORARY: set[str] = set()
+"""Temporary queues whose connection (in this process) closed. Classic and RabbitMQ would
+quietly create a new one on a send; JMS says such a send fails."""
+
 
 class _Token:
     """One delivery: what acknowledging, redelivering or dead-lettering it needs.
@@ -104,6 +108,7 @@ class StompConsumer(ProviderConsumer):
         self._headers = headers
         self._filter = client_filter
         self.sub_id = sub_id
+        self._durable_name: str | None = None
         self._subscribed = False
         self._closed = False
         self._lock = threading.Lock()
@@ -153,17 +158,24 @@ class StompConsumer(ProviderConsumer):
         newest first: each requeue goes to the head of the queue, so the oldest ends first.
         """
         self._closed = True
+        self._session.connection.active_durables.discard(self._durable_name or "")
         if not self._subscribed:
             return
         counts = self._session.connection.counts
         for token in undelivered:
             counts.returned_unseen(token.key)
-        dialect = self._session.connection.dialect
-        if dialect.release_by_nack:
-            for token in reversed([*delivered, *undelivered]):
+        if self._session.transacted:
+            # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
+            # hand them to other consumers before the commit could consume them.
+            self._session.zombies.append(self)
+            return
+        self.detach([*delivered, *undelivered])
+
+    def detach(self, held: Sequence[Any]) -> None:
+        if self.dialect.release_by_nack:
+            for token in reversed(held):
                 self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
-        headers = self._session.connection.unsubscribe_headers(self._headers, durable=False)
-        self._transport.unsubscribe(self.sub_id, headers)
+        self._transport.unsubscribe(self.sub_id)
 
 
 class StompSession(ProviderSession):
@@ -172,7 +184,9 @@ class StompSession(ProviderSession):
     ) -> None:
         self.connection = connection
         self.transport = connection.transport
-        self._transacted = transacted
+        self.transacted = transacted
+        self.zombies: list[StompConsumer] = []
+        """Consumers closed inside the transaction, unsubscribed when it ends."""
         # STOMP brokers count a delivery against the subscription's window until it is
         # acknowledged, and STOMP has no other credit. A session that acknowledges as it
         # goes (AUTO, DUPS_OK) gets the factory's prefetch (1: ORD-9 at its strictest); one
@@ -194,6 +208,10 @@ class StompSession(ProviderSession):
         self.transport.frame("BEGIN", {"transaction": self._tx}, confirm=False)
 
     def send(self, destination: Destination, message: Message) -> None:
+        if destination.is_temporary and destination.name in _DELETED_TEMPORARY:
+            raise InvalidDestinationError(
+                f"{destination} was deleted with the connection that created it"
+            )
         dialect = self.connection.dialect
         headers, body = encode(message, destination, dialect)
         headers["destination"] = destination_name(destination, dialect)
@@ -244,12 +262,14 @@ class StompSession(ProviderSession):
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
         if durable:
             sub_id = connection.durable_headers(subscription or "", headers)
+            connection.active_durables.add(subscription or "")
         if destination.is_temporary and destination.name not in connection.temporary_names:
             raise InvalidDestinationError(
                 f"{destination} belongs to another connection: only the connection that "
                 "created a temporary destination may consume from it"
             )
         consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id)
+        consumer._durable_name = subscription if durable else None
         if destination.is_topic:
             # A topic keeps nothing for a subscriber that is not there yet: subscribe now,
             # as JMS says a consumer exists from its creation (a queue waits for demand).
@@ -286,10 +306,18 @@ class StompSession(ProviderSession):
         return message
 
     def release(self, tokens: Sequence[Any]) -> None:
-        """Their subscription is gone: Classic and Artemis handed them back already."""
+        """Their consumer is closed: Classic and Artemis hand them back on UNSUBSCRIBE;
+        RabbitMQ needs a NACK first, while the subscription still exists."""
         if self.connection.dialect.release_by_nack:
             for token in reversed(tokens):
-                self.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+                if token.consumer in self.zombies:
+                    self.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+        self._detach_zombies()
+
+    def _detach_zombies(self) -> None:
+        zombies, self.zombies = self.zombies, []
+        for consumer in zombies:
+            consumer.detach(())
 
     def dead_letter(self, token: Any, reason: str) -> None:
         message: Message = token.decode()
@@ -330,6 +358,7 @@ class StompSession(ProviderSession):
             self._begin()
         for token in tokens:
             self.connection.forget(token.key)
+        self._detach_zombies()
 
     def rollback(self) -> None:
         if self._tx is None:
@@ -338,11 +367,15 @@ class StompSession(ProviderSession):
             self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
         finally:
             self._begin()
+        if not self.connection.dialect.release_by_nack:  # else release() follows
+            self._detach_zombies()
 
     def close(self) -> None:
         if self._tx is not None and self.transport.connected:
             self.transport.frame("ABORT", {"transaction": self._tx}, confirm=False)
             self._tx = None
+        if self.transport.connected:
+            self._detach_zombies()
 
     def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
         dialect = self.connection.dialect
@@ -396,6 +429,7 @@ class StompConnection(ProviderConnection):
         self._on_exception = on_exception
         self.client_id: str | None = None
         self.temporary_names: set[str] = set()
+        self.active_durables: set[str] = set()
         self.transport = self._connect(None)
         self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
@@ -473,6 +507,10 @@ class StompConnection(ProviderConnection):
         return {}
 
     def delete_durable(self, name: str) -> None:
+        if name in self.active_durables:
+            raise IllegalStateError(
+                f"durable subscription {name!r} has an active consumer: close it first"
+            )
         style = self.dialect.durable_subscription
         sub_id = f"delete-{uuid.uuid4().hex[:12]}"
         if style == "activemq":
@@ -505,6 +543,7 @@ class StompConnection(ProviderConnection):
         """The broker deletes temporary queues with the connection."""
 
     def close(self) -> None:
+        _DELETED_TEMPORARY.update(self.temporary_names)
         self.transport.close()
 
 

@@ -42,11 +42,12 @@ activemq_configure() {
         <policyEntries>
           <!-- One DLQ, ActiveMQ.DLQ, also for non-persistent messages: STOMP sends are
                non-persistent unless asked, and tests must see what a NACK dead-letters. -->
-          <!-- prioritizedMessages: JMS priority orders a queue (ORD-12). vmQueueCursor: one
-               pending list, so persistent and non-persistent messages keep their send
-               order (the default store cursor keeps them apart and can reorder a group
-               mixing both). -->
-          <policyEntry queue=">" prioritizedMessages="true">
+          <!-- vmQueueCursor: one pending list, so persistent and non-persistent messages
+               keep their send order (the default store cursor keeps them apart and
+               reorders a group that mixes both). Not prioritizedMessages: with it the
+               broker lets a later message of a group overtake an earlier one of lower
+               priority, against ORD-12; jmslike declares priority=False instead. -->
+          <policyEntry queue=">">
             <pendingQueuePolicy>
               <vmQueueCursor/>
             </pendingQueuePolicy>

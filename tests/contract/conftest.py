@@ -78,6 +78,16 @@ class _MissingBroker(dict[str, str]):
         )
 
 
+def _empty_dead_letter_queue(url: str) -> None:
+    """A real broker's dead-letter queue is shared by every test: start each test with it
+    empty, so a test sees only what it dead-lettered itself."""
+    with ConnectionFactory(url).create_connection() as conn:
+        consumer = conn.create_session().create_consumer("queue://DLQ")
+        conn.start()
+        while consumer.receive(0.05) is not None:
+            pass
+
+
 def _embedded_url() -> str:
     return f"embedded://test-{uuid.uuid4().hex}"
 
@@ -127,6 +137,8 @@ class ProviderCase:
     capabilities_expected: frozenset[str] = frozenset()
     settings: dict[str, Any] = field(default_factory=dict)
     cleanup: Callable[[str], None] | None = None
+    prepare: Callable[[str], None] | None = None
+    """Runs before each test with its URL (a real broker: empty the shared DLQ)."""
 
 
 ALL_CAPABILITIES = frozenset(
@@ -173,13 +185,12 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="activemq-stomp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.activemq),
+        prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
                 "native_groups",
                 "selectors",
                 "transactions",
-                "delivery_delay",
-                "priority",
                 "time_to_live",
                 "durable_subscriptions",
                 "temporary_destinations",
@@ -193,6 +204,7 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="artemis-stomp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.artemis),
+        prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
                 "native_groups",
@@ -211,6 +223,7 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="rabbitmq-stomp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.rabbitmq),
+        prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
                 "transactions",
@@ -233,6 +246,8 @@ def provider_case(request: pytest.FixtureRequest) -> ProviderCase:
 @pytest.fixture
 def provider_url(provider_case: ProviderCase) -> Iterator[str]:
     url = provider_case.url_factory()
+    if provider_case.prepare is not None:
+        provider_case.prepare(url)
     yield url
     if provider_case.cleanup is not None:
         provider_case.cleanup(url)
