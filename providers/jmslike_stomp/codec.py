@@ -47,6 +47,7 @@ GROUP_HEADER = "jmslikeGroupID"
 SEQ_HEADER = "jmslikeGroupSeq"
 DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
+PRIORITY_HEADER = "jmslikePriority"
 
 _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
 """Temporary queue name as its creator knows it -> the name other connections must use.
@@ -90,6 +91,7 @@ RESERVED = frozenset(
         SEQ_HEADER,
         DELIVERY_TIME_HEADER,
         REPLY_TO_HEADER,
+        PRIORITY_HEADER,
         "JMSXGroupID",
         "JMSXGroupSeq",
         "JMSXUserID",
@@ -164,7 +166,12 @@ def encode(
             headers[REPLY_TO_HEADER] = message.jms_reply_to.name
     if message.jms_expiration:
         headers["expires"] = str(message.jms_expiration)
-    headers["priority"] = str(message.jms_priority)
+    if dialect.priority:
+        headers["priority"] = str(message.jms_priority)
+    elif message.jms_priority != 4:
+        # Where the broker would let priority reorder a group (ORD-12), it never sees one;
+        # the receiver still reads the priority the sender set.
+        headers[PRIORITY_HEADER] = str(message.jms_priority)
     if message.jms_timestamp:
         headers["timestamp"] = str(message.jms_timestamp)
     headers["persistent"] = (
@@ -252,7 +259,7 @@ def decode(
     if destination:
         message.jms_destination = parse_destination_name(destination, dialect, topic_hint)
     message.jms_expiration = _int(headers.get("expires"))
-    message.jms_priority = _int(headers.get("priority"), 4)
+    message.jms_priority = _int(headers.get(PRIORITY_HEADER) or headers.get("priority"), 4)
     message.jms_timestamp = _int(headers.get("timestamp"))
     message.jms_delivery_time = _int(headers.get(DELIVERY_TIME_HEADER), message.jms_timestamp)
     persistent = headers.get("persistent", "").lower()

@@ -53,6 +53,8 @@ class Dialect:
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
     """The broker's own dead-letter queue for NACKed messages, for information."""
+    management: str | None = None
+    """``artemis-jolokia``: browsing through the management API (setting managementUrl)."""
 
     def prefetch_headers(self, prefetch: int) -> dict[str, str]:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
@@ -97,10 +99,11 @@ ARTEMIS = Dialect(
     release_by_nack=False,
     stable_message_id=True,
     delivery_delay_header="AMQ_SCHEDULED_DELAY",
-    priority=True,
+    priority=False,  # it orders a group by priority too (ORD-12)
     browse=False,
     durable_subscription="artemis",
     dead_letter_queue="DLQ",
+    management="artemis-jolokia",
 )
 
 RABBITMQ = Dialect(

@@ -49,6 +49,7 @@ from jmslike.spi.provider import (
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
 from jmslike_stomp.counts import counts_for
 from jmslike_stomp.dialect import Dialect, dialect_for
+from jmslike_stomp.management import ArtemisManagement
 from jmslike_stomp.transport import StompTransport
 
 __all__ = ["StompProvider"]
@@ -379,6 +380,15 @@ class StompSession(ProviderSession):
 
     def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
         dialect = self.connection.dialect
+        management = self.connection.management
+        if management is not None:
+            core = "convert_string_expressions:" + _core_selector(selector) if selector else None
+            listed: list[Message] = []
+            for headers, body in management.browse(destination.name, core):
+                message = decode(headers, body, dialect)
+                message._received(None)
+                listed.append(message)
+            return listed
         if not dialect.browse:
             raise IllegalStateError(
                 f"{dialect.name} cannot browse over STOMP (capability browsers)"
@@ -433,7 +443,13 @@ class StompConnection(ProviderConnection):
         self.transport = self._connect(None)
         self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
-        self.capabilities = _capabilities(self.dialect, self.transport)
+        management_url = settings.extra.get("managementUrl")
+        self.management = (
+            ArtemisManagement(management_url, user, password, settings.request_timeout)
+            if management_url and self.dialect.management == "artemis-jolokia"
+            else None
+        )
+        self.capabilities = _capabilities(self.dialect, self.transport, self.management)
 
     def _connect(self, client_id: str | None) -> StompTransport:
         heartbeat = self.settings.extra.get("heartbeat", "10000")
@@ -547,7 +563,9 @@ class StompConnection(ProviderConnection):
         self.transport.close()
 
 
-def _capabilities(dialect: Dialect, transport: StompTransport) -> Capabilities:
+def _capabilities(
+    dialect: Dialect, transport: StompTransport, management: ArtemisManagement | None
+) -> Capabilities:
     native = dialect.native_groups
     return Capabilities(
         provider="stomp",
@@ -563,7 +581,7 @@ def _capabilities(dialect: Dialect, transport: StompTransport) -> Capabilities:
         durable_subscriptions=dialect.durable_subscription != "none",
         shared_subscriptions=False,
         temporary_destinations=dialect.temp_queue_prefix is not None,
-        browsers=dialect.browse,
+        browsers=dialect.browse or management is not None,
         exclusive_consumers=False,
         delivery_count=True,
         persistent=True,
@@ -602,7 +620,7 @@ class StompProvider(Provider):
 
     name = "stomp"
     schemes = ("stomp", "stomp+ssl")
-    setting_names = frozenset({"heartbeat", "clientWindow"})
+    setting_names = frozenset({"heartbeat", "clientWindow", "managementUrl"})
 
     def check_url(self, url: ParsedURL) -> None:
         for member in url.members or (url,):

@@ -82,8 +82,27 @@ acceptor = (
 new, n = re.subn(r"<acceptors>.*?</acceptors>", acceptor, xml, count=1, flags=re.S)
 if n != 1:
     sys.exit(f"no <acceptors> block in {path}")
+# Browsing over the management API (jmslike's browsers on Artemis) returns whole bodies.
+new, n = re.subn(
+    r'(<address-setting match="#">)',
+    r"\1\n            <management-message-attribute-size-limit>-1"
+    r"</management-message-attribute-size-limit>",
+    new,
+    count=1,
+)
+if n != 1:
+    sys.exit(f'no <address-setting match="#"> in {path}')
 open(path, "w", encoding="utf-8").write(new)
 PY
+  artemis_test_user
+}
+
+# A second login for tests that open connections with explicit credentials.
+artemis_test_user() {
+  local etc=$ARTEMIS_INSTANCE/etc
+  grep -q '^user *=' "$etc/artemis-users.properties" ||
+    printf '\nuser = secret\n' >>"$etc/artemis-users.properties"
+  sed -i -E '/^amq *=/{/[=,] *user *(,|$)/!s/$/,user/}' "$etc/artemis-roles.properties"
 }
 
 artemis_configure() {

@@ -70,6 +70,11 @@ def broker_env() -> dict[str, str]:
     return _MissingBroker(env)
 
 
+def _lazy_env(variable: str) -> Callable[[], str]:
+    """A case setting read from the broker environment when a test runs, not at import."""
+    return lambda: broker_url(variable)
+
+
 class _MissingBroker(dict[str, str]):
     def __missing__(self, key: str) -> str:
         raise AssertionError(
@@ -128,7 +133,8 @@ class ProviderCase:
     names the ``connection.capabilities`` flags this broker must report True; tests that
     need a capability call ``require()`` rather than reading the case. ``settings`` are
     extra factory settings every factory of the case gets (credentials, timeouts);
-    ``cleanup(url)`` runs after each test.
+    ``cleanup(url)`` runs after each test. A callable setting is called for its value when
+    the factory is made.
     """
 
     id: str
@@ -204,16 +210,16 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="artemis-stomp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.artemis),
+        settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
                 "native_groups",
                 "selectors",
                 "transactions",
-                "delivery_delay",
-                "priority",
                 "time_to_live",
                 "durable_subscriptions",
+                "browsers",
                 "delivery_count",
                 "dead_letter_queue",
             }
@@ -284,7 +290,11 @@ def make_factory(
     """``make_factory(**settings)``: a factory for this test's broker with extra settings."""
 
     def make(**settings: Any) -> ConnectionFactory:
-        return ConnectionFactory(provider_url, **{**provider_case.settings, **settings})
+        case_settings = {
+            key: value() if callable(value) else value
+            for key, value in provider_case.settings.items()
+        }
+        return ConnectionFactory(provider_url, **{**case_settings, **settings})
 
     return make
 
