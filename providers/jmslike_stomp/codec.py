@@ -48,6 +48,7 @@ SEQ_HEADER = "jmslikeGroupSeq"
 DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
 PRIORITY_HEADER = "jmslikePriority"
+TIMESTAMP_HEADER = "jmslikeTimestamp"
 
 _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
 """Temporary queue name as its creator knows it -> the name other connections must use.
@@ -92,6 +93,7 @@ RESERVED = frozenset(
         DELIVERY_TIME_HEADER,
         REPLY_TO_HEADER,
         PRIORITY_HEADER,
+        TIMESTAMP_HEADER,
         "JMSXGroupID",
         "JMSXGroupSeq",
         "JMSXUserID",
@@ -174,6 +176,8 @@ def encode(
         headers[PRIORITY_HEADER] = str(message.jms_priority)
     if message.jms_timestamp:
         headers["timestamp"] = str(message.jms_timestamp)
+        if not dialect.keeps_timestamp:
+            headers[TIMESTAMP_HEADER] = headers["timestamp"]
     headers["persistent"] = (
         "true" if message.jms_delivery_mode == DeliveryMode.PERSISTENT else "false"
     )
@@ -260,7 +264,7 @@ def decode(
         message.jms_destination = parse_destination_name(destination, dialect, topic_hint)
     message.jms_expiration = _int(headers.get("expires"))
     message.jms_priority = _int(headers.get(PRIORITY_HEADER) or headers.get("priority"), 4)
-    message.jms_timestamp = _int(headers.get("timestamp"))
+    message.jms_timestamp = _int(headers.get(TIMESTAMP_HEADER) or headers.get("timestamp"))
     message.jms_delivery_time = _int(headers.get(DELIVERY_TIME_HEADER), message.jms_timestamp)
     persistent = headers.get("persistent", "").lower()
     message.jms_delivery_mode = (

@@ -53,6 +53,8 @@ class Dialect:
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
     """The broker's own dead-letter queue for NACKed messages, for information."""
+    keeps_timestamp: bool = True
+    """False: the broker stamps ``timestamp`` itself; the sender's travels in jmslike's."""
     management: str | None = None
     """``artemis-jolokia``: browsing through the management API (setting managementUrl)."""
 
@@ -98,12 +100,13 @@ ARTEMIS = Dialect(
     transactional_ack=False,
     release_by_nack=False,
     stable_message_id=True,
-    delivery_delay_header="AMQ_SCHEDULED_DELAY",
+    delivery_delay_header=None,  # its scheduler ignores groups (ORD-12)
     priority=False,  # it orders a group by priority too (ORD-12)
     browse=False,
     durable_subscription="artemis",
     dead_letter_queue="DLQ",
     management="artemis-jolokia",
+    keeps_timestamp=False,
 )
 
 RABBITMQ = Dialect(

@@ -106,10 +106,11 @@ def _as_frame(entry: dict[str, Any]) -> tuple[dict[str, str], bytes]:
             headers[name] = "true" if value is True else "false" if value is False else str(value)
     headers["message-id"] = str(entry.get("messageID", ""))
     headers["priority"] = str(entry.get("priority", 4))
-    headers["timestamp"] = str(entry.get("timestamp", 0))
+    headers.setdefault("timestamp", str(entry.get("timestamp", 0)))  # the sender's, if kept
     headers["expires"] = str(entry.get("expiration", 0))
     headers["persistent"] = "true" if entry.get("durable") else "false"
-    body = bytes(entry.get("BodyPreview") or [])
+    text = entry.get("text")  # a TextMessage (a STOMP frame without content-length)
+    body = text.encode("utf-8") if isinstance(text, str) else bytes(entry.get("BodyPreview") or [])
     length = headers.get("content-length")
     if length and length.isdigit() and int(length) > len(body):
         raise JMSException(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -384,8 +385,11 @@ class StompSession(ProviderSession):
         if management is not None:
             core = "convert_string_expressions:" + _core_selector(selector) if selector else None
             listed: list[Message] = []
+            now = int(time.time() * 1000)
             for headers, body in management.browse(destination.name, core):
                 message = decode(headers, body, dialect)
+                if 0 < message.jms_expiration <= now:
+                    continue  # expired, not yet reaped by the broker: never delivered
                 message._received(None)
                 listed.append(message)
             return listed
