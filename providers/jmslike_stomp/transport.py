@@ -101,6 +101,9 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
             auto_content_length=False,
             reconnect_attempts_max=1,
             timeout=timeout,
+            # STOMP's host header names the virtual host: RabbitMQ refuses one it does not
+            # know, so send the URL's path (stomp://h:61614/vhost), "/" by default.
+            vhost=(url.path or "/").removeprefix("/") or "/",
         )
         if ssl:
             for member in members:

@@ -207,7 +207,8 @@ def test_transacted_commit_makes_sends_visible(make_connection, unique, drain, r
     watcher = osession.create_consumer(queue)
     observer.start()
     assert watcher.receive(0.1) is None
-    assert list(osession.create_browser(queue)) == []
+    if observer.capabilities.browsers:
+        assert list(osession.create_browser(queue)) == []
     tx.commit()
     assert [m.text for m in drain(watcher)] == ["a", "b"]
 
