@@ -53,6 +53,9 @@ class Dialect:
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
     """The broker's own dead-letter queue for NACKed messages, for information."""
+    consumer_connection: bool = False
+    """True: each consumer gets a STOMP connection of its own, since only closing a
+    connection gives back what its subscriptions hold (RabbitMQ)."""
     keeps_timestamp: bool = True
     """False: the broker stamps ``timestamp`` itself; the sender's travels in jmslike's."""
     management: str | None = None
@@ -126,6 +129,7 @@ RABBITMQ = Dialect(
     browse=False,
     durable_subscription="rabbitmq",
     dead_letter_queue="",
+    consumer_connection=True,
 )
 
 GENERIC = Dialect(

@@ -63,6 +63,10 @@ CLIENT_WINDOW = 1000
 how many unacknowledged messages such a session may hold before receive() waits."""
 CLIENT_ACKNOWLEDGE = 2
 
+_CLIENT_IDS: dict[tuple[str, str], StompConnection] = {}
+"""(broker address, client id) -> the open connection of this process that holds it."""
+_CLIENT_IDS_LOCK = threading.Lock()
+
 _DELETED_TEMPORARY: set[str] = set()
 """Temporary queues whose connection (in this process) closed. Classic and RabbitMQ would
 quietly create a new one on a send; JMS says such a send fails."""
@@ -103,7 +107,16 @@ class StompConsumer(ProviderConsumer):
         sub_id: str,
     ) -> None:
         self._session = session
-        self._transport = session.transport
+        # RabbitMQ hands back what a subscription holds only when its connection closes
+        # (UNSUBSCRIBE keeps them, and a NACK comes straight back to the same subscription):
+        # there each consumer gets a connection of its own, closed to give back (ORD-10).
+        # Not for temporary queues, which belong to the session's connection.
+        self.own_connection = session.connection.dialect.consumer_connection and not (
+            destination.is_temporary
+        )
+        self._transport = (
+            session.connection.open_transport() if self.own_connection else session.transport
+        )
         self.dialect = session.connection.dialect
         self.destination = destination
         self._sink = sink
@@ -173,7 +186,15 @@ class StompConsumer(ProviderConsumer):
             return
         self.detach([*delivered, *undelivered])
 
+    @property
+    def transport(self) -> StompTransport:
+        """Where this consumer's acknowledgements go."""
+        return self._transport
+
     def detach(self, held: Sequence[Any]) -> None:
+        if self.own_connection:
+            self._session.connection.close_transport(self._transport)
+            return
         if self.dialect.release_by_nack:
             for token in reversed(held):
                 self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
@@ -297,7 +318,7 @@ class StompSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
-            self.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+            token.consumer.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
@@ -312,8 +333,9 @@ class StompSession(ProviderSession):
         RabbitMQ needs a NACK first, while the subscription still exists."""
         if self.connection.dialect.release_by_nack:
             for token in reversed(tokens):
-                if token.consumer in self.zombies:
-                    self.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+                consumer = token.consumer
+                if consumer in self.zombies and not consumer.own_connection:
+                    consumer.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
         self._detach_zombies()
 
     def _detach_zombies(self) -> None:
@@ -332,12 +354,12 @@ class StompSession(ProviderSession):
         tx = f"dlq-{uuid.uuid4().hex[:12]}"
         self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
         self.transport.frame("SEND", {**headers, "transaction": tx}, body, confirm=False)
-        if dialect.transactional_ack:
+        if dialect.transactional_ack and token.consumer.transport is self.transport:
             self.transport.frame("ACK", {"id": token.ack_id, "transaction": tx}, confirm=False)
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
         else:
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-            self.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+            token.consumer.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
         self.connection.forget(token.key)
 
     def commit(self, tokens: Sequence[Any]) -> None:
@@ -345,15 +367,19 @@ class StompSession(ProviderSession):
         if tx is None:
             raise JMSException("commit on a session that is not transacted")
         try:
-            if self.connection.dialect.transactional_ack:
-                for token in tokens:
+            # An ACK joins the transaction only where the broker allows it and the
+            # delivery came over this connection; the others (Artemis ignores the
+            # transaction on ACK; RabbitMQ consumers have connections of their own) are
+            # acknowledged once the COMMIT is confirmed.
+            joined = self.connection.dialect.transactional_ack
+            later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
+            for token in tokens:
+                if joined and token.consumer.transport is self.transport:
                     self.transport.frame(
                         "ACK", {"id": token.ack_id, "transaction": tx}, confirm=False
                     )
-                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-            else:  # Artemis ignores the transaction on ACK: acknowledge after the commit
-                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-                self.acknowledge(tokens)
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+            self.acknowledge(later)
         except JMSException as exc:
             raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
         finally:
@@ -443,6 +469,7 @@ class StompConnection(ProviderConnection):
         self._on_exception = on_exception
         self.client_id: str | None = None
         self.temporary_names: set[str] = set()
+        self._extra_transports: set[StompTransport] = set()
         self.active_durables: set[str] = set()
         self.transport = self._connect(None)
         self.counts = counts_for(self.transport.address)
@@ -467,19 +494,41 @@ class StompConnection(ProviderConnection):
             on_exception=self._on_exception,
         )
 
+    def open_transport(self) -> StompTransport:
+        """Another connection to the same broker, for a consumer that needs its own."""
+        transport = self._connect(self.client_id)
+        self._extra_transports.add(transport)
+        return transport
+
+    def close_transport(self, transport: StompTransport) -> None:
+        self._extra_transports.discard(transport)
+        transport.close()
+
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
         self.transport.check_open()
         return StompSession(self, transacted, acknowledge_mode)
 
     def set_client_id(self, client_id: str) -> None:
         """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
-        only before the connection is used, so nothing is lost)."""
+        only before the connection is used, so nothing is lost). Artemis and RabbitMQ do
+        not refuse a client id in use, so jmslike refuses it within the process too."""
+        claim = (self.transport.address, client_id)
+        with _CLIENT_IDS_LOCK:
+            holder = _CLIENT_IDS.get(claim)
+            if holder is not None and holder is not self:
+                raise InvalidClientIDError(
+                    f"client id {client_id!r} is in use by another connection to "
+                    f"{self.transport.address}"
+                )
+            _CLIENT_IDS[claim] = self
         old = self.transport
         old.close()
         try:
             self.transport = self._connect(client_id)
         except JMSException as exc:
             self.transport = self._connect(self.client_id)
+            with _CLIENT_IDS_LOCK:
+                _CLIENT_IDS.pop(claim, None)
             if "client" in str(exc).lower() and "id" in str(exc).lower():
                 raise InvalidClientIDError(str(exc)) from exc
             raise
@@ -501,6 +550,11 @@ class StompConnection(ProviderConnection):
     def durable_headers(self, name: str, headers: dict[str, str]) -> str:
         """Add the broker's durable-subscription headers; returns the subscription id."""
         style = self.dialect.durable_subscription
+        if not self.client_id and style != "none":
+            raise IllegalStateError(
+                f"durable subscription {name!r} needs a client id "
+                "(connection.client_id or the factory's client_id), as in JMS"
+            )
         if style == "activemq":
             if not self.client_id:
                 raise IllegalStateError(
@@ -564,6 +618,12 @@ class StompConnection(ProviderConnection):
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)
+        if self.client_id is not None:
+            with _CLIENT_IDS_LOCK:
+                if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
+                    del _CLIENT_IDS[(self.transport.address, self.client_id)]
+        for transport in list(self._extra_transports):
+            self.close_transport(transport)
         self.transport.close()
 
 

@@ -206,6 +206,11 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
 
     def subscribe(self, sub_id: str, headers: dict[str, str], handler: FrameHandler) -> None:
         self._subscriptions[sub_id] = handler
+        destination = headers.get("destination", "")
+        if destination.startswith("/temp-queue/"):
+            # RabbitMQ delivers replies to a temporary queue under the queue's name as the
+            # subscription, whatever id the SUBSCRIBE had.
+            self._subscriptions[destination] = handler
         try:
             self.frame("SUBSCRIBE", {**headers, "id": sub_id}, confirm=True)
         except JMSException:

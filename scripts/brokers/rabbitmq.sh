@@ -58,7 +58,7 @@ rabbitmq_launch() {
   rabbitmqctl wait --timeout "$START_TIMEOUT" "$RMQ_PIDFILE" >>"$RMQ_DIR/startup.log" 2>&1 ||
     die "rabbitmq did not boot; see $(rabbitmq_log)"
   # A second login for tests that open connections with explicit credentials.
-  if ! rabbitmqctl list_users 2>/dev/null | grep -q '^user\b'; then
+  if ! rabbitmqctl authenticate_user user secret >/dev/null 2>&1; then
     rabbitmqctl add_user user secret >>"$RMQ_DIR/startup.log" 2>&1 &&
       rabbitmqctl set_permissions -p / user '.*' '.*' '.*' >>"$RMQ_DIR/startup.log" 2>&1 ||
       die "rabbitmq: cannot add the test user; see $RMQ_DIR/startup.log"
