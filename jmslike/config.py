@@ -75,8 +75,14 @@ URL_ENV_VAR = "JMSLIKE_URL"
 RESERVED_ENV = frozenset({"JMSLIKE_CONFIG", "JMSLIKE_DISABLE_PLUGINS", "JMSLIKE_OTEL", URL_ENV_VAR})
 """``JMSLIKE_`` variables that are not settings (the OpenTelemetry plugin's switch among
 them); any other one must name a setting, or be declared by :func:`reserve_env_var`."""
-RESERVED_ENV_PREFIXES = ("JMSLIKE_TEST_",)
-"""Left to test suites (broker addresses for contract tests), never read as settings."""
+RESERVED_ENV_PREFIXES = (
+    "JMSLIKE_TEST_",
+    "JMSLIKE_BROKERS_",
+    "JMSLIKE_NO_BROKERS",
+    "JMSLIKE_ARTEMIS_",
+)
+"""Left to test suites and scripts/brokers.sh (broker addresses, where the test brokers
+live), never read as settings."""
 _reserved_env: set[str] = set(RESERVED_ENV)
 
 

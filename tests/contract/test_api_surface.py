@@ -251,6 +251,10 @@ def test_producer_ordering_group_calls(connection, unique) -> None:
     assert producer.ordering_group not in (None, generated)
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: send keywords over RabbitMQ (not analysed)",
+)
 def test_send_with_keywords(connection, unique) -> None:
     """API.md: ``producer.send(msg, delivery_mode=DeliveryMode.PERSISTENT, priority=4,
     time_to_live=0.0)``."""
@@ -279,6 +283,10 @@ def test_send_with_keywords(connection, unique) -> None:
     )
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BROKER-LIMIT: RabbitMQ has no queue selectors (capability selectors)",
+)
 def test_consumer_surface(connection, unique) -> None:
     """API.md: ``consumer.receive(timeout=5.0)`` (None on timeout), ``receive_no_wait()``,
     ``set_message_listener(fn)`` / ``consumer.message_listener = fn``; ``message_selector=``."""
@@ -394,6 +402,10 @@ def test_header_attributes_and_group_accessors(connection, unique) -> None:
     assert got.get_int_property("JMSXDeliveryCount") == 1
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
+)
 def test_session_verbs_exist(connection, unique, require) -> None:
     """API.md: ``msg.acknowledge(); session.recover(); session.commit(); session.rollback()``,
     ``create_browser``, ``create_durable_subscriber``, ``create_shared_consumer``,
@@ -418,6 +430,10 @@ def test_session_verbs_exist(connection, unique, require) -> None:
     client.create_shared_consumer(topic, "shared-name").close()
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
+)
 def test_context_managers(factory, unique) -> None:
     """API.md: objects that hold a network resource are context managers."""
     name = f"queue://{unique('q')}"

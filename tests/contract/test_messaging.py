@@ -128,6 +128,10 @@ def _check_all_properties(msg: Message) -> None:
     assert {"s", "flag", "b", "sh", "i", "l", "f", "d", "o", "os"} <= set(msg.property_names())
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: a header does not round-trip over RabbitMQ (not analysed)",
+)
 @pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
     """API.md: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
@@ -473,6 +477,10 @@ def test_delivery_delay(connection, unique, require) -> None:
     assert later.jms_delivery_time >= later.jms_timestamp + 300
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: RabbitMQ reads a relative `expiration` header, not `expires`",
+)
 def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:
     """API.md ``producer.time_to_live``: an expired message is never delivered."""
     require(connection, "time_to_live")
@@ -491,6 +499,10 @@ def test_time_to_live_expired_never_delivered(connection, unique, drain, require
 # ---------------------------------------------------------- temporary queue, reply
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: RabbitMQ /temp-queue/ reply not received (not analysed)",
+)
 def test_temporary_queue_request_reply(make_connection, unique, require) -> None:
     """API.md: ``session.create_temporary_queue()`` and ``jms_reply_to``: request/reply."""
     requester = make_connection()
@@ -538,6 +550,10 @@ def test_temporary_queue_only_its_connection_consumes(make_connection, require) 
 # ------------------------------------------------------- durable, shared, unsubscribe
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: RabbitMQ durable subscription (not analysed)",
+)
 def test_durable_subscription_keeps_messages_while_away(
     make_connection, unique, drain, require
 ) -> None:
@@ -577,6 +593,10 @@ def test_durable_subscriber_needs_client_id(connection, unique, require) -> None
         )
 
 
+@pytest.mark.known_bug(
+    ("artemis-stomp", "rabbitmq-stomp"),
+    reason="BROKER-LIMIT: unknown durable subscription unsubscribed without error",
+)
 def test_unsubscribe_unknown_name(connection, unique, require) -> None:
     """API.md ``unsubscribe``: an unknown subscription name is an error (JMS
     InvalidDestinationException)."""

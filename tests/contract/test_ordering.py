@@ -53,7 +53,9 @@ def _assert_nothing_sent(connection, session, queue: str, drain) -> None:
     """Nothing reached ``queue``: a browser lists nothing (where the broker can browse) and
     a consumer receives nothing."""
     if connection.capabilities.browsers:
-        _assert_nothing_sent(connection, session, queue, drain)
+        assert list(session.create_browser(queue)) == []
+    connection.start()
+    assert drain(session.create_consumer(queue), 0.05) == []
 
 
 def _with_query(url: str, query: str) -> str:
@@ -415,6 +417,10 @@ def test_ord6_url_query_binds_every_producer(provider_url, unique, drain, query)
 # --------------------------------------------------------------------------- ORD-7
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord7_application_group_property_is_a_group(make_connection, unique, receive_any) -> None:
     """ORD-7 + ORD-9: a JMSXGroupID the application set on the message makes it a member of
     that group, held like any other; a bound producer overwrites it."""
@@ -510,6 +516,10 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
 # --------------------------------------------------------------------------- ORD-9
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord9_group_held_by_one_session_others_flow_past(
     make_connection, unique, drain, drain_any
 ) -> None:
@@ -547,6 +557,10 @@ def test_ord9_group_held_by_one_session_others_flow_past(
         assert [(i, m.text) for i, m in rest] == [(rest[0][0], "g:2"), (rest[0][0], "g:3")]
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
     """ORD-9: with many sessions competing (listeners, AUTO), no group is ever in two
     sessions at once, and each group is processed in order."""
@@ -592,6 +606,10 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
         assert seen[g] == list(range(1, per_group + 1)), g
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 @pytest.mark.parametrize("how", ["receive", "listener"])
 def test_ord9_others_flow_past_at_once(make_connection, unique, receive_any, how) -> None:
     """ORD-9: messages in no group (and of other groups) flow past a blocked group at once,
@@ -720,6 +738,10 @@ def test_ord10_auto_receive_finished_by_consumer_close(make_connection, unique, 
     assert _flags(drain(cb)) == [("g:2", False, 1)]
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp"),
+    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
+)
 def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> None:
     """ORD-10 + ORD-9: AUTO listener: the group is held while on_message runs; the message is
     finished when on_message returns, and then another session gets the group's next
@@ -749,6 +771,10 @@ def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> 
     assert got_a == ["g:1"]
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp"),
+    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
+)
 def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
     make_factory, make_connection, unique, drain, require
 ) -> None:
@@ -846,6 +872,10 @@ def test_ord10_ord15_client_close_gives_back(make_connection, unique, drain, wha
     assert _flags(drain(cb)) == [("g:1", True, 2), ("g:2", True, 2), ("g:3", False, 1)]
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp-rollback",
+    reason="BUG: RabbitMQ rollback after a consumer closed in the transaction",
+)
 @pytest.mark.parametrize("end", ["commit", "rollback"])
 def test_ord10_transacted_consumer_close_leaves_group_to_transaction(
     make_connection, unique, drain, require, end
@@ -941,6 +971,10 @@ def test_ord12_delayed_message_blocks_its_group(connection, unique, require) -> 
     assert consumer.receive(2.0).text == "g:2"
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord12_redelivery_delay_blocks_its_group(
     make_factory, make_connection, unique, require
 ) -> None:
@@ -988,6 +1022,10 @@ def test_ord12_priority_within_and_across_groups(connection, unique, drain, requ
 # -------------------------------------------------------------------------- ORD-13
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BUG: RabbitMQ reads a relative `expiration` header, not `expires`",
+)
 def test_ord13_expired_message_group_moves_on(connection, unique, drain, require) -> None:
     """ORD-13: an expired message is never delivered and its group moves on to its next
     message."""
@@ -1054,6 +1092,10 @@ def test_ord13_dead_lettered_message_group_moves_on(
 # -------------------------------------------------------------------------- ORD-14
 
 
+@pytest.mark.known_bug(
+    ("activemq-stomp", "artemis-stomp"),
+    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
+)
 def test_ord14_selector_consumer_gets_matching_in_order_and_warns_once(
     make_connection, unique, caplog, require
 ) -> None:
