@@ -178,9 +178,10 @@ def encode(
         headers["timestamp"] = str(message.jms_timestamp)
         if not dialect.keeps_timestamp:
             headers[TIMESTAMP_HEADER] = headers["timestamp"]
-    headers["persistent"] = (
-        "true" if message.jms_delivery_mode == DeliveryMode.PERSISTENT else "false"
-    )
+    if message.jms_delivery_mode == DeliveryMode.PERSISTENT:
+        headers["persistent"] = "true"
+    elif dialect.persistent_false:
+        headers["persistent"] = "false"
     delay = message.jms_delivery_time - message.jms_timestamp if message.jms_timestamp else 0
     if delay > 0 and dialect.delivery_delay_header:
         headers[dialect.delivery_delay_header] = str(delay)

@@ -56,6 +56,10 @@ class Dialect:
     consumer_connection: bool = False
     """True: each consumer gets a STOMP connection of its own, since only closing a
     connection gives back what its subscriptions hold (RabbitMQ)."""
+    persistent_false: bool = True
+    """False: never send ``persistent:false`` (RabbitMQ 3.10 reads it as a non-durable,
+    exclusive, auto-delete queue declaration: a new queue vanishes with the sender, an
+    existing one refuses with RESOURCE_LOCKED); a frame without it is non-persistent."""
     keeps_timestamp: bool = True
     """False: the broker stamps ``timestamp`` itself; the sender's travels in jmslike's."""
     management: str | None = None
@@ -130,6 +134,7 @@ RABBITMQ = Dialect(
     durable_subscription="rabbitmq",
     dead_letter_queue="",
     consumer_connection=True,
+    persistent_false=False,
 )
 
 GENERIC = Dialect(

@@ -251,10 +251,6 @@ def test_producer_ordering_group_calls(connection, unique) -> None:
     assert producer.ordering_group not in (None, generated)
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BUG: send keywords over RabbitMQ (not analysed)",
-)
 def test_send_with_keywords(connection, unique) -> None:
     """API.md: ``producer.send(msg, delivery_mode=DeliveryMode.PERSISTENT, priority=4,
     time_to_live=0.0)``."""

@@ -128,10 +128,6 @@ def _check_all_properties(msg: Message) -> None:
     assert {"s", "flag", "b", "sh", "i", "l", "f", "d", "o", "os"} <= set(msg.property_names())
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BUG: a header does not round-trip over RabbitMQ (not analysed)",
-)
 @pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
     """API.md: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
