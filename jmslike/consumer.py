@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError
-from jmslike.message import GROUP_ID, Message
+from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
@@ -70,6 +70,11 @@ class MessageConsumer:
         self._closed = False
         self._warned_groups = selector is None
         self._gate = session._gate
+        # Where the provider's consumers read from several sockets, arrival order at the
+        # gate need not be the broker's: the gate then also follows JMSXGroupSeq.
+        self._gate_by_sequence = bool(
+            session._connection.capabilities.extra.get("gate_by_sequence")
+        )
         self._late: list[tuple[Message, Any]] = []
         # ORD-3: a group's scope is one destination, and on a topic one subscription.
         if not destination.is_topic:
@@ -137,7 +142,14 @@ class MessageConsumer:
                 with self._cond:
                     self._credit -= 1
                 key = (self._gate_scope, group)
-                gate.arrive(key, self._session, message.jms_message_id, (self, message, token))
+                sequence = message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
+                gate.arrive(
+                    key,
+                    self._session,
+                    message.jms_message_id,
+                    (self, message, token),
+                    sequence if isinstance(sequence, int) else None,
+                )
                 # Parked or not, the credit is spent: wake whoever waits on this consumer so
                 # it asks for more, and other groups flow past a blocked one (ORD-9).
                 with self._cond:

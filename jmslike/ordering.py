@@ -20,7 +20,7 @@ import os
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
@@ -238,21 +238,46 @@ class ClientGroupGate(Generic[T]):
     called under the gate's lock, which keeps each consumer's deliveries in line order.
     """
 
-    def __init__(self, deliver: Callable[[T], None], wait_for_return: float = 30.0) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[T], None],
+        wait_for_return: float = 30.0,
+        wait_for_predecessor: float = 0.25,
+    ) -> None:
         self._deliver = deliver
         self.wait_for_return = wait_for_return
+        self.wait_for_predecessor = wait_for_predecessor
         self._lock = threading.Lock()
         self._table: GroupTable[_Slot[T]] = GroupTable()
         self._holes: dict[tuple[GroupKey, str], _Slot[T]] = {}
+        self._last_seq: OrderedDict[tuple[str, str], int] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._table)
 
-    def arrive(self, key: GroupKey, holder: Hashable, message_id: str | None, item: T) -> None:
-        """A delivery of group ``key`` for ``holder``'s session came from the broker."""
+    def arrive(
+        self,
+        key: GroupKey,
+        holder: Hashable,
+        message_id: str | None,
+        item: T,
+        sequence: int | None = None,
+    ) -> None:
+        """A delivery of group ``key`` for ``holder``'s session came from the broker.
+
+        With ``sequence`` (the message's JMSXGroupSeq; the provider passes it where its
+        consumers read from several sockets, so that arrival order need not be the
+        broker's order), a message whose producer's earlier messages of the group have not
+        arrived yet waits up to ``wait_for_predecessor`` seconds for them (ORD-9, ORD-16).
+        """
+        expect_later = False
         with self._lock:
             state = self._table.state(_flat(key))
+            if sequence is not None and message_id:
+                expect_later = self._expect_predecessors(key, state, message_id, sequence)
             hole = self._holes.pop((key, message_id), None) if message_id else None
+            if hole is None and sequence is not None and message_id:
+                hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
             if hole is not None:
                 hole.holder, hole.item = holder, item
                 self._release(key, state)
@@ -261,6 +286,36 @@ class ClientGroupGate(Generic[T]):
                 self._deliver(item)
             else:
                 state.waiting.append(_Slot(holder, item, message_id, 0.0))
+        if expect_later:
+            self._expire_later(key, self.wait_for_predecessor)
+
+    def _expect_predecessors(
+        self, key: GroupKey, state: GroupState[_Slot[T]], message_id: str, sequence: int
+    ) -> bool:
+        """Leave holes for the producer's earlier messages of the group that have not
+        arrived (at most 16; the first message seen of a producer counts back from its
+        number). Returns True if it left any. Under the lock."""
+        source = message_id.rpartition(":")[0]
+        seen_key = (_flat(key), source)
+        last = self._last_seq.get(seen_key)
+        if last is not None and sequence <= last:
+            return False  # a redelivery, or the producer bound the group again (ORD-8a)
+        self._last_seq[seen_key] = sequence
+        self._last_seq.move_to_end(seen_key)
+        if len(self._last_seq) > 100_000:
+            self._last_seq.popitem(last=False)
+        first_missing = max((last or 0) + 1, sequence - 16, 1)
+        deadline = time.monotonic() + self.wait_for_predecessor
+        left = False
+        for missing in range(first_missing, sequence):
+            hole_id = _seq_id(message_id, missing)
+            if (key, hole_id) in self._holes:
+                continue
+            hole = _Slot[T](None, None, hole_id, deadline)
+            self._holes[(key, hole_id)] = hole
+            state.waiting.append(hole)
+            left = True
+        return left
 
     def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
         """``holder`` finished ``count`` messages of the group (ORD-10)."""
@@ -307,9 +362,10 @@ class ClientGroupGate(Generic[T]):
             self._expire_later(key)
         return taken
 
-    def _expire_later(self, key: GroupKey) -> None:
+    def _expire_later(self, key: GroupKey, after: float | None = None) -> None:
         """Look at the group again once its holes may have timed out."""
-        timer = threading.Timer(self.wait_for_return + 0.01, self.expire_holes, args=(key,))
+        delay = (self.wait_for_return if after is None else after) + 0.01
+        timer = threading.Timer(delay, self.expire_holes, args=(key,))
         timer.daemon = True
         timer.start()
 
@@ -341,6 +397,12 @@ class ClientGroupGate(Generic[T]):
         """Group -> holder, for invariant checks in tests."""
         with self._lock:
             return self._table.holders()
+
+
+def _seq_id(message_id: str, sequence: int) -> str:
+    """The hole id of a producer's ``sequence``-th group message: the producer is what its
+    JMSMessageIDs share before the last ':' (jmslike ids are ``ID:<producer>:<count>``)."""
+    return f"{message_id.rpartition(':')[0]}#seq{sequence}"
 
 
 def _flat(key: GroupKey) -> str:

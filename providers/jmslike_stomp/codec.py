@@ -85,6 +85,7 @@ RESERVED = frozenset(
         "subscription-type",
         "original-destination",
         "x-delivery-count",
+        "expiration",
         TYPE_HEADER,
         TYPES_HEADER,
         ID_HEADER,
@@ -168,6 +169,9 @@ def encode(
             headers[REPLY_TO_HEADER] = message.jms_reply_to.name
     if message.jms_expiration:
         headers["expires"] = str(message.jms_expiration)
+        if dialect.relative_ttl_header and message.jms_timestamp:
+            ttl = max(1, message.jms_expiration - message.jms_timestamp)
+            headers[dialect.relative_ttl_header] = str(ttl)
     if dialect.priority:
         headers["priority"] = str(message.jms_priority)
     elif message.jms_priority != 4:

@@ -56,6 +56,9 @@ class Dialect:
     consumer_connection: bool = False
     """True: each consumer gets a STOMP connection of its own, since only closing a
     connection gives back what its subscriptions hold (RabbitMQ)."""
+    relative_ttl_header: str | None = None
+    """Where the broker reads a time to live in milliseconds rather than ``expires``
+    (RabbitMQ: ``expiration``)."""
     persistent_false: bool = True
     """False: never send ``persistent:false`` (RabbitMQ 3.10 reads it as a non-durable,
     exclusive, auto-delete queue declaration: a new queue vanishes with the sender, an
@@ -135,6 +138,7 @@ RABBITMQ = Dialect(
     dead_letter_queue="",
     consumer_connection=True,
     persistent_false=False,
+    relative_ttl_header="expiration",
 )
 
 GENERIC = Dialect(

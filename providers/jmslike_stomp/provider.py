@@ -293,9 +293,11 @@ class StompSession(ProviderSession):
             )
         consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id)
         consumer._durable_name = subscription if durable else None
-        if destination.is_topic:
-            # A topic keeps nothing for a subscriber that is not there yet: subscribe now,
-            # as JMS says a consumer exists from its creation (a queue waits for demand).
+        if destination.is_topic or destination.is_temporary:
+            # A topic keeps nothing for a subscriber that is not there yet, and RabbitMQ
+            # delivers a temporary queue's messages to whoever subscribed when they came:
+            # subscribe now, as JMS says a consumer exists from its creation (a queue
+            # consumer waits for demand, so it never holds a group it did not ask for).
             consumer.subscribe()
         return consumer
 
@@ -649,7 +651,12 @@ def _capabilities(
         exclusive_consumers=False,
         delivery_count=True,
         persistent=True,
-        extra={"gate_scope": f"stomp://{transport.address}", "counted_by": "jmslike"},
+        extra={
+            "gate_scope": f"stomp://{transport.address}",
+            "counted_by": "jmslike",
+            # Consumers on connections of their own: arrival order is not broker order.
+            "gate_by_sequence": dialect.consumer_connection,
+        },
     )
 
 

@@ -129,3 +129,51 @@ def test_through_the_api_holder_messages_queue_behind_parked_ones() -> None:
         second.acknowledge()
         third = ca.receive(1.0)
         assert third is not None and third.text == "g:3"
+
+
+# ---------------------------------------------- arrival order is not broker order
+
+
+def test_sequence_a_later_message_waits_for_its_predecessor() -> None:
+    """ORD-9/ORD-16 where consumers read from separate sockets (RabbitMQ over STOMP): the
+    producer's seq 2 arrives at B before seq 1 arrives at C; the gate keeps send order."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "ID:p:1", "A:1", sequence=1)
+    gate.finish(KEY, "A")
+    gate.arrive(KEY, "B", "ID:p:3", "B:3", sequence=3)  # seq 2 is still on its way
+    assert out == ["A:1"]
+    gate.arrive(KEY, "C", "ID:p:2", "C:2", sequence=2)
+    assert out == ["A:1", "C:2"]
+    gate.finish(KEY, "C")
+    assert out == ["A:1", "C:2", "B:3"]
+
+
+def test_sequence_first_message_seen_waits_for_lower_numbers_then_gives_up() -> None:
+    """A group's first message seen with seq 2 waits briefly for seq 1 (which may be in
+    flight on another socket); if it never comes (taken long ago, or expired), the line
+    moves on after ``wait_for_predecessor``."""
+    delivered: list[str] = []
+    gate = ClientGroupGate(delivered.append, wait_for_predecessor=0.0)
+    gate.arrive(KEY, "B", "ID:p:7", "B:2", sequence=2)
+    assert delivered == []
+    gate.expire_holes(KEY)
+    assert delivered == ["B:2"]
+
+
+def test_sequence_redeliveries_and_rebinding_do_not_wait() -> None:
+    """A number at or below the highest seen (a redelivery, or ORD-8a's restart at 1 after
+    binding again) leaves no holes."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "ID:p:1", "A:1", sequence=1)
+    gate.arrive(KEY, "A", "ID:p:2", "A:2", sequence=2)
+    gate.finish(KEY, "A", 2)
+    gate.arrive(KEY, "B", "ID:p:3", "B:1", sequence=1)
+    assert out == ["A:1", "A:2", "B:1"]
+
+
+def test_sequence_producers_are_independent() -> None:
+    """Two producers of one group (ORD-8): each producer's numbers are its own."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "ID:p:1", "A:p1", sequence=1)
+    gate.arrive(KEY, "A", "ID:q:1", "A:q1", sequence=1)
+    assert out == ["A:p1", "A:q1"]
