@@ -59,6 +59,9 @@ class Dialect:
     relative_ttl_header: str | None = None
     """Where the broker reads a time to live in milliseconds rather than ``expires``
     (RabbitMQ: ``expiration``)."""
+    temp_queue_implicit: bool = False
+    """True: the broker subscribes a temporary queue's creator itself, delivering under the
+    queue's name (RabbitMQ); a SUBSCRIBE to it is never confirmed."""
     persistent_false: bool = True
     """False: never send ``persistent:false`` (RabbitMQ 3.10 reads it as a non-durable,
     exclusive, auto-delete queue declaration: a new queue vanishes with the sender, an
@@ -138,6 +141,7 @@ RABBITMQ = Dialect(
     dead_letter_queue="",
     consumer_connection=True,
     persistent_false=False,
+    temp_queue_implicit=True,
     relative_ttl_header="expiration",
 )
 

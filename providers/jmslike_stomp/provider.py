@@ -136,9 +136,15 @@ class StompConsumer(ProviderConsumer):
 
     def subscribe(self) -> None:
         with self._lock:
-            if not self._subscribed:
+            if self._subscribed:
+                return
+            if self.destination.is_temporary and self.dialect.temp_queue_implicit:
+                # RabbitMQ subscribes the creating connection to its temporary queue by
+                # itself (and never confirms a SUBSCRIBE to one): just listen.
+                self._transport.listen(self._headers["destination"], self._on_frame)
+            else:
                 self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
-                self._subscribed = True
+            self._subscribed = True
 
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
         """stomp.py's receiver thread: decode, count, filter, push to the sink."""
@@ -151,7 +157,10 @@ class StompConsumer(ProviderConsumer):
             return
         dialect = connection.dialect
         message = decode(headers, body, dialect, self.destination.is_topic)
-        ack_id = headers.get("ack") or headers.get("message-id", "")
+        # No ack id: a delivery the broker needs no acknowledgement for (RabbitMQ's own
+        # subscription to a temporary queue); acknowledging it would be an error.
+        implicit = self.destination.is_temporary and dialect.temp_queue_implicit
+        ack_id = "" if implicit else headers.get("ack") or headers.get("message-id", "")
         key = headers.get(ID_HEADER) or headers.get("message-id", "")
         count = connection.count_delivery(key, headers)
         message.jms_redelivered = count > 1
@@ -160,7 +169,8 @@ class StompConsumer(ProviderConsumer):
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
             # a message this subscriber does not want is simply acknowledged.
-            self._transport.frame("ACK", {"id": ack_id}, confirm=False)
+            if ack_id:
+                self._transport.frame("ACK", {"id": ack_id}, confirm=False)
             connection.forget(key)
             return
         self._sink(message, token)
@@ -197,7 +207,11 @@ class StompConsumer(ProviderConsumer):
             return
         if self.dialect.release_by_nack:
             for token in reversed(held):
-                self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+                if token.ack_id:
+                    self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+        if self.destination.is_temporary and self.dialect.temp_queue_implicit:
+            self._transport.unlisten(self._headers["destination"])
+            return
         self._transport.unsubscribe(self.sub_id)
 
 
@@ -320,7 +334,8 @@ class StompSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
-            token.consumer.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+            if token.ack_id:
+                token.consumer.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
@@ -336,7 +351,7 @@ class StompSession(ProviderSession):
         if self.connection.dialect.release_by_nack:
             for token in reversed(tokens):
                 consumer = token.consumer
-                if consumer in self.zombies and not consumer.own_connection:
+                if consumer in self.zombies and not consumer.own_connection and token.ack_id:
                     consumer.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
         self._detach_zombies()
 
@@ -357,11 +372,12 @@ class StompSession(ProviderSession):
         self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
         self.transport.frame("SEND", {**headers, "transaction": tx}, body, confirm=False)
         if dialect.transactional_ack and token.consumer.transport is self.transport:
-            self.transport.frame("ACK", {"id": token.ack_id, "transaction": tx}, confirm=False)
+            if token.ack_id:
+                self.transport.frame("ACK", {"id": token.ack_id, "transaction": tx}, confirm=False)
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
         else:
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-            token.consumer.transport.frame("ACK", {"id": token.ack_id}, confirm=False)
+            self.acknowledge([token])
         self.connection.forget(token.key)
 
     def commit(self, tokens: Sequence[Any]) -> None:
@@ -376,7 +392,7 @@ class StompSession(ProviderSession):
             joined = self.connection.dialect.transactional_ack
             later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
             for token in tokens:
-                if joined and token.consumer.transport is self.transport:
+                if joined and token.consumer.transport is self.transport and token.ack_id:
                     self.transport.frame(
                         "ACK", {"id": token.ack_id, "transaction": tx}, confirm=False
                     )
@@ -473,6 +489,8 @@ class StompConnection(ProviderConnection):
         self.temporary_names: set[str] = set()
         self._extra_transports: set[StompTransport] = set()
         self.active_durables: set[str] = set()
+        self.rabbit_durables: dict[str, dict[str, str]] = {}
+        """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
         self.transport = self._connect(None)
         self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
@@ -571,6 +589,7 @@ class StompConnection(ProviderConnection):
         elif style == "rabbitmq":
             headers["durable"] = "true"
             headers["auto-delete"] = "false"
+            self.rabbit_durables[name] = dict(headers)
             return f"durable-{name}"
         else:
             raise IllegalStateError(
@@ -598,9 +617,20 @@ class StompConnection(ProviderConnection):
                 "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
             )
         elif style == "rabbitmq":
-            self.transport.frame(
-                "UNSUBSCRIBE", {"id": f"durable-{name}", "durable": "true"}, confirm=True
-            )
+            # RabbitMQ deletes a durable subscription only through an UNSUBSCRIBE on the
+            # connection that holds it: subscribe again for a moment, then unsubscribe.
+            headers = self.rabbit_durables.pop(name, None)
+            if headers is None:
+                raise InvalidDestinationError(
+                    f"no durable subscription {name!r} made by this connection; RabbitMQ "
+                    "cannot look one up by name"
+                )
+            sub_id = f"durable-{name}"
+            self.transport.subscribe(sub_id, headers, lambda _headers, _body: None)
+            try:
+                self.transport.frame("UNSUBSCRIBE", {"id": sub_id, "durable": "true"}, confirm=True)
+            finally:
+                self.transport.unlisten(sub_id)
         else:
             raise IllegalStateError(f"{self.dialect.name} has no durable subscriptions")
 

@@ -160,6 +160,14 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
             waiter.error = error
             waiter.event.set()
             return
+        # An ERROR that names no receipt (RabbitMQ's, for one) still ends the frame that
+        # caused it, and the broker closes the connection after it: whoever waits for a
+        # receipt now would wait in vain, so every waiter gets the error at once.
+        with self._lock:
+            waiters, self._waiters = list(self._waiters.values()), {}
+        for pending in waiters:
+            pending.error = error
+            pending.event.set()
         self._on_exception(error)
 
     def on_disconnected(self) -> None:
@@ -216,6 +224,13 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
         except JMSException:
             self._subscriptions.pop(sub_id, None)
             raise
+
+    def listen(self, name: str, handler: FrameHandler) -> None:
+        """Dispatch MESSAGE frames whose ``subscription`` is ``name`` (no SUBSCRIBE sent)."""
+        self._subscriptions[name] = handler
+
+    def unlisten(self, name: str) -> None:
+        self._subscriptions.pop(name, None)
 
     def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
         try:

@@ -475,7 +475,7 @@ def test_delivery_delay(connection, unique, require) -> None:
 
 @pytest.mark.known_bug(
     "rabbitmq-stomp",
-    reason="BUG: RabbitMQ reads a relative `expiration` header, not `expires`",
+    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:
     """API.md ``producer.time_to_live``: an expired message is never delivered."""
@@ -495,10 +495,6 @@ def test_time_to_live_expired_never_delivered(connection, unique, drain, require
 # ---------------------------------------------------------- temporary queue, reply
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BUG: RabbitMQ /temp-queue/ reply not received (not analysed)",
-)
 def test_temporary_queue_request_reply(make_connection, unique, require) -> None:
     """API.md: ``session.create_temporary_queue()`` and ``jms_reply_to``: request/reply."""
     requester = make_connection()
@@ -546,10 +542,6 @@ def test_temporary_queue_only_its_connection_consumes(make_connection, require) 
 # ------------------------------------------------------- durable, shared, unsubscribe
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BUG: RabbitMQ durable subscription (not analysed)",
-)
 def test_durable_subscription_keeps_messages_while_away(
     make_connection, unique, drain, require
 ) -> None:
@@ -590,7 +582,7 @@ def test_durable_subscriber_needs_client_id(connection, unique, require) -> None
 
 
 @pytest.mark.known_bug(
-    ("artemis-stomp", "rabbitmq-stomp"),
+    "artemis-stomp",
     reason="BROKER-LIMIT: unknown durable subscription unsubscribed without error",
 )
 def test_unsubscribe_unknown_name(connection, unique, require) -> None:

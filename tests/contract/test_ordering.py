@@ -557,10 +557,6 @@ def test_ord9_group_held_by_one_session_others_flow_past(
         assert [(i, m.text) for i, m in rest] == [(rest[0][0], "g:2"), (rest[0][0], "g:3")]
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
     """ORD-9: with many sessions competing (listeners, AUTO), no group is ever in two
     sessions at once, and each group is processed in order."""
@@ -874,7 +870,8 @@ def test_ord10_ord15_client_close_gives_back(make_connection, unique, drain, wha
 
 @pytest.mark.known_bug(
     "rabbitmq-stomp-rollback",
-    reason="BUG: RabbitMQ rollback after a consumer closed in the transaction",
+    reason="BUG: RabbitMQ rollback after a consumer closed in the transaction (intermittent)",
+    strict=False,
 )
 @pytest.mark.parametrize("end", ["commit", "rollback"])
 def test_ord10_transacted_consumer_close_leaves_group_to_transaction(
@@ -1024,7 +1021,7 @@ def test_ord12_priority_within_and_across_groups(connection, unique, drain, requ
 
 @pytest.mark.known_bug(
     "rabbitmq-stomp",
-    reason="BUG: RabbitMQ reads a relative `expiration` header, not `expires`",
+    reason="BUG: after an expiry the client gate waits 0.25 s for the lost predecessor",
 )
 def test_ord13_expired_message_group_moves_on(connection, unique, drain, require) -> None:
     """ORD-13: an expired message is never delivered and its group moves on to its next
