@@ -22,7 +22,9 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
@@ -51,7 +53,7 @@ from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
 from jmslike_stomp.counts import counts_for
 from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.management import ArtemisManagement
-from jmslike_stomp.transport import StompTransport
+from jmslike_stomp.transport import Reconnect, StompTransport
 
 __all__ = ["StompProvider"]
 
@@ -78,16 +80,26 @@ class _Token:
     It keeps the frame, not the decoded message: the application may change the message
     it was given, and a redelivery or a dead-lettered copy must carry what was sent."""
 
-    __slots__ = ("ack_id", "body", "consumer", "headers", "key")
+    __slots__ = ("_ack_id", "body", "consumer", "generation", "headers", "key")
 
     def __init__(
         self, consumer: StompConsumer, ack_id: str, key: str, headers: dict[str, str], body: bytes
     ) -> None:
         self.consumer = consumer
-        self.ack_id = ack_id
+        self._ack_id = ack_id
         self.key = key
         self.headers = headers
         self.body = body
+        self.generation = consumer.transport.generation
+
+    @property
+    def ack_id(self) -> str:
+        """The id to ACK or NACK with; "" when there is nothing to acknowledge: the broker
+        needs no ACK, or the delivery came over a connection since lost (the broker hands
+        the message out again, flagged redelivered)."""
+        if self.generation != self.consumer.transport.generation:
+            return ""
+        return self._ack_id
 
     def decode(self) -> Message:
         consumer = self.consumer
@@ -222,6 +234,7 @@ class StompSession(ProviderSession):
         self.connection = connection
         self.transport = connection.transport
         self.transacted = transacted
+        self._tx_lost = False
         self.zombies: list[StompConsumer] = []
         """Consumers closed inside the transaction, unsubscribed when it ends."""
         # STOMP brokers count a delivery against the subscription's window until it is
@@ -238,6 +251,12 @@ class StompSession(ProviderSession):
         )
         self._tx: str | None = None
         if transacted:
+            self._begin()
+
+    def transaction_lost(self) -> None:
+        """Called after a reconnect: the open transaction died with the old connection."""
+        if self._tx is not None:
+            self._tx_lost = True
             self._begin()
 
     def _begin(self) -> None:
@@ -384,6 +403,12 @@ class StompSession(ProviderSession):
         tx = self._tx
         if tx is None:
             raise JMSException("commit on a session that is not transacted")
+        if self._tx_lost:
+            self._tx_lost = False
+            raise TransactionRolledBackError(
+                f"the connection to STOMP broker {self.transport.address} was lost and "
+                "reconnected during this transaction: it was rolled back"
+            )
         try:
             # An ACK joins the transaction only where the broker allows it and the
             # delivery came over this connection; the others (Artemis ignores the
@@ -409,6 +434,7 @@ class StompSession(ProviderSession):
     def rollback(self) -> None:
         if self._tx is None:
             return
+        self._tx_lost = False
         try:
             self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
         finally:
@@ -491,7 +517,8 @@ class StompConnection(ProviderConnection):
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
-        self.transport = self._connect(None)
+        self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
+        self.transport = self._connect(None, self._reconnected)
         self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
         management_url = settings.extra.get("managementUrl")
@@ -502,17 +529,27 @@ class StompConnection(ProviderConnection):
         )
         self.capabilities = _capabilities(self.dialect, self.transport, self.management)
 
-    def _connect(self, client_id: str | None) -> StompTransport:
-        heartbeat = self.settings.extra.get("heartbeat", "10000")
+    def _connect(
+        self, client_id: str | None, on_reconnect: Callable[[], None] | None = None
+    ) -> StompTransport:
+        options = _options(self.url, self.settings)
         return StompTransport(
             self.url,
             self._user,
             self._password,
             client_id=client_id,
-            heartbeat_ms=int(heartbeat),
+            heartbeat_ms=options.heartbeat_ms,
             timeout=self.settings.request_timeout,
             on_exception=self._on_exception,
+            reconnect=options.reconnect,
+            on_reconnect=on_reconnect,
         )
+
+    def _reconnected(self) -> None:
+        """The broker forgot every transaction of the lost connection: the sessions' open
+        transactions are rolled back (their next commit says so)."""
+        for session in list(self.sessions):
+            session.transaction_lost()
 
     def open_transport(self) -> StompTransport:
         """Another connection to the same broker, for a consumer that needs its own."""
@@ -526,7 +563,9 @@ class StompConnection(ProviderConnection):
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
         self.transport.check_open()
-        return StompSession(self, transacted, acknowledge_mode)
+        session = StompSession(self, transacted, acknowledge_mode)
+        self.sessions.add(session)
+        return session
 
     def set_client_id(self, client_id: str) -> None:
         """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
@@ -544,9 +583,9 @@ class StompConnection(ProviderConnection):
         old = self.transport
         old.close()
         try:
-            self.transport = self._connect(client_id)
+            self.transport = self._connect(client_id, self._reconnected)
         except JMSException as exc:
-            self.transport = self._connect(self.client_id)
+            self.transport = self._connect(self.client_id, self._reconnected)
             with _CLIENT_IDS_LOCK:
                 _CLIENT_IDS.pop(claim, None)
             if "client" in str(exc).lower() and "id" in str(exc).lower():
@@ -716,12 +755,65 @@ def _core_selector(selector: str) -> str:
     return "".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class _Options:
+    heartbeat_ms: int
+    reconnect: Reconnect
+
+
+def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
+    """The provider's own settings (URL query or factory keywords), checked.
+
+    ``heartbeat`` (ms, both ways; 0 turns heart-beating off), and for coming back after a
+    lost connection ``reconnectAttempts`` (-1 for ever, the default of ``failover:`` URLs;
+    0, the default of plain URLs, never), ``reconnectDelay`` and ``maxReconnectDelay``
+    (seconds; the delay doubles after each failed attempt).
+    """
+    extra = settings.extra
+
+    def number(name: str, default: float, kind: type[int] | type[float], low: float) -> Any:
+        raw = extra.get(name, default)
+        try:
+            value = kind(raw) if not isinstance(raw, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None or value < low or (kind is int and str(raw).strip() != str(value)):
+            raise ConfigurationError(
+                f"{name}={raw!r} for {url}: must be {'an integer' if kind is int else 'a number'}"
+                f" >= {low}"
+            )
+        return value
+
+    attempts = number("reconnectAttempts", -1 if url.members else 0, int, -1)
+    delay = number("reconnectDelay", 0.1, float, 0.001)
+    max_delay = max(delay, number("maxReconnectDelay", 5.0, float, 0.001))
+    return _Options(
+        heartbeat_ms=number("heartbeat", 10000, int, 0),
+        reconnect=Reconnect(attempts=attempts, delay=delay, max_delay=max_delay),
+    )
+
+
 class StompProvider(Provider):
     """``stomp://host:port`` and ``stomp+ssl://``; ``failover:(stomp://a,stomp://b)``."""
 
     name = "stomp"
     schemes = ("stomp", "stomp+ssl")
-    setting_names = frozenset({"heartbeat", "clientWindow", "managementUrl"})
+    setting_names = frozenset(
+        {
+            "heartbeat",
+            "clientWindow",
+            "managementUrl",
+            "reconnectAttempts",
+            "reconnectDelay",
+            "maxReconnectDelay",
+        }
+    )
+
+    def check_settings(self, settings: FactorySettings) -> None:
+        _options(ParsedURL(scheme="stomp"), settings)
+        window = settings.extra.get("clientWindow", CLIENT_WINDOW)
+        if isinstance(window, bool) or not str(window).strip().isdigit() or int(window) < 1:
+            raise ConfigurationError(f"clientWindow={window!r}: must be an integer >= 1")
 
     def check_url(self, url: ParsedURL) -> None:
         for member in url.members or (url,):

@@ -16,8 +16,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import re
+import socket
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import stomp
@@ -32,11 +36,29 @@ from jmslike.errors import (
     JMSSecurityError,
 )
 
-__all__ = ["FrameHandler", "StompTransport"]
+__all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
 log = logging.getLogger("jmslike.stomp")
 
 FrameHandler = Callable[[dict[str, str], bytes], None]
+
+
+class _HidePasscode(logging.Filter):
+    """stomp.py logs every frame it sends at DEBUG, CONNECT's ``passcode`` included; jmslike
+    never lets a password reach a log, so the filter blanks it in stomp.py's records."""
+
+    _PASSCODE = re.compile(r"(passcode:)[^\\'\n]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and "passcode" in str(record.args):
+            record.msg = self._PASSCODE.sub(r"\1***", record.getMessage())
+            record.args = ()
+        elif "passcode" in str(record.msg):
+            record.msg = self._PASSCODE.sub(r"\1***", str(record.msg))
+        return True
+
+
+logging.getLogger("stomp.py").addFilter(_HidePasscode())
 
 _SECURITY_WORDS = (
     "authenticat",
@@ -61,15 +83,69 @@ def error_for(what: str, message: str, detail: str = "") -> JMSException:
 
 
 class _Waiter:
-    __slots__ = ("error", "event")
+    __slots__ = ("error", "event", "what")
 
-    def __init__(self) -> None:
+    def __init__(self, what: str) -> None:
         self.event = threading.Event()
         self.error: JMSException | None = None
+        self.what = what
+        """The frame waited for, for messages: ``SEND to /queue/orders``."""
 
 
-class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
-    """A connected STOMP 1.2 session with receipts and per-subscription dispatch."""
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    """How a transport comes back after losing its broker (``failover:`` URLs).
+
+    ``attempts``: how many tries before giving up (-1: for ever, 0: never); the delay
+    before each starts at ``delay`` seconds and doubles up to ``max_delay``.
+    """
+
+    attempts: int = 0
+    delay: float = 0.1
+    max_delay: float = 5.0
+
+
+class _Link(stomp.ConnectionListener):  # type: ignore[misc]
+    """stomp.py's listener for one physical connection; a link of a connection that was
+    replaced after a reconnect says nothing any more."""
+
+    def __init__(self, transport: StompTransport, generation: int) -> None:
+        self._transport = transport
+        self._generation = generation
+
+    def _live(self) -> bool:
+        return self._transport.generation == self._generation
+
+    def on_connected(self, frame: Any) -> None:
+        if self._live():
+            self._transport.on_connected(frame)
+
+    def on_message(self, frame: Any) -> None:
+        if self._live():
+            self._transport.on_message(frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        if self._live():
+            self._transport.on_receipt(frame)
+
+    def on_error(self, frame: Any) -> None:
+        if self._live():
+            self._transport.on_error(frame)
+
+    def on_disconnected(self) -> None:
+        if self._live():
+            self._transport.on_disconnected()
+
+
+class StompTransport:
+    """A connected STOMP 1.2 session with receipts and per-subscription dispatch.
+
+    With a :class:`Reconnect` policy it survives losing the broker: a thread of its own
+    connects again (to the next ``failover:`` member that answers, with back-off), sends
+    every active SUBSCRIBE again, raises ``generation`` (deliveries of an older generation
+    can no longer be acknowledged; the broker hands them out again, flagged redelivered)
+    and calls ``on_reconnect``. Calls made meanwhile wait for it, up to the timeout.
+    """
 
     def __init__(
         self,
@@ -81,48 +157,98 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
         heartbeat_ms: int,
         timeout: float,
         on_exception: Callable[[JMSException], None],
+        reconnect: Reconnect | None = None,
+        on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         members = url.members or (url,)
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
+        self._members = members
+        self._user = user
+        self._password = password
+        self._connect_headers = {"client-id": client_id} if client_id else {}
+        self._heartbeat_ms = heartbeat_ms
         self._timeout = timeout
+        # STOMP's host header names the virtual host: RabbitMQ refuses one it does not
+        # know, so send the URL's path (stomp://h:61614/vhost), "/" by default.
+        self._vhost = (url.path or members[0].path or "/").removeprefix("/") or "/"
         self._on_exception = on_exception
+        self._reconnect = reconnect or Reconnect()
+        self.on_reconnect = on_reconnect
         self._subscriptions: dict[str, FrameHandler] = {}
+        self._subscribe_headers: dict[str, dict[str, str]] = {}
         self._waiters: dict[str, _Waiter] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._back = threading.Event()
+        self._back.set()
+        self.generation = 0
         self.server = ""
         self.closing = False
         self.connected = False
-        ssl = any(m.scheme.endswith("+ssl") for m in members)
-        self._conn = stomp.Connection12(
-            host_and_ports=[(m.host or "127.0.0.1", m.port or 61613) for m in members],
-            heartbeats=(heartbeat_ms, heartbeat_ms),
+        self._connect_refusal = ""
+        self._last_error: JMSException | None = None
+        self._errors = 0
+        self._answered = threading.Event()
+        """Set by CONNECTED, or by the ERROR or disconnect that ends a CONNECT."""
+        self._conn = self._open()
+
+    def _open(self) -> stomp.Connection12:
+        """Connect (to the first member that answers); raise the jmslike error if none."""
+        conn = stomp.Connection12(
+            host_and_ports=[(m.host or "127.0.0.1", m.port or 61613) for m in self._members],
+            heartbeats=(self._heartbeat_ms, self._heartbeat_ms),
             auto_decode=False,
             auto_content_length=False,
             reconnect_attempts_max=1,
-            timeout=timeout,
-            # STOMP's host header names the virtual host: RabbitMQ refuses one it does not
-            # know, so send the URL's path (stomp://h:61614/vhost), "/" by default.
-            vhost=(url.path or "/").removeprefix("/") or "/",
+            timeout=self._timeout,
+            vhost=self._vhost,
         )
-        if ssl:
-            for member in members:
-                self._conn.set_ssl(for_hosts=[(member.host, member.port or 61613)])
-        self._conn.set_listener("jmslike", self)
-        headers = {"client-id": client_id} if client_id else {}
+        for member in self._members:
+            if member.scheme.endswith("+ssl"):
+                conn.set_ssl(for_hosts=[(member.host, member.port or 61613)])
+        conn.set_listener("jmslike", _Link(self, self.generation))
+        self._connect_refusal = ""
+        self._answered.clear()
         try:
-            self._conn.connect(user, password, wait=True, headers=headers)
-        except ConnectFailedException as exc:
-            raise self._connect_error(exc) from None
+            # wait=False: stomp.py's own wait has no time limit, and a peer that accepts
+            # TCP but never answers would hold create_connection() for ever.
+            conn.connect(self._user, self._password, wait=False, headers=self._connect_headers)
+        except ConnectFailedException:
+            raise ConnectionFailedError(
+                f"cannot connect to STOMP broker {self.address}: {self._why_unreachable()}"
+            ) from None
         except (OSError, StompException) as exc:
             raise ConnectionFailedError(
                 f"cannot connect to STOMP broker {self.address}: {exc}"
             ) from exc
+        self._answered.wait(self._timeout)
         if not self.connected:
+            with contextlib.suppress(StompException, OSError):
+                conn.disconnect()
+            if not self._answered.is_set():
+                raise ConnectionFailedError(
+                    f"STOMP broker {self.address} did not answer CONNECT within "
+                    f"{self._timeout} s (is it a STOMP port?)"
+                )
             raise self._connect_error(None)
+        return conn
+
+    def _why_unreachable(self) -> str:
+        """stomp.py keeps the socket error to itself: find it out again, for the message."""
+        reasons = []
+        for member in self._members:
+            where = f"{member.host or '127.0.0.1'}:{member.port or 61613}"
+            try:
+                with socket.create_connection(
+                    (member.host or "127.0.0.1", member.port or 61613), timeout=2.0
+                ):
+                    reasons.append(f"{where} accepted TCP but not the STOMP connection")
+            except OSError as exc:
+                reasons.append(f"{where}: {exc.strerror or exc}")
+        return "; ".join(reasons)
 
     def _connect_error(self, exc: BaseException | None) -> JMSException:
-        reason = getattr(self, "_connect_refusal", "") or (str(exc) if exc else "no CONNECTED")
+        reason = self._connect_refusal or (str(exc) if exc else "no CONNECTED")
         error = error_for(f"STOMP broker {self.address} refused the connection", reason)
         if type(error) is JMSException or isinstance(error, InvalidDestinationError):
             return ConnectionFailedError(str(error))
@@ -132,6 +258,7 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
     def on_connected(self, frame: Any) -> None:
         self.server = frame.headers.get("server", "")
         self.connected = True
+        self._answered.set()
 
     def on_message(self, frame: Any) -> None:
         handler = self._subscriptions.get(frame.headers.get("subscription", ""))
@@ -153,34 +280,81 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
         body = frame.body.decode("utf-8", "replace") if isinstance(frame.body, bytes) else ""
         if not self.connected:
             self._connect_refusal = f"{message} {body}".strip()
+            self._answered.set()
             return
         error = error_for(f"STOMP broker {self.address}", message, body)
+        self._last_error = error
+        self._errors += 1
         waiter = self._waiters.pop(frame.headers.get("receipt-id", ""), None)
         if waiter is not None:
             waiter.error = error
             waiter.event.set()
             return
-        # An ERROR that names no receipt (RabbitMQ's, for one) still ends the frame that
-        # caused it, and the broker closes the connection after it: whoever waits for a
-        # receipt now would wait in vain, so every waiter gets the error at once.
+        # An ERROR that names no receipt (RabbitMQ's, for one) answers the oldest frame the
+        # broker has not confirmed yet (it handles frames in order, and would have sent the
+        # receipts of earlier ones): that caller gets the error rather than waiting in vain.
         with self._lock:
-            waiters, self._waiters = list(self._waiters.values()), {}
-        for pending in waiters:
+            oldest = next(iter(self._waiters), None)
+            pending = self._waiters.pop(oldest) if oldest is not None else None
+        if pending is not None:
             pending.error = error
             pending.event.set()
+            return
         self._on_exception(error)
 
     def on_disconnected(self) -> None:
         was = self.connected
         self.connected = False
+        self._answered.set()
         with self._lock:
             waiters, self._waiters = list(self._waiters.values()), {}
         for waiter in waiters:
-            waiter.error = ConnectionFailedError(f"STOMP connection to {self.address} was lost")
+            waiter.error = ConnectionFailedError(
+                f"STOMP connection to {self.address} was lost before the broker confirmed "
+                f"{waiter.what} (a broker that refuses a frame may just drop the connection: "
+                "see its log)"
+            )
             waiter.event.set()
-        if was and not self.closing:
+        if not was or self.closing:
+            return
+        if self._reconnect.attempts != 0:
+            log.warning("STOMP connection to %s lost: reconnecting", self.address)
+            self._back.clear()
+            threading.Thread(
+                target=self._reconnect_loop, name="jmslike-stomp-reconnect", daemon=True
+            ).start()
+            return
+        self._on_exception(ConnectionFailedError(f"STOMP connection to {self.address} was lost"))
+
+    def _reconnect_loop(self) -> None:
+        """Connect again with back-off, resubscribe, and tell the owner; or give up."""
+        policy = self._reconnect
+        delay, attempt, last = policy.delay, 0, "no attempt"
+        while not self.closing and (policy.attempts < 0 or attempt < policy.attempts):
+            attempt += 1
+            time.sleep(delay)
+            delay = min(delay * 2, policy.max_delay)
+            self.generation += 1
+            try:
+                self._conn = self._open()
+                for sub_id, headers in list(self._subscribe_headers.items()):
+                    self._send("SUBSCRIBE", {**headers, "id": sub_id}, b"", confirm=True)
+            except JMSException as exc:
+                last = str(exc)
+                log.info("STOMP reconnect to %s, attempt %d: %s", self.address, attempt, exc)
+                continue
+            log.warning("STOMP connection to %s is back (attempt %d)", self.address, attempt)
+            self._back.set()
+            if self.on_reconnect is not None:
+                self.on_reconnect()
+            return
+        self._back.set()
+        if not self.closing:
             self._on_exception(
-                ConnectionFailedError(f"STOMP connection to {self.address} was lost")
+                ConnectionFailedError(
+                    f"STOMP connection to {self.address} was lost; gave up after {attempt} "
+                    f"reconnect attempts: {last}"
+                )
             )
 
     # --------------------------------------------------------------- frames
@@ -190,18 +364,35 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
     def frame(
         self, command: str, headers: dict[str, str], body: bytes = b"", *, confirm: bool
     ) -> None:
-        """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error."""
+        """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
+        While a reconnect is under way, wait for it first (up to the timeout)."""
+        if not self.connected and not self._back.is_set() and not self.closing:
+            self._back.wait(self._timeout)
+        self._send(command, headers, body, confirm=confirm)
+
+    def _send(self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool) -> None:
         if not self.connected:
             raise ConnectionFailedError(f"STOMP connection to {self.address} is closed")
         waiter = None
         if confirm:
             receipt = f"r{self.next_id()}"
             headers = {**headers, "receipt": receipt}
-            waiter = self._waiters[receipt] = _Waiter()
+            what = command + (f" to {headers['destination']}" if "destination" in headers else "")
+            waiter = self._waiters[receipt] = _Waiter(what)
+        errors_before = self._errors
         try:
             self._conn.send_frame(command, headers, body)
         except (NotConnectedException, OSError) as exc:
-            raise ConnectionFailedError(f"STOMP {command} to {self.address} failed: {exc}") from exc
+            # A broker that refuses a frame (too large, say) may send ERROR and close
+            # while the frame is still being written: give its reason a moment to arrive.
+            deadline = time.monotonic() + 0.5
+            while self._errors == errors_before and time.monotonic() < deadline:
+                time.sleep(0.01)
+            reason = f"{self._last_error}; " if self._errors != errors_before else ""
+            target = f" to {headers['destination']}" if "destination" in headers else ""
+            raise ConnectionFailedError(
+                f"STOMP {command}{target} to {self.address} failed: {reason}{exc}"
+            ) from exc
         if waiter is not None:
             if not waiter.event.wait(self._timeout):
                 self._waiters.pop(headers["receipt"], None)
@@ -214,6 +405,7 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
 
     def subscribe(self, sub_id: str, headers: dict[str, str], handler: FrameHandler) -> None:
         self._subscriptions[sub_id] = handler
+        self._subscribe_headers[sub_id] = dict(headers)
         destination = headers.get("destination", "")
         if destination.startswith("/temp-queue/"):
             # RabbitMQ delivers replies to a temporary queue under the queue's name as the
@@ -223,6 +415,7 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
             self.frame("SUBSCRIBE", {**headers, "id": sub_id}, confirm=True)
         except JMSException:
             self._subscriptions.pop(sub_id, None)
+            self._subscribe_headers.pop(sub_id, None)
             raise
 
     def listen(self, name: str, handler: FrameHandler) -> None:
@@ -233,6 +426,7 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
         self._subscriptions.pop(name, None)
 
     def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
+        self._subscribe_headers.pop(sub_id, None)
         try:
             self.frame("UNSUBSCRIBE", {**(headers or {}), "id": sub_id}, confirm=True)
         finally:
@@ -240,6 +434,7 @@ class StompTransport(stomp.ConnectionListener):  # type: ignore[misc]
 
     def close(self) -> None:
         self.closing = True
+        self._back.set()
         if self.connected:
             with contextlib.suppress(StompException, OSError):
                 self._conn.disconnect(receipt=f"bye{self.next_id()}")
