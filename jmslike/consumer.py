@@ -110,6 +110,7 @@ class MessageConsumer:
             # ORD-18: nothing waits in this consumer's buffer that a take-over would
             # have to give back; one message at a time, as IBM's strict destinations.
             self._prefetch = 1
+        self._provider.revoke = self._revoke
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"buffered={len(self._buffer)}"
@@ -129,6 +130,22 @@ class MessageConsumer:
         self.close()
 
     # ------------------------------------------------------------ provider side
+    def _revoke(self, stale: Callable[[Any], bool]) -> list[Any]:
+        """Drop buffered (or gate-parked) deliveries whose token ``stale`` picks: the
+        provider lost them (a reconnect) and the broker will deliver them again. Returns
+        their tokens. Deliveries already handed to the application stay where they are."""
+        with self._cond:
+            kept = [entry for entry in self._buffer if not stale(entry[1])]
+            dropped = [entry[1] for entry in self._buffer if stale(entry[1])]
+            self._buffer.clear()
+            self._buffer.extend(kept)
+            self._credit += len(dropped)
+        gate = self._gate
+        if gate is not None:
+            parked = gate.withdraw(self._session, lambda item: item[0] is self and stale(item[2]))
+            dropped += [item[2] for _key, item in parked]
+        return dropped
+
     def _sink(self, message: Message, token: Any) -> None:
         """Called by the provider for each delivery; never blocks, never runs user code.
 

@@ -113,6 +113,12 @@ class Capabilities:
 class ProviderConsumer(abc.ABC):
     """One subscription on the broker, pushing deliveries to the API consumer's sink."""
 
+    revoke: Callable[[Callable[[Any], bool]], list[Any]] | None = None
+    """Set by the API layer once the consumer exists: ``revoke(stale)`` drops the buffered
+    deliveries whose token ``stale`` picks and returns their tokens. For a provider that
+    lost deliveries it had pushed (a reconnect: the broker hands them out again), so that
+    the application never gets the old copies ahead of the redelivered ones (ORD-11)."""
+
     exclusive: bool = False
     """True when the broker holds this consumer to a strictly ordered destination
     (ORD-18): because it was asked to (``exclusive=True``) or because the destination was

@@ -127,8 +127,12 @@ class StompConsumer(ProviderConsumer):
             destination.is_temporary
         )
         self._transport = (
-            session.connection.open_transport() if self.own_connection else session.transport
+            session.connection.open_transport(self.revoke_stale)
+            if self.own_connection
+            else session.transport
         )
+        if not self.own_connection:
+            session.connection.consumers.add(self)
         self.dialect = session.connection.dialect
         self.destination = destination
         self._sink = sink
@@ -212,6 +216,17 @@ class StompConsumer(ProviderConsumer):
     def transport(self) -> StompTransport:
         """Where this consumer's acknowledgements go."""
         return self._transport
+
+    def revoke_stale(self) -> None:
+        """After a reconnect: what this consumer buffered from the lost connection is
+        dropped (the broker delivers it again, redelivered, in order: ORD-11)."""
+        if self.revoke is None:
+            return
+        generation = self._transport.generation
+        for token in self.revoke(
+            lambda token: isinstance(token, _Token) and token.generation != generation
+        ):
+            self._session.connection.counts.returned_unseen(token.key)
 
     def detach(self, held: Sequence[Any]) -> None:
         if self.own_connection:
@@ -508,8 +523,10 @@ class StompConnection(ProviderConnection):
     ) -> None:
         self.url = url
         self.settings = settings
-        self._user = user
-        self._password = password
+        # failover:(stomp://u:p@a,stomp://u:p@b): the members carry the credentials
+        member = next((m for m in url.members if m.user), None)
+        self._user = user if user or member is None else member.user
+        self._password = password if user or member is None else member.password
         self._on_exception = on_exception
         self.client_id: str | None = None
         self.temporary_names: set[str] = set()
@@ -518,7 +535,8 @@ class StompConnection(ProviderConnection):
         self.rabbit_durables: dict[str, dict[str, str]] = {}
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
         self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
-        self.transport = self._connect(None, self._reconnected)
+        self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
+        self.transport = self._connect(None, self._reconnected, self._lost)
         self.counts = counts_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
         management_url = settings.extra.get("managementUrl")
@@ -530,7 +548,10 @@ class StompConnection(ProviderConnection):
         self.capabilities = _capabilities(self.dialect, self.transport, self.management)
 
     def _connect(
-        self, client_id: str | None, on_reconnect: Callable[[], None] | None = None
+        self,
+        client_id: str | None,
+        on_reconnect: Callable[[], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> StompTransport:
         options = _options(self.url, self.settings)
         return StompTransport(
@@ -543,17 +564,24 @@ class StompConnection(ProviderConnection):
             on_exception=self._on_exception,
             reconnect=options.reconnect,
             on_reconnect=on_reconnect,
+            on_lost=on_lost,
         )
+
+    def _lost(self) -> None:
+        for consumer in list(self.consumers):
+            consumer.revoke_stale()
 
     def _reconnected(self) -> None:
         """The broker forgot every transaction of the lost connection: the sessions' open
         transactions are rolled back (their next commit says so)."""
         for session in list(self.sessions):
             session.transaction_lost()
+        for consumer in list(self.consumers):
+            consumer.revoke_stale()
 
-    def open_transport(self) -> StompTransport:
+    def open_transport(self, on_reconnect: Callable[[], None] | None = None) -> StompTransport:
         """Another connection to the same broker, for a consumer that needs its own."""
-        transport = self._connect(self.client_id)
+        transport = self._connect(self.client_id, on_reconnect, on_reconnect)
         self._extra_transports.add(transport)
         return transport
 
@@ -583,9 +611,9 @@ class StompConnection(ProviderConnection):
         old = self.transport
         old.close()
         try:
-            self.transport = self._connect(client_id, self._reconnected)
+            self.transport = self._connect(client_id, self._reconnected, self._lost)
         except JMSException as exc:
-            self.transport = self._connect(self.client_id, self._reconnected)
+            self.transport = self._connect(self.client_id, self._reconnected, self._lost)
             with _CLIENT_IDS_LOCK:
                 _CLIENT_IDS.pop(claim, None)
             if "client" in str(exc).lower() and "id" in str(exc).lower():

@@ -159,6 +159,7 @@ class StompTransport:
         on_exception: Callable[[JMSException], None],
         reconnect: Reconnect | None = None,
         on_reconnect: Callable[[], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
         members = url.members or (url,)
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
@@ -174,6 +175,9 @@ class StompTransport:
         self._on_exception = on_exception
         self._reconnect = reconnect or Reconnect()
         self.on_reconnect = on_reconnect
+        self.on_lost = on_lost
+        """Called (on stomp.py's thread, so it must not block) as soon as the connection
+        is lost: what was delivered over it can no longer be acknowledged."""
         self._subscriptions: dict[str, FrameHandler] = {}
         self._subscribe_headers: dict[str, dict[str, str]] = {}
         self._waiters: dict[str, _Waiter] = {}
@@ -320,6 +324,9 @@ class StompTransport:
         if self._reconnect.attempts != 0:
             log.warning("STOMP connection to %s lost: reconnecting", self.address)
             self._back.clear()
+            self.generation += 1  # deliveries of the lost connection are stale from now
+            if self.on_lost is not None:
+                self.on_lost()
             threading.Thread(
                 target=self._reconnect_loop, name="jmslike-stomp-reconnect", daemon=True
             ).start()
@@ -366,9 +373,19 @@ class StompTransport:
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
         While a reconnect is under way, wait for it first (up to the timeout)."""
+        generation = self.generation
         if not self.connected and not self._back.is_set() and not self.closing:
             self._back.wait(self._timeout)
-        self._send(command, headers, body, confirm=confirm)
+        acknowledging = command in ("ACK", "NACK")
+        if acknowledging and self.generation != generation:
+            return  # for a delivery of the lost connection: the broker delivers it again
+        try:
+            self._send(command, headers, body, confirm=confirm)
+        except ConnectionFailedError:
+            if acknowledging and self._reconnect.attempts != 0:
+                log.debug("STOMP %s lost with the connection to %s", command, self.address)
+                return
+            raise
 
     def _send(self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool) -> None:
         if not self.connected:
