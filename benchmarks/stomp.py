@@ -1,0 +1,661 @@
+"""jmslike over STOMP against raw stomp.py: the same work on the same broker, one run.
+
+For each broker (ActiveMQ Classic, Artemis, RabbitMQ) and each delivery mode
+(non-persistent, persistent), ``--count`` x 1 KiB text messages (default 20,000):
+
+* send all: jmslike ``MessageProducer.send`` (a persistent send waits for the broker's
+  receipt, by design) against raw stomp.py both "pipelined" (sends without waiting,
+  confirms the last message with a receipt, as in ../shared/BROKERS.md) and "sync" (a
+  receipt on every message: the same guarantee as a persistent jmslike send). The jmslike
+  figure includes closing the connection, whose DISCONNECT receipt confirms that the
+  broker has read every frame (jmslike has no other way to confirm a non-persistent send);
+* receive all, acknowledging each message: jmslike ``receive()`` with CLIENT_ACKNOWLEDGE
+  and ``message.acknowledge()``, and with AUTO_ACKNOWLEDGE, against raw stomp.py with
+  ``ack:client-individual`` and ``conn.ack`` per message, done two ways: in stomp.py's
+  listener (its fastest), and handed off to the calling thread through a deque and a
+  condition (what any synchronous ``receive()`` must do, jmslike's included). Both sides
+  subscribe with the same prefetch (``--prefetch``; jmslike's factory ``prefetch`` and
+  ``clientWindow``, which become ``activemq.prefetchSize``, RabbitMQ's ``prefetch-count``
+  and Artemis' ``consumer-window-size`` exactly as the provider writes them). Timed from
+  subscribing until the broker confirms the UNSUBSCRIBE (so every ACK was read).
+
+Every workload uses a fresh queue; what a failed run leaves is drained, and RabbitMQ's
+queues are deleted afterwards through its management API when it is reachable. On
+RabbitMQ each queue is first declared the way a consumer's SUBSCRIBE declares it (durable,
+shared), for both sides, as a queue that exists before its producers. Note that RabbitMQ
+3.10 reads ``persistent`` on SEND as the queue's ``durable`` (rabbitmq-stomp issue 47):
+``persistent:false`` on a queue that exists fails with RESOURCE_LOCKED and the broker
+closes the connection, and on a new queue it declares the queue exclusive to the sender's
+connection and auto-delete, so the messages vanish with the sender (``--no-declare``
+lets the first SEND declare the queue, to check that jmslike still copes). Both sides
+therefore send non-persistent messages to RabbitMQ without the header (every broker's
+default; the raw side does so everywhere). Each
+broker is warmed up first (JVM warm-up matters, BROKERS.md). Each side sends twice and
+receives twice per run (jmslike: CLIENT and AUTO; raw: the pipelined queue in the
+listener, the sync queue with the hand-off), so jmslike's send figure is a median over
+2 x ``--runs`` samples; the order of
+jmslike and raw alternates from run to run, so drift on a shared machine hits both alike.
+
+    python benchmarks/stomp.py [--brokers activemq,artemis,rabbitmq] [--count N]
+                               [--runs R] [--prefetch P] [--json FILE] [--no-declare]
+
+jmslike-sent frames carry more headers than the raw ones (jmslike's type, message id,
+timestamp, ``persistent``), and that alone costs throughput on both the broker and
+stomp.py's parser: it is part of what the jmslike figures measure.
+
+Broker URLs come from the environment (``JMSLIKE_TEST_<BROKER>_STOMP_URL``), else from
+``.brokers/brokers.env`` (written by ``scripts/brokers.sh start``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named stomp.py: run as a script, its folder comes first on sys.path and
+# would shadow the stomp.py library (for this file and for jmslike_stomp alike).
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import statistics
+import threading
+import time
+import traceback
+import urllib.parse
+import urllib.request
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jmslike import ConnectionFactory, DeliveryMode, Session
+
+# Not "import stomp": type checkers take this file for the stomp module it is named after.
+stomp: Any = importlib.import_module("stomp")
+
+BODY = "x" * 1024
+BROKERS = ("activemq", "artemis", "rabbitmq")
+ENV_FILE = Path(__file__).resolve().parent.parent / ".brokers" / "brokers.env"
+TIMEOUT = 60.0
+"""Seconds a receipt may take before a run fails."""
+IDLE = 10.0
+"""Seconds without a message before a receive run fails."""
+
+
+# --------------------------------------------------------------------------- brokers
+def broker_urls(names: list[str]) -> dict[str, str]:
+    """``JMSLIKE_TEST_<BROKER>_STOMP_URL`` from the environment, else from brokers.env."""
+    from_file: dict[str, str] = {}
+    if ENV_FILE.exists():
+        for line in ENV_FILE.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and not key.startswith("#"):
+                from_file[key] = value
+    urls = {}
+    for name in names:
+        key = f"JMSLIKE_TEST_{name.upper()}_STOMP_URL"
+        url = os.environ.get(key) or from_file.get(key)
+        if not url:
+            raise SystemExit(f"no URL for {name}: set {key} or run scripts/brokers.sh start")
+        urls[name] = url
+    return urls
+
+
+def management_url() -> str | None:
+    key = "JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"
+    if os.environ.get(key):
+        return os.environ[key]
+    if ENV_FILE.exists():
+        for line in ENV_FILE.read_text(encoding="utf-8").splitlines():
+            if line.startswith(key + "="):
+                return line.partition("=")[2].strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Broker:
+    """What raw stomp.py must write to do what jmslike's dialect for this broker does."""
+
+    name: str
+    url: str
+    prefetch: int
+    predeclare: bool = True
+
+    @property
+    def parsed(self) -> urllib.parse.SplitResult:
+        return urllib.parse.urlsplit(self.url)
+
+    def destination(self, queue: str) -> str:
+        return queue if self.name == "artemis" else f"/queue/{queue}"
+
+    def send_headers(self, persistent: bool) -> dict[str, str]:
+        # Non-persistent is every broker's default over STOMP. Not "persistent:false",
+        # which RabbitMQ 3.10 reads as durable:false for the queue (see the docstring).
+        headers = {"persistent": "true"} if persistent else {}
+        if self.name == "artemis":
+            headers["destination-type"] = "ANYCAST"
+        return headers
+
+    def subscribe_headers(self) -> dict[str, str]:
+        # As jmslike_stomp's Dialect.prefetch_headers writes them.
+        if self.name == "activemq":
+            return {"activemq.prefetchSize": str(self.prefetch)}
+        if self.name == "artemis":  # bytes, not messages; the provider uses -1 above 1
+            return {
+                "subscription-type": "ANYCAST",
+                "consumer-window-size": "1" if self.prefetch <= 1 else "-1",
+            }
+        return {"prefetch-count": str(self.prefetch)}
+
+    def factory(self) -> ConnectionFactory:
+        return ConnectionFactory(
+            self.url,
+            prefetch=self.prefetch,
+            clientWindow=self.prefetch,
+            request_timeout=TIMEOUT,
+        )
+
+
+def fresh_queue(tag: str) -> str:
+    return f"bench-{tag}-{uuid.uuid4().hex[:10]}"
+
+
+# ------------------------------------------------------------------------ raw stomp.py
+class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
+    """Receipts as events, errors kept, messages handed to ``handler``."""
+
+    def __init__(self) -> None:
+        self.receipts: dict[str, threading.Event] = {}
+        self.errors: list[str] = []
+        self.handler: Callable[[Any], None] | None = None
+
+    def expect(self, receipt: str) -> threading.Event:
+        event = self.receipts[receipt] = threading.Event()
+        return event
+
+    def on_receipt(self, frame: Any) -> None:
+        event = self.receipts.pop(frame.headers.get("receipt-id", ""), None)
+        if event is not None:
+            event.set()
+
+    def on_error(self, frame: Any) -> None:
+        self.errors.append(f"{frame.headers.get('message')}: {frame.body!r}"[:500])
+        for event in list(self.receipts.values()):
+            event.set()
+
+    def on_message(self, frame: Any) -> None:
+        if self.handler is not None:
+            self.handler(frame)
+
+
+def _wait(listener: _Listener, event: threading.Event, what: str) -> None:
+    if not event.wait(TIMEOUT):
+        raise RuntimeError(f"raw stomp.py: no receipt for {what} within {TIMEOUT} s")
+    if listener.errors:
+        raise RuntimeError(f"raw stomp.py: ERROR frame: {listener.errors[0]}")
+
+
+@contextlib.contextmanager
+def raw_connection(broker: Broker) -> Any:
+    parsed = broker.parsed
+    # RabbitMQ reads the CONNECT frame's host header as the virtual host; stomp.py sends
+    # the host name there unless told a vhost.
+    conn = stomp.Connection12(
+        [(parsed.hostname or "127.0.0.1", parsed.port or 61613)],
+        vhost="/" if broker.name == "rabbitmq" else None,
+    )
+    listener = _Listener()
+    conn.set_listener("bench", listener)
+    user = urllib.parse.unquote(parsed.username) if parsed.username else None
+    password = urllib.parse.unquote(parsed.password) if parsed.password else None
+    conn.connect(user, password, wait=True)
+    try:
+        yield conn, listener
+    finally:
+        with contextlib.suppress(Exception):
+            conn.disconnect(receipt=f"bye-{uuid.uuid4().hex[:8]}")
+
+
+def raw_send(broker: Broker, queue: str, count: int, persistent: bool, sync: bool) -> float:
+    """msg/s: pipelined (receipt on the last message) or sync (receipt on every one)."""
+    destination = broker.destination(queue)
+    headers = broker.send_headers(persistent)
+    with raw_connection(broker) as (conn, listener):
+        started = time.perf_counter()
+        if sync:
+            for index in range(count):
+                receipt = f"s{index}"
+                event = listener.expect(receipt)
+                conn.send(destination, BODY, headers=headers, receipt=receipt)
+                _wait(listener, event, f"message {index}")
+        else:
+            for _ in range(count - 1):
+                conn.send(destination, BODY, headers=headers)
+            event = listener.expect("last")
+            conn.send(destination, BODY, headers=headers, receipt="last")
+            _wait(listener, event, "the last message")
+        return count / (time.perf_counter() - started)
+
+
+def raw_receive_handoff(broker: Broker, queue: str, count: int) -> float:
+    """msg/s: ack:client-individual, frames handed from stomp.py's thread to this one
+    (a deque and a condition, as a synchronous receive() must), conn.ack per message."""
+    buffer: deque[Any] = deque()
+    ready = threading.Condition()
+    waiting = False
+    with raw_connection(broker) as (conn, listener):
+
+        def on_message(frame: Any) -> None:
+            with ready:
+                buffer.append(frame)
+                if waiting:
+                    ready.notify()
+
+        listener.handler = on_message
+        started = time.perf_counter()
+        conn.subscribe(
+            broker.destination(queue),
+            id="bench",
+            ack="client-individual",
+            headers=broker.subscribe_headers(),
+        )
+        for index in range(count):
+            if not buffer:
+                with ready:
+                    waiting = True
+                    if not buffer and not ready.wait(IDLE):
+                        raise RuntimeError(f"raw stomp.py: received {index} of {count}")
+                    waiting = False
+            conn.ack(buffer.popleft().headers["ack"])
+        event = listener.expect("unsub")
+        conn.unsubscribe("bench", receipt="unsub")
+        _wait(listener, event, "UNSUBSCRIBE")
+        return count / (time.perf_counter() - started)
+
+
+def raw_receive(broker: Broker, queue: str, count: int) -> float:
+    """msg/s: ack:client-individual, conn.ack per message in the listener."""
+    done = threading.Event()
+    received = 0
+    with raw_connection(broker) as (conn, listener):
+
+        def on_message(frame: Any) -> None:
+            nonlocal received
+            conn.ack(frame.headers["ack"])
+            received += 1
+            if received >= count:
+                done.set()
+
+        listener.handler = on_message
+        started = time.perf_counter()
+        conn.subscribe(
+            broker.destination(queue),
+            id="bench",
+            ack="client-individual",
+            headers=broker.subscribe_headers(),
+        )
+        deadline = time.monotonic() + IDLE
+        last = -1
+        while not done.wait(1.0):  # fail only when nothing comes for IDLE seconds
+            if received != last:
+                last, deadline = received, time.monotonic() + IDLE
+            elif time.monotonic() > deadline:
+                raise RuntimeError(f"raw stomp.py: received {received} of {count}")
+        event = listener.expect("unsub")
+        conn.unsubscribe("bench", receipt="unsub")
+        _wait(listener, event, "UNSUBSCRIBE")
+        return count / (time.perf_counter() - started)
+
+
+def drain(broker: Broker, queue: str, idle: float = 1.0) -> int:
+    """Take (auto-ack) whatever is left on ``queue``; how many there were."""
+    taken = 0
+    seen = threading.Event()
+    with raw_connection(broker) as (conn, listener):
+
+        def on_message(frame: Any) -> None:
+            nonlocal taken
+            taken += 1
+            seen.set()
+
+        listener.handler = on_message
+        headers = broker.subscribe_headers()
+        if broker.name == "activemq":
+            headers["activemq.prefetchSize"] = "1000"
+        elif broker.name == "rabbitmq":
+            headers["prefetch-count"] = "1000"
+        conn.subscribe(broker.destination(queue), id="drain", ack="auto", headers=headers)
+        while seen.wait(idle):
+            seen.clear()
+        event = listener.expect("undrain")
+        conn.unsubscribe("drain", receipt="undrain")
+        event.wait(10.0)
+    return taken
+
+
+def declare(broker: Broker, queue: str) -> None:
+    """RabbitMQ: declare ``queue`` as a consumer's SUBSCRIBE does (durable, shared)."""
+    if broker.name != "rabbitmq" or not broker.predeclare:
+        return
+    with raw_connection(broker) as (conn, listener):
+        conn.subscribe(broker.destination(queue), id="declare", ack="auto")
+        event = listener.expect("declared")
+        conn.unsubscribe("declare", receipt="declared")
+        _wait(listener, event, "declaring the queue")
+
+
+def delete_queue(broker: Broker, queue: str) -> None:
+    """RabbitMQ keeps /queue/x queues (durable) for ever: delete them, best effort."""
+    if broker.name != "rabbitmq":
+        return  # Artemis auto-deletes empty auto-created queues; Classic keeps empty ones
+    base = management_url()
+    if not base:
+        return
+    parsed = urllib.parse.urlsplit(base)
+    url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}/api/queues/%2F/{queue}"
+    request = urllib.request.Request(url, method="DELETE")
+    manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
+    manager.add_password(None, url, parsed.username or "guest", parsed.password or "guest")
+    opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
+    with contextlib.suppress(Exception):
+        opener.open(request, timeout=5).close()
+
+
+# ---------------------------------------------------------------------------- jmslike
+def jms_send(broker: Broker, queue: str, count: int, persistent: bool) -> float:
+    """msg/s through MessageProducer.send, until the connection is closed."""
+    mode = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
+    connection = broker.factory().create_connection()
+    try:
+        session = connection.create_session()
+        producer = session.create_producer(session.create_queue(queue))
+        started = time.perf_counter()
+        for _ in range(count):
+            producer.send(session.create_text_message(BODY), delivery_mode=mode)
+        connection.close()  # the DISCONNECT receipt: the broker has read every SEND
+        return count / (time.perf_counter() - started)
+    finally:
+        connection.close()
+
+
+def jms_receive(broker: Broker, queue: str, count: int, acknowledge_mode: int) -> float:
+    """msg/s through receive(); CLIENT_ACKNOWLEDGE acknowledges each message."""
+    client = acknowledge_mode == Session.CLIENT_ACKNOWLEDGE
+    with broker.factory().create_connection() as connection:
+        session = connection.create_session(acknowledge_mode=acknowledge_mode)
+        queue_ = session.create_queue(queue)
+        started = time.perf_counter()
+        consumer = session.create_consumer(queue_)
+        connection.start()
+        for index in range(count):
+            message = consumer.receive(IDLE)
+            if message is None:
+                raise RuntimeError(f"jmslike: received {index} of {count}")
+            if client:
+                message.acknowledge()
+        consumer.close()  # AUTO: acknowledges the last one; UNSUBSCRIBE waits for a receipt
+        return count / (time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------------------ runs
+@dataclass
+class Samples:
+    jms_send: list[float]
+    jms_client: list[float]
+    jms_auto: list[float]
+    raw_pipelined: list[float]
+    raw_sync: list[float]
+    raw_receive: list[float]
+    raw_handoff: list[float]
+    failures: list[str]
+
+
+_REPORTED: set[str] = set()
+
+
+def _guarded(
+    samples: Samples, into: list[float], what: str, broker: Broker, queue: str, call: Any
+) -> bool:
+    """Run one timed call; on failure keep the traceback, drain the queue, go on."""
+    try:
+        into.append(call())
+        return True
+    except Exception:
+        text = traceback.format_exc()
+        samples.failures.append(f"{broker.name} {what}:\n{text}")
+        last = text.strip().splitlines()[-1]
+        if last in _REPORTED:  # the whole traceback once, then one line
+            print(f"FAILED {broker.name} {what}: {last}", file=sys.stderr, flush=True)
+        else:
+            _REPORTED.add(last)
+            print(f"FAILED {broker.name} {what}:\n{text}", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            drain(broker, queue)
+        return False
+
+
+def jms_block(broker: Broker, count: int, persistent: bool, samples: Samples) -> None:
+    for mode, into, label in (
+        (Session.CLIENT_ACKNOWLEDGE, samples.jms_client, "CLIENT_ACKNOWLEDGE"),
+        (Session.AUTO_ACKNOWLEDGE, samples.jms_auto, "AUTO_ACKNOWLEDGE"),
+    ):
+        queue = fresh_queue("jms")
+        declare(broker, queue)
+        what = f"jmslike persistent={persistent}"
+        sent = _guarded(
+            samples,
+            samples.jms_send,
+            f"{what} send",
+            broker,
+            queue,
+            lambda q=queue: jms_send(broker, q, count, persistent),
+        )
+        if sent:
+            _guarded(
+                samples,
+                into,
+                f"{what} receive {label}",
+                broker,
+                queue,
+                lambda q=queue, m=mode: jms_receive(broker, q, count, m),
+            )
+        delete_queue(broker, queue)
+
+
+def raw_block(
+    broker: Broker, count: int, sync_count: int, persistent: bool, samples: Samples
+) -> None:
+    for sync, into, n in (
+        (False, samples.raw_pipelined, count),
+        (True, samples.raw_sync, sync_count),
+    ):
+        queue = fresh_queue("raw")
+        declare(broker, queue)
+        what = f"raw persistent={persistent} {'sync' if sync else 'pipelined'}"
+        sent = _guarded(
+            samples,
+            into,
+            f"{what} send",
+            broker,
+            queue,
+            lambda q=queue, s=sync, k=n: raw_send(broker, q, k, persistent, s),
+        )
+        if sent:  # the pipelined queue through a listener, the sync one with a hand-off
+            _guarded(
+                samples,
+                samples.raw_handoff if sync else samples.raw_receive,
+                f"{what} receive{' hand-off' if sync else ''}",
+                broker,
+                queue,
+                lambda q=queue, k=n, s=sync: (raw_receive_handoff if s else raw_receive)(
+                    broker, q, k
+                ),
+            )
+        delete_queue(broker, queue)
+
+
+def one_round(
+    broker: Broker,
+    count: int,
+    sync_count: int,
+    table: dict[bool, Samples],
+    jmslike_first: bool,
+) -> None:
+    for persistent in (False, True):
+        samples = table[persistent]
+        for jmslike in (True, False) if jmslike_first else (False, True):
+            if jmslike:
+                jms_block(broker, count, persistent, samples)
+            else:
+                raw_block(broker, count, sync_count, persistent, samples)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _fmt(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "FAILED"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--brokers", default=",".join(BROKERS))
+    parser.add_argument("--count", type=int, default=20_000)
+    parser.add_argument(
+        "--sync-count",
+        type=int,
+        default=None,
+        help="messages for the raw sync sends (default: --count)",
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--prefetch", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=5_000, help="messages per warm-up load")
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--no-declare",
+        action="store_true",
+        help="RabbitMQ: let the first SEND declare each queue (see the docstring)",
+    )
+    args = parser.parse_args(argv)
+    names = [name.strip() for name in args.brokers.split(",") if name.strip()]
+    unknown = set(names) - set(BROKERS)
+    if unknown:
+        parser.error(f"unknown brokers {sorted(unknown)}; choose from {', '.join(BROKERS)}")
+    sync_count = args.sync_count or args.count
+    urls = broker_urls(names)
+    brokers = [Broker(name, urls[name], args.prefetch, not args.no_declare) for name in names]
+
+    results: dict[str, dict[bool, Samples]] = {}
+    for broker in brokers:
+        started = time.perf_counter()
+        scratch = {p: Samples([], [], [], [], [], [], [], []) for p in (False, True)}
+        one_round(broker, args.warmup, min(args.warmup, 1_000), scratch, jmslike_first=True)
+        print(
+            f"warm-up {broker.name}: {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        for samples in scratch.values():
+            if samples.failures:
+                print(f"  {len(samples.failures)} warm-up failure(s)", file=sys.stderr)
+        results[broker.name] = {p: Samples([], [], [], [], [], [], [], []) for p in (False, True)}
+    for run in range(args.runs):
+        for broker in brokers:
+            started = time.perf_counter()
+            one_round(broker, args.count, sync_count, results[broker.name], run % 2 == 0)
+            print(
+                f"run {run + 1}/{args.runs} {broker.name}: {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    header = (
+        f"{'broker':<9} {'delivery':<14} {'workload':<40} "
+        f"{'jmslike':>9} {'raw':>9} {'ratio':>6}  note"
+    )
+    print(
+        f"\n{args.count:,} x 1 KiB per workload, prefetch {args.prefetch}, "
+        f"median msg/s of {args.runs} run(s)\n"
+    )
+    print(header)
+    print("-" * len(header))
+    report: dict[str, Any] = {
+        "count": args.count,
+        "sync_count": sync_count,
+        "prefetch": args.prefetch,
+        "runs": args.runs,
+        "lines": [],
+        "failures": [],
+    }
+    below = 0
+    for broker in brokers:
+        for persistent in (False, True):
+            s = results[broker.name][persistent]
+            lines = [
+                ("send / raw pipelined", s.jms_send, s.raw_pipelined, not persistent),
+                ("send / raw sync (receipt each)", s.jms_send, s.raw_sync, persistent),
+                ("recv CLIENT_ACK / raw ack in listener", s.jms_client, s.raw_receive, True),
+                ("recv CLIENT_ACK / raw hand-off + ack", s.jms_client, s.raw_handoff, True),
+                ("recv AUTO_ACK / raw ack in listener", s.jms_auto, s.raw_receive, True),
+                ("recv AUTO_ACK / raw hand-off + ack", s.jms_auto, s.raw_handoff, True),
+            ]
+            for label, jms_runs, raw_runs, compared in lines:
+                jms, raw = _median(jms_runs), _median(raw_runs)
+                ratio = jms / raw if jms and raw else None
+                if not compared:
+                    note = (
+                        "by design: jmslike waits for a receipt on each persistent send"
+                        if persistent
+                        else "jmslike does less: no receipt per message"
+                    )
+                elif ratio is None:
+                    note = "FAILED"
+                    below += 1
+                elif ratio < 0.9:
+                    note = "BELOW 0.9"
+                    below += 1
+                else:
+                    note = "ok"
+                delivery = "persistent" if persistent else "non-persistent"
+                print(
+                    f"{broker.name:<9} {delivery:<14} {label:<40} {_fmt(jms):>9} "
+                    f"{_fmt(raw):>9} {(f'{ratio:.2f}' if ratio else '-'):>6}  {note}"
+                )
+                report["lines"].append(
+                    {
+                        "broker": broker.name,
+                        "persistent": persistent,
+                        "workload": label,
+                        "jmslike_msg_per_s": round(jms) if jms else None,
+                        "raw_msg_per_s": round(raw) if raw else None,
+                        "ratio": round(ratio, 3) if ratio else None,
+                        "target_applies": compared,
+                        "jmslike_samples": [round(x) for x in jms_runs],
+                        "raw_samples": [round(x) for x in raw_runs],
+                    }
+                )
+            report["failures"].extend(s.failures)
+    print(
+        "\nratio = jmslike / raw; target >= 0.9 on like-for-like lines "
+        f"({below} below or failed). Samples per run: jmslike send 2, CLIENT 1, AUTO 1;"
+        " raw pipelined 1, sync 1, listener 1, hand-off 1."
+    )
+    if report["failures"]:
+        print(f"{len(report['failures'])} workload(s) failed; tracebacks on stderr")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
