@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import tempfile
 import time
 import uuid
@@ -46,44 +45,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from brokerenv import broker_url
 
 from jmslike import Connection, ConnectionFactory, Message, MessageConsumer
 
 # -------------------------------------------------------------------- provider cases
 
 
-def broker_url(variable: str) -> str:
-    """The URL of a real test broker, from the environment or from the file that
-    ``scripts/brokers.sh start`` writes. A missing broker fails the test (never skips):
-    the suite was asked to run against it."""
-    return broker_env()[variable]
-
-
-def broker_env() -> dict[str, str]:
-    """``JMSLIKE_TEST_*`` settings: the environment over ``.brokers/brokers.env``."""
-    env: dict[str, str] = {}
-    state = Path(os.environ.get("JMSLIKE_BROKERS_DIR", Path(__file__).parents[2] / ".brokers"))
-    env_file = state / "brokers.env"
-    if env_file.exists():
-        for line in env_file.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep and not key.startswith("#"):
-                env[key.strip()] = value.strip()
-    env.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
-    return _MissingBroker(env)
-
-
 def _lazy_env(variable: str) -> Callable[[], str]:
     """A case setting read from the broker environment when a test runs, not at import."""
     return lambda: broker_url(variable)
-
-
-class _MissingBroker(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        raise AssertionError(
-            f"{key} is not set and no broker is running: start the brokers with "
-            "`scripts/brokers.sh start` (scripts/test.sh does it)"
-        )
 
 
 def _empty_dead_letter_queue(url: str) -> None:

@@ -74,34 +74,6 @@ MODES = {
 # ------------------------------------------------------------------------ brokers
 
 
-def broker_env() -> dict[str, str]:
-    """``JMSLIKE_TEST_*`` settings: the environment over ``.brokers/brokers.env``, read the
-    same way as tests/contract/conftest.py does (not imported: conftest modules are not
-    meant to be imported across test directories)."""
-    env: dict[str, str] = {}
-    state = Path(os.environ.get("JMSLIKE_BROKERS_DIR", Path(__file__).parents[2] / ".brokers"))
-    env_file = state / "brokers.env"
-    if env_file.exists():
-        for line in env_file.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep and not key.startswith("#"):
-                env[key.strip()] = value.strip()
-    env.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
-    return env
-
-
-def broker_url(variable: str) -> str:
-    """The URL of a real test broker. A missing broker fails the test, never skips: the
-    suite was asked to run against it."""
-    url = broker_env().get(variable)
-    if not url:
-        pytest.fail(
-            f"{variable} is not set and no broker is running: start the brokers with "
-            "`scripts/brokers.sh start` (scripts/test.sh does it)"
-        )
-    return url
-
-
 @dataclass(frozen=True)
 class BrokerCase:
     id: str
@@ -469,6 +441,8 @@ def test_bookstore_groups_keep_each_customer_in_order(
     processed exactly once (or redelivered as ORD-11 says), each customer's events in
     send order and never two at once across processes (ORD-9), groups spread over the
     consumers (ORD-17), and a pinned group stays in one process (ORD-15)."""
+    from brokerenv import broker_url  # here: consumer processes run this file alone
+
     url = broker_url(case.variable)
     seed = random.randrange(2**32)
     rng = random.Random(seed)

@@ -53,18 +53,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import threading
 import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from brokerenv import broker_url
 
 import jmslike
 from jmslike import ConnectionFactory, DeliveryMode, Queue, Topic
@@ -92,34 +91,6 @@ BROKER_VARIABLES = {
 
 
 # ------------------------------------------------------------------------ brokers
-
-
-def broker_env() -> dict[str, str]:
-    """``JMSLIKE_TEST_*`` settings: the environment over ``.brokers/brokers.env``, read the
-    same way as tests/contract/conftest.py does (copied from test_stomp_bookstore.py:
-    conftest and test modules are not meant to be imported across test directories)."""
-    env: dict[str, str] = {}
-    state = Path(os.environ.get("JMSLIKE_BROKERS_DIR", Path(__file__).parents[2] / ".brokers"))
-    env_file = state / "brokers.env"
-    if env_file.exists():
-        for line in env_file.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep and not key.startswith("#"):
-                env[key.strip()] = value.strip()
-    env.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
-    return env
-
-
-def broker_url(variable: str) -> str:
-    """The URL of a real test broker. A missing broker fails the test, never skips: the
-    suite was asked to run against it."""
-    url = broker_env().get(variable)
-    if not url:
-        pytest.fail(
-            f"{variable} is not set and no broker is running: start the brokers with "
-            "`scripts/brokers.sh start` (scripts/test.sh does it)"
-        )
-    return url
 
 
 def url_of(broker: str) -> str:

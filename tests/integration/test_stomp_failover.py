@@ -11,32 +11,16 @@ rolls back.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from brokerenv import broker_url
 
 import jmslike
 from jmslike import ConnectionFactory, Session
-
-ENV_FILE = Path(__file__).resolve().parents[2] / ".brokers" / "brokers.env"
-
-
-def _broker_url(variable: str) -> str:
-    values: dict[str, str] = {}
-    if ENV_FILE.exists():
-        for line in ENV_FILE.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep and not key.startswith("#"):
-                values[key.strip()] = value.strip()
-    values.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
-    if variable not in values:
-        pytest.fail(f"{variable} is not set: start the brokers with scripts/brokers.sh start")
-    return values[variable]
 
 
 class Relay:
@@ -102,7 +86,7 @@ pytestmark = pytest.mark.stomp
 @pytest.fixture(params=BROKERS)
 def relayed(request: pytest.FixtureRequest):
     """(failover URL through a relay, direct URL, relay) for one broker."""
-    direct = _broker_url(request.param)
+    direct = broker_url(request.param)
     parsed = jmslike.config.parse_url(direct)
     relay = Relay((parsed.host, parsed.port or 61613))
     credentials = f"{parsed.user}:{parsed.password}@" if parsed.user else ""
