@@ -450,11 +450,16 @@ class StompTransport:
             self._subscriptions.pop(sub_id, None)
 
     def close(self) -> None:
+        """DISCONNECT, and wait for the broker's receipt: every MESSAGE it sent before has
+        then been handled (frames arrive in order), so nothing handed back by the close is
+        still on its way to this connection's consumers when another connection gets it."""
         self.closing = True
         self._back.set()
         if self.connected:
+            self._answered.clear()
             with contextlib.suppress(StompException, OSError):
                 self._conn.disconnect(receipt=f"bye{self.next_id()}")
+                self._answered.wait(min(self._timeout, 5.0))  # set by on_disconnected
         self.connected = False
 
     def check_open(self) -> None:
