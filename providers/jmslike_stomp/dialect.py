@@ -43,8 +43,6 @@ class Dialect:
     transactional_ack: bool
     release_by_nack: bool
     """True: unacknowledged messages go back only with NACK (UNSUBSCRIBE keeps them)."""
-    stable_message_id: bool
-    """True: ``message-id`` stays the same on redelivery and is the JMSMessageID."""
     delivery_delay_header: str | None
     priority: bool
     browse: bool
@@ -96,7 +94,6 @@ ACTIVEMQ = Dialect(
     selectors="broker",
     transactional_ack=True,
     release_by_nack=False,
-    stable_message_id=True,
     delivery_delay_header=None,  # its scheduler ignores groups (ORD-12)
     priority=False,  # prioritizedMessages reorders groups (ORD-12)
     browse=True,
@@ -116,7 +113,6 @@ ARTEMIS = Dialect(
     selectors="core",
     transactional_ack=False,
     release_by_nack=False,
-    stable_message_id=True,
     delivery_delay_header=None,  # its scheduler ignores groups (ORD-12)
     priority=False,  # it orders a group by priority too (ORD-12)
     browse=False,
@@ -137,7 +133,6 @@ RABBITMQ = Dialect(
     selectors="topics-only",
     transactional_ack=True,
     release_by_nack=True,
-    stable_message_id=False,
     delivery_delay_header=None,
     priority=False,
     browse=False,
@@ -160,7 +155,6 @@ GENERIC = Dialect(
     selectors="topics-only",
     transactional_ack=True,
     release_by_nack=True,
-    stable_message_id=False,
     delivery_delay_header=None,
     priority=False,
     browse=False,

@@ -214,9 +214,9 @@ class StompConsumer(ProviderConsumer):
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         """Hand back what this subscription holds, in order (ORD-10), then unsubscribe.
 
-        Classic and Artemis hand back every unacknowledged message on UNSUBSCRIBE. RabbitMQ
-        keeps them until the connection closes, so they are NACKed (requeued) first, the
-        newest first: each requeue goes to the head of the queue, so the oldest ends first.
+        Classic and Artemis hand back every unacknowledged message on UNSUBSCRIBE; RabbitMQ
+        only when a connection closes, so there the consumer's own connection is closed
+        (see ``detach``). In a transaction the UNSUBSCRIBE waits for its end.
         """
         self._closed = True
         self._session.connection.active_durables.discard(self._durable_name or "")
@@ -706,15 +706,8 @@ class StompConnection(ProviderConnection):
                 "(connection.client_id or the factory's client_id), as in JMS"
             )
         if style == "activemq":
-            if not self.client_id:
-                raise IllegalStateError(
-                    f"durable subscription {name!r} on ActiveMQ needs a client id "
-                    "(connection.client_id or the factory's client_id)"
-                )
             headers["activemq.subscriptionName"] = name
         elif style == "artemis":
-            if not self.client_id:
-                raise IllegalStateError(f"durable subscription {name!r} needs a client id")
             headers["durable-subscription-name"] = name
         elif style == "rabbitmq":
             headers["durable"] = "true"
