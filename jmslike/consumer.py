@@ -166,6 +166,7 @@ class MessageConsumer:
                     message.jms_message_id,
                     (self, message, token),
                     sequence if isinstance(sequence, int) else None,
+                    message._group_prev_expiration,
                 )
                 # Parked or not, the credit is spent: wake whoever waits on this consumer so
                 # it asks for more, and other groups flow past a blocked one (ORD-9).

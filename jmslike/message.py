@@ -135,6 +135,7 @@ class Message:
 
     __slots__ = (
         "_ack",
+        "_group_prev_expiration",
         "_prop_types",
         "_properties",
         "_read_only",
@@ -160,6 +161,10 @@ class Message:
         self._read_only = False
         self._read_only_body = False
         self._ack: _Acknowledger | None = None
+        self._group_prev_expiration = 0
+        """When the producer's previous message of this group expires (0: never, or no
+        such message): a receiver gating by sequence (ORD-16) need not wait for a
+        predecessor that expired on the broker (ORD-13)."""
         self.jms_message_id: str | None = None
         self.jms_timestamp = 0
         self.jms_correlation_id: str | None = None
@@ -393,6 +398,7 @@ class Message:
         new._read_only = False
         new._read_only_body = False
         new._ack = None
+        new._group_prev_expiration = self._group_prev_expiration
         new.jms_message_id = self.jms_message_id
         new.jms_timestamp = self.jms_timestamp
         new.jms_correlation_id = self.jms_correlation_id

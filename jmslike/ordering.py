@@ -92,11 +92,12 @@ class GroupBinding:
     (ORD-4, ORD-20).
     """
 
-    __slots__ = ("_next_seq", "name")
+    __slots__ = ("_last_expiration", "_next_seq", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._next_seq = 1
+        self._last_expiration = 0
 
     def stamp(self, message: Message) -> None:
         """Put the group and the next sequence number on ``message`` (ORD-4, ORD-7).
@@ -107,6 +108,8 @@ class GroupBinding:
         props = message._properties
         props[GROUP_ID] = self.name
         props[GROUP_SEQ] = self._next_seq
+        message._group_prev_expiration = self._last_expiration if self._next_seq > 1 else 0
+        self._last_expiration = message.jms_expiration
         if message._prop_types:
             message._prop_types.pop(GROUP_ID, None)
             message._prop_types.pop(GROUP_SEQ, None)
@@ -262,19 +265,24 @@ class ClientGroupGate(Generic[T]):
         message_id: str | None,
         item: T,
         sequence: int | None = None,
+        predecessor_expiration: int = 0,
     ) -> None:
         """A delivery of group ``key`` for ``holder``'s session came from the broker.
 
         With ``sequence`` (the message's JMSXGroupSeq; the provider passes it where its
         consumers read from several sockets, so that arrival order need not be the
         broker's order), a message whose producer's earlier messages of the group have not
-        arrived yet waits up to ``wait_for_predecessor`` seconds for them (ORD-9, ORD-16).
+        arrived yet waits up to ``wait_for_predecessor`` seconds for them (ORD-9, ORD-16),
+        except for the message just before it once that one's ``predecessor_expiration``
+        (epoch ms, 0: never) has passed: the broker drops it unseen (ORD-13).
         """
         expect_later = False
         with self._lock:
             state = self._table.state(_flat(key))
             if sequence is not None and message_id:
-                expect_later = self._expect_predecessors(key, state, message_id, sequence)
+                expect_later = self._expect_predecessors(
+                    key, state, message_id, sequence, predecessor_expiration
+                )
             hole = self._holes.pop((key, message_id), None) if message_id else None
             if hole is None and sequence is not None and message_id:
                 hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
@@ -290,7 +298,12 @@ class ClientGroupGate(Generic[T]):
             self._expire_later(key, self.wait_for_predecessor)
 
     def _expect_predecessors(
-        self, key: GroupKey, state: GroupState[_Slot[T]], message_id: str, sequence: int
+        self,
+        key: GroupKey,
+        state: GroupState[_Slot[T]],
+        message_id: str,
+        sequence: int,
+        predecessor_expiration: int,
     ) -> bool:
         """Leave holes for the producer's earlier messages of the group that have not
         arrived (at most 16; the first message seen of a producer counts back from its
@@ -306,8 +319,11 @@ class ClientGroupGate(Generic[T]):
             self._last_seq.popitem(last=False)
         first_missing = max((last or 0) + 1, sequence - 16, 1)
         deadline = time.monotonic() + self.wait_for_predecessor
+        end = sequence
+        if 0 < predecessor_expiration <= time.time() * 1000:
+            end -= 1  # the one before expired: it will not come
         left = False
-        for missing in range(first_missing, sequence):
+        for missing in range(first_missing, end):
             hole_id = _seq_id(message_id, missing)
             if (key, hole_id) in self._holes:
                 continue
@@ -327,14 +343,34 @@ class ClientGroupGate(Generic[T]):
                 self._release(key, state)
 
     def give_back(self, key: GroupKey, holder: Hashable, message_ids: list[str | None]) -> None:
-        """Messages ``holder`` had went back to the broker, in this order: keep their place."""
+        """Messages ``holder`` had went back to the broker, in this order: keep their place.
+
+        One that the broker already delivered again (to a consumer on another socket, before
+        this call) is parked further back in the line: it moves up into its place.
+        """
         deadline = time.monotonic() + self.wait_for_return
         with self._lock:
             state = self._table.state(_flat(key))
-            holes = [_Slot[T](None, None, mid, deadline) for mid in message_ids if mid]
-            for hole in holes:
-                self._holes[(key, hole.message_id)] = hole  # type: ignore[index]
-            state.waiting.extendleft(reversed(holes))
+            wanted = set(message_ids)
+            early = {
+                slot.message_id: slot
+                for slot in state.waiting
+                if slot.item is not None and slot.message_id in wanted
+            }
+            front: list[_Slot[T]] = []
+            holes = []
+            for mid in message_ids:
+                if not mid:
+                    continue
+                slot = early.pop(mid, None)
+                if slot is not None:
+                    state.waiting.remove(slot)
+                else:
+                    slot = _Slot[T](None, None, mid, deadline)
+                    self._holes[(key, mid)] = slot
+                    holes.append(slot)
+                front.append(slot)
+            state.waiting.extendleft(reversed(front))
             if state.holder == holder:
                 self._table.finish(_flat(key), state, len(message_ids))
             self._release(key, state)

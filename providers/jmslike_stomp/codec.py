@@ -49,12 +49,18 @@ DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
 PRIORITY_HEADER = "jmslikePriority"
 TIMESTAMP_HEADER = "jmslikeTimestamp"
+PREV_EXPIRATION_HEADER = "jmslikeGroupPrevExpires"
 
 _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
 """Temporary queue name as its creator knows it -> the name other connections must use.
 ActiveMQ Classic rewrites ``reply-to:/temp-queue/x`` into ``/remote-temp-queue/ID:...``
 for everyone but the creator; jmslike hands the application the creator's name (so
 ``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's."""
+
+_DESTINATIONS: dict[tuple[str, bool], tuple[Dialect, Destination]] = {}
+"""``destination`` header -> parsed destination: a consumer sees the same few names on
+every frame, and destinations are immutable values."""
+_DESTINATIONS_KEPT = 1024
 
 RESERVED = frozenset(
     {
@@ -95,6 +101,7 @@ RESERVED = frozenset(
         REPLY_TO_HEADER,
         PRIORITY_HEADER,
         TIMESTAMP_HEADER,
+        PREV_EXPIRATION_HEADER,
         "JMSXGroupID",
         "JMSXGroupSeq",
         "JMSXUserID",
@@ -156,7 +163,6 @@ def encode(
             types.append(f"{name}:{jms_type}")
     if types:
         headers[TYPES_HEADER] = ",".join(types)
-    headers[TYPE_HEADER] = message.type_name
     if message.jms_message_id:
         headers[ID_HEADER] = message.jms_message_id
     if message.jms_correlation_id is not None:
@@ -179,9 +185,10 @@ def encode(
         # the receiver still reads the priority the sender set.
         headers[PRIORITY_HEADER] = str(message.jms_priority)
     if message.jms_timestamp:
-        headers["timestamp"] = str(message.jms_timestamp)
-        if not dialect.keeps_timestamp:
-            headers[TIMESTAMP_HEADER] = headers["timestamp"]
+        # Where the broker overwrites ``timestamp`` with its own, only jmslike's header
+        # carries the sender's: every header costs throughput (docs/performance.md).
+        stamp_header = "timestamp" if dialect.keeps_timestamp else TIMESTAMP_HEADER
+        headers[stamp_header] = str(message.jms_timestamp)
     if message.jms_delivery_mode == DeliveryMode.PERSISTENT:
         headers["persistent"] = "true"
     elif dialect.persistent_false:
@@ -197,9 +204,21 @@ def encode(
         sequence = message.group_sequence
         if sequence is not None:
             headers[SEQ_HEADER] = str(sequence)
+        if message._group_prev_expiration:
+            headers[PREV_EXPIRATION_HEADER] = str(message._group_prev_expiration)
     if dialect.routing_type_headers:
         headers["destination-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
-    return headers, _encode_body(message, headers)
+    body = _encode_body(message, headers)
+    if (
+        not isinstance(message, TextMessage)
+        or "content-length" in headers
+        or not dialect.text_without_length
+    ):
+        # A frame that arrives without a type header and without content-length is a
+        # TextMessage, as in the broker's own JMS mapping; where the broker keeps that
+        # absence, the commonest message needs no type header (each header costs speed).
+        headers[TYPE_HEADER] = message.type_name
+    return headers, body
 
 
 def _to_text(value: object) -> str:
@@ -266,7 +285,13 @@ def decode(
             message.jms_reply_to = parse_destination_name(reply_to, dialect)
     destination = headers.get("destination")
     if destination:
-        message.jms_destination = parse_destination_name(destination, dialect, topic_hint)
+        known = _DESTINATIONS.get((destination, topic_hint))
+        if known is None or known[0] is not dialect:
+            known = (dialect, parse_destination_name(destination, dialect, topic_hint))
+            if len(_DESTINATIONS) >= _DESTINATIONS_KEPT:
+                _DESTINATIONS.clear()
+            _DESTINATIONS[(destination, topic_hint)] = known
+        message.jms_destination = known[1]
     message.jms_expiration = _int(headers.get("expires"))
     message.jms_priority = _int(headers.get(PRIORITY_HEADER) or headers.get("priority"), 4)
     message.jms_timestamp = _int(headers.get(TIMESTAMP_HEADER) or headers.get("timestamp"))
@@ -293,6 +318,7 @@ def decode(
         sequence = headers.get(SEQ_HEADER) or headers.get("JMSXGroupSeq")
         if sequence and sequence.lstrip("-").isdigit():
             props[GROUP_SEQ] = int(sequence)
+        message._group_prev_expiration = _int(headers.get(PREV_EXPIRATION_HEADER))
     return message
 
 

@@ -69,6 +69,10 @@ class Dialect:
     existing one refuses with RESOURCE_LOCKED); a frame without it is non-persistent."""
     keeps_timestamp: bool = True
     """False: the broker stamps ``timestamp`` itself; the sender's travels in jmslike's."""
+    text_without_length: bool = False
+    """True: the broker delivers a frame sent without ``content-length`` without one (it
+    keeps it a TextMessage), so that absence alone marks text; the others add the length
+    to every MESSAGE frame, so a text message needs jmslike's type header there."""
     management: str | None = None
     """``artemis-jolokia``: browsing through the management API (setting managementUrl)."""
 
@@ -98,6 +102,7 @@ ACTIVEMQ = Dialect(
     priority=False,  # prioritizedMessages reorders groups (ORD-12)
     browse=True,
     durable_subscription="activemq",
+    text_without_length=True,
     dead_letter_queue="ActiveMQ.DLQ",
     delivered_ack=True,
 )

@@ -106,6 +106,9 @@ activemq_launch() {
   # runuser parent left behind) and so does sh, so the pid written is the JVM's. The
   # --add-opens are the ones Debian's own /usr/bin/activemq passes on Java 17.
   rm -f "$AMQ_DIR/activemq.pid"
+  # A test broker starts from an empty store: a destination a test left behind must not
+  # decide whether the next start succeeds (KahaDB refuses to load some it once accepted).
+  rm -rf "$AMQ_DATA/kahadb" "$AMQ_DATA/scheduler"
   # shellcheck disable=SC2016 # $$, $0 and $@ are the inner sh's
   setsid -f setpriv --reuid=activemq --regid=activemq --init-groups \
     env HOME=/var/lib/activemq \

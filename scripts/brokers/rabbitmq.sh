@@ -50,12 +50,19 @@ EOF
 
 rabbitmq_launch() {
   rm -f "$RMQ_PIDFILE"
+  # A test broker starts from an empty database (guest/guest is created on first boot):
+  # recovering thousands of queues earlier runs left behind once hung the boot here.
+  rm -rf "${RMQ_DIR:?}/mnesia"
+  mkdir -p "$RMQ_DIR/mnesia"
+  chown rabbitmq:rabbitmq "$RMQ_DIR/mnesia"
   # The Debian wrapper switches to user rabbitmq itself; -detached returns at once.
   (cd / && setsid -w rabbitmq-server -detached) </dev/null >"$RMQ_DIR/startup.log" 2>&1 ||
     die "rabbitmq-server -detached failed; see $RMQ_DIR/startup.log"
   # `wait` returns when the node has booted (plugins included), or fails early when the
   # node process dies; the STOMP check after it is the caller's.
-  rabbitmqctl wait --timeout "$START_TIMEOUT" "$RMQ_PIDFILE" >>"$RMQ_DIR/startup.log" 2>&1 ||
+  # rabbitmqctl's own --timeout does not bound every phase of the wait, hence timeout(1).
+  timeout "$START_TIMEOUT" rabbitmqctl wait --timeout "$START_TIMEOUT" "$RMQ_PIDFILE" \
+    >>"$RMQ_DIR/startup.log" 2>&1 ||
     die "rabbitmq did not boot; see $(rabbitmq_log)"
   # A second login for tests that open connections with explicit credentials.
   if ! rabbitmqctl authenticate_user user secret >/dev/null 2>&1; then

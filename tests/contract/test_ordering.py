@@ -868,11 +868,6 @@ def test_ord10_ord15_client_close_gives_back(make_connection, unique, drain, wha
     assert _flags(drain(cb)) == [("g:1", True, 2), ("g:2", True, 2), ("g:3", False, 1)]
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp-rollback",
-    reason="BUG: RabbitMQ rollback after a consumer closed in the transaction (intermittent)",
-    strict=False,
-)
 @pytest.mark.parametrize("end", ["commit", "rollback"])
 def test_ord10_transacted_consumer_close_leaves_group_to_transaction(
     make_connection, unique, drain, require, end
@@ -1019,10 +1014,6 @@ def test_ord12_priority_within_and_across_groups(connection, unique, drain, requ
 # -------------------------------------------------------------------------- ORD-13
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BUG: after an expiry the client gate waits 0.25 s for the lost predecessor",
-)
 def test_ord13_expired_message_group_moves_on(connection, unique, drain, require) -> None:
     """ORD-13: an expired message is never delivered and its group moves on to its next
     message."""

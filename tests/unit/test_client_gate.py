@@ -6,12 +6,14 @@ that, like RabbitMQ, ignores JMSXGroupID and hands a group's messages to any con
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 
 from jmslike import ConnectionFactory, Session
-from jmslike.ordering import ClientGroupGate
+from jmslike.message import TextMessage
+from jmslike.ordering import ClientGroupGate, GroupBinding
 
 pytestmark = pytest.mark.embedded
 
@@ -177,3 +179,41 @@ def test_sequence_producers_are_independent() -> None:
     gate.arrive(KEY, "A", "ID:p:1", "A:p1", sequence=1)
     gate.arrive(KEY, "A", "ID:q:1", "A:q1", sequence=1)
     assert out == ["A:p1", "A:q1"]
+
+
+def test_sequence_expired_predecessor_is_not_waited_for() -> None:
+    """ORD-13 + ORD-16: a message whose predecessor expired (the producer says when it
+    expires) passes at once; one whose predecessor is still alive waits for it."""
+    gate, out = make_gate()
+    past = int(time.time() * 1000) - 1
+    gate.arrive(KEY, "A", "ID:p:1", "A:1", sequence=1)
+    gate.finish(KEY, "A")
+    gate.arrive(KEY, "B", "ID:p:3", "B:3", sequence=3, predecessor_expiration=past)
+    assert out == ["A:1", "B:3"]
+    future = int(time.time() * 1000) + 60_000
+    gate.arrive(KEY, "C", "ID:q:2", "C:2", sequence=2, predecessor_expiration=future)
+    assert out == ["A:1", "B:3"]  # q's seq 1 may still come
+
+
+def test_binding_carries_the_previous_expiration() -> None:
+    """The producer's binding tells each message when its predecessor in the group
+    expires; the first message of a binding has none (ORD-8a)."""
+    binding = GroupBinding("g")
+    first, second, third = TextMessage("1"), TextMessage("2"), TextMessage("3")
+    first.jms_expiration = 1234
+    binding.stamp(first)
+    binding.stamp(second)
+    binding.stamp(third)
+    assert [m._group_prev_expiration for m in (first, second, third)] == [0, 1234, 0]
+
+
+def test_given_back_message_that_came_back_early_takes_its_place() -> None:
+    """ORD-11: the broker may deliver a given-back message again (to another socket)
+    before the session that held it has finished giving it back; it is parked behind the
+    holder then, and moves into its place instead of waiting for itself."""
+    gate, out = make_gate()
+    gate.arrive(KEY, "A", "m1", "A:m1")
+    gate.arrive(KEY, "B", "m1", "B:m1")  # redelivered to B while A still holds it
+    assert out == ["A:m1"]
+    gate.give_back(KEY, "A", ["m1"])
+    assert out == ["A:m1", "B:m1"]
