@@ -1,4 +1,5 @@
-"""Browsing an Artemis queue through its management API, since Artemis' STOMP has none.
+"""Browsing an Artemis queue through its management API, since Artemis' STOMP has none
+(and asking it whether a durable subscription exists, which its STOMP does not say).
 
 Artemis ignores STOMP's ``browser`` header (a "browsing" subscription consumes), but its
 management API lists a queue's messages in delivery order without touching them: the
@@ -97,6 +98,22 @@ class ArtemisManagement:
                 return []
             raise
         return [_as_frame(entry) for entry in entries]
+
+    def has_subscription_queue(self, client_id: str, name: str) -> bool:
+        """Whether the durable subscription ``name`` of ``client_id`` exists: Artemis keeps
+        it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing
+        when asked to delete one that does not (JMS wants an error)."""
+        pattern = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"address=*,subcomponent=queues,routing-type=*,queue={_quoted(f'{client_id}.{name}')}"
+        )
+        return bool(self._call({"type": "search", "mbean": pattern}))
+
+
+def _quoted(value: str) -> str:
+    """``value`` as a quoted ObjectName value that matches only itself in a search."""
+    escaped = "".join("\\" + ch if ch in '\\"*?' else ch for ch in value)
+    return '"' + escaped.replace("\n", "\\n") + '"'
 
 
 def _as_frame(entry: dict[str, Any]) -> tuple[dict[str, str], bytes]:

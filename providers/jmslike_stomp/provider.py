@@ -736,6 +736,13 @@ class StompConnection(ProviderConnection):
                 "UNSUBSCRIBE", {"id": sub_id, "activemq.subscriptionName": name}, confirm=True
             )
         elif style == "artemis":
+            if self.management is not None and not self.management.has_subscription_queue(
+                self.client_id or "", name
+            ):
+                raise InvalidDestinationError(
+                    f"no durable subscription {name!r} for client id {self.client_id!r} on "
+                    f"{self.dialect.name}"
+                )
             self.transport.frame(
                 "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
             )

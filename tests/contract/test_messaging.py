@@ -581,10 +581,6 @@ def test_durable_subscriber_needs_client_id(connection, unique, require) -> None
         )
 
 
-@pytest.mark.known_bug(
-    "artemis-stomp",
-    reason="BROKER-LIMIT: unknown durable subscription unsubscribed without error",
-)
 def test_unsubscribe_unknown_name(connection, unique, require) -> None:
     """API.md ``unsubscribe``: an unknown subscription name is an error (JMS
     InvalidDestinationException)."""
