@@ -73,6 +73,9 @@ class Dialect:
     """True: the broker delivers a frame sent without ``content-length`` without one (it
     keeps it a TextMessage), so that absence alone marks text; the others add the length
     to every MESSAGE frame, so a text message needs jmslike's type header there."""
+    exclusive_header: str | None = None
+    """SUBSCRIBE header that makes the broker deliver to one such subscriber at a time
+    (Classic's exclusive consumer): strictly ordered destinations across processes."""
     management: str | None = None
     """``artemis-jolokia``: browsing through the management API (setting managementUrl)."""
 
@@ -103,6 +106,7 @@ ACTIVEMQ = Dialect(
     browse=True,
     durable_subscription="activemq",
     text_without_length=True,
+    exclusive_header="activemq.exclusive",
     dead_letter_queue="ActiveMQ.DLQ",
     delivered_ack=True,
 )

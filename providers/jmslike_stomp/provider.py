@@ -54,6 +54,7 @@ from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
 from jmslike_stomp.counts import counts_for
 from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.management import ArtemisManagement
+from jmslike_stomp.strict import Claim, registry_for
 from jmslike_stomp.transport import Reconnect, StompTransport
 from jmslike_stomp.window import WindowExtension
 
@@ -119,6 +120,7 @@ class StompConsumer(ProviderConsumer):
         headers: dict[str, str],
         client_filter: Selector | None,
         sub_id: str,
+        claim: Claim,
     ) -> None:
         self._session = session
         # RabbitMQ hands back what a subscription holds only when its connection closes
@@ -148,6 +150,11 @@ class StompConsumer(ProviderConsumer):
         self._subscribed = False
         self._closed = False
         self._lock = threading.Lock()
+        self.claim = claim
+        self.exclusive = claim.strict
+        self._waiting = claim.waiting
+        """A standby of a strictly ordered destination: subscribe once promoted (ORD-18)."""
+        self._wanted = False
 
     def flow(self, credit: int) -> None:
         """STOMP has no credit: the broker pushes up to its window. Subscribe on first use;
@@ -170,6 +177,9 @@ class StompConsumer(ProviderConsumer):
 
     def subscribe(self) -> None:
         with self._lock:
+            if self._waiting:
+                self._wanted = True
+                return
             if self._subscribed:
                 return
             if self.destination.is_temporary and self.dialect.temp_queue_implicit:
@@ -179,6 +189,15 @@ class StompConsumer(ProviderConsumer):
             else:
                 self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
             self._subscribed = True
+
+    def promote(self) -> None:
+        """The active consumer of the strictly ordered destination gave its messages back:
+        this standby takes over (ORD-18), subscribing now if it was asked for messages."""
+        with self._lock:
+            self._waiting = False
+            wanted = self._wanted and not self._closed
+        if wanted:
+            self.subscribe()
 
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
         """stomp.py's receiver thread: decode, count, filter, push to the sink."""
@@ -219,8 +238,10 @@ class StompConsumer(ProviderConsumer):
         (see ``detach``). In a transaction the UNSUBSCRIBE waits for its end.
         """
         self._closed = True
-        self._session.connection.active_durables.discard(self._durable_name or "")
+        if not self.claim.waiting or not self._waiting:
+            self._session.connection.active_durables.discard(self._durable_name or "")
         if not self._subscribed:
+            self._session.connection.strict.detach(self.claim)
             return
         counts = self._session.connection.counts
         for token in undelivered:
@@ -252,6 +273,14 @@ class StompConsumer(ProviderConsumer):
             self._session.connection.counts.returned_unseen(token.key)
 
     def detach(self, held: Sequence[Any]) -> None:
+        """Give back what this subscription holds and unsubscribe; then a standby of a
+        strictly ordered destination may take over (ORD-18)."""
+        try:
+            self._give_back(held)
+        finally:
+            self._session.connection.strict.detach(self.claim)
+
+    def _give_back(self, held: Sequence[Any]) -> None:
         if self.own_connection:
             self._session.connection.close_transport(self._transport)
             return
@@ -287,6 +316,7 @@ class StompSession(ProviderSession):
             transacted or acknowledge_mode == CLIENT_ACKNOWLEDGE
         ) and not connection.dialect.delivered_ack
         settings = connection.settings
+        self.holds_many = holds_many
         self.window = (
             max(settings.prefetch, int(settings.extra.get("clientWindow", CLIENT_WINDOW)))
             if holds_many
@@ -336,11 +366,6 @@ class StompSession(ProviderSession):
     ) -> ProviderConsumer:
         connection = self.connection
         dialect = connection.dialect
-        if exclusive or standby:
-            raise IllegalStateError(
-                f"strictly ordered destinations are not available over STOMP on "
-                f"{dialect.name} yet (capability exclusive_consumers)"
-            )
         if shared:
             raise IllegalStateError(
                 f"shared subscriptions over STOMP are not supported on {dialect.name} "
@@ -367,7 +392,37 @@ class StompSession(ProviderSession):
                 f"{destination} belongs to another connection: only the connection that "
                 "created a temporary destination may consume from it"
             )
-        consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id)
+        # Per queue, and for a topic per subscription (a plain topic consumer is its own).
+        place = (subscription or "") if durable else sub_id if destination.is_topic else None
+        what = str(destination) + (f" subscription {subscription!r}" if durable else "")
+        cell: list[StompConsumer] = []  # the consumer, once made
+
+        def promote() -> None:
+            cell[0].promote()
+
+        claim = connection.strict.attach(
+            headers["destination"],
+            place,
+            exclusive=exclusive,
+            standby=standby,
+            promote=promote,
+            what=what,
+        )
+        if claim.strict:
+            # One active consumer: it takes one message at a time unless its session must
+            # hold many (ORD-18), and Classic keeps other processes' consumers out too.
+            if not self.holds_many:
+                headers.update(dialect.prefetch_headers(1))
+            if dialect.exclusive_header:
+                headers[dialect.exclusive_header] = "true"
+        try:
+            consumer = StompConsumer(
+                self, destination, sink, headers, client_filter, sub_id, claim
+            )
+        except BaseException:
+            connection.strict.detach(claim)
+            raise
+        cell.append(consumer)
         consumer._durable_name = subscription if durable else None
         if destination.is_topic or destination.is_temporary:
             # A topic keeps nothing for a subscriber that is not there yet, and RabbitMQ
@@ -585,6 +640,7 @@ class StompConnection(ProviderConnection):
         self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
         self.transport = self._connect(None, self._reconnected, self._lost)
         self.counts = counts_for(self.transport.address)
+        self.strict = registry_for(self.transport.address)
         self.window: WindowExtension | None = None
         self.dialect: Dialect = dialect_for(self.transport.server)
         if self.dialect.delivered_ack:
@@ -808,7 +864,7 @@ def _capabilities(
         shared_subscriptions=False,
         temporary_destinations=dialect.temp_queue_prefix is not None,
         browsers=dialect.browse or management is not None,
-        exclusive_consumers=False,
+        exclusive_consumers=True,
         delivery_count=True,
         persistent=True,
         extra={

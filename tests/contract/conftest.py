@@ -39,6 +39,7 @@ import dataclasses
 import tempfile
 import time
 import uuid
+from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,12 +178,17 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "browsers",
                 "delivery_count",
                 "dead_letter_queue",
+                "exclusive_consumers",
             }
         ),
     ),
     ProviderCase(
         id="artemis-stomp",
-        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL"),
+        # managementUrl in the query too: tests that build a factory from the URL alone
+        # get Artemis' browsing and subscription checks as well.
+        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
+        + "?managementUrl="
+        + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe=""),
         marks=(pytest.mark.stomp, pytest.mark.artemis),
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=_empty_dead_letter_queue,
@@ -196,6 +202,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "browsers",
                 "delivery_count",
                 "dead_letter_queue",
+                "exclusive_consumers",
             }
         ),
     ),
@@ -212,6 +219,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "temporary_destinations",
                 "delivery_count",
                 "dead_letter_queue",
+                "exclusive_consumers",
             }
         ),
     ),

@@ -109,6 +109,13 @@ def test_ord18_standby_on_undeclared_destination_refused(make_connection, unique
 # ---------------------------------------------------------------- declaration
 
 
+@pytest.mark.known_bug(
+    "activemq-stomp",
+    reason="BROKER-LIMIT: Classic's queue browser also lists delivered, unacknowledged messages",
+)
+@pytest.mark.known_bug(
+    "rabbitmq-stomp", reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)"
+)
 @pytest.mark.parametrize("how", ["setting", "url-query", "code"])
 def test_ord18_declared_by_setting_url_or_code(provider_url, make_factory, unique, how) -> None:
     """ORD-18: a destination is declared strictly ordered by the factory setting
@@ -141,13 +148,14 @@ def test_ord18_declared_by_setting_url_or_code(provider_url, make_factory, uniqu
         assert not (a.strictly_ordered or b.strictly_ordered)
 
 
-def test_ord18_topic_is_strict_per_subscription(make_factory, unique, drain) -> None:
+def test_ord18_topic_is_strict_per_subscription(make_factory, unique, drain, require) -> None:
     """ORD-18: on a strictly ordered topic each subscription has at most one active
     consumer: a second consumer of the same shared subscription is refused (or waits with
     standby=True), while other subscriptions of the topic get their own copies."""
     topic = f"topic://{unique('t')}"
     factory = make_factory(strictly_ordered=topic)
     with factory.create_connection() as conn:
+        require(conn, "shared_subscriptions")
         shared = conn.create_session().create_shared_consumer(topic, "s")
         assert shared.strictly_ordered
         with pytest.raises(jmslike.IllegalStateError) as info:
