@@ -51,9 +51,6 @@ class Dialect:
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
     """The broker's own dead-letter queue for NACKed messages, for information."""
-    delivered_ack: bool = False
-    """True: an ACK inside a transaction opens the subscription's window without consuming
-    (Classic), so CLIENT and transacted consumers keep the factory's prefetch."""
     consumer_connection: bool = False
     """True: each consumer gets a STOMP connection of its own, since only closing a
     connection gives back what its subscriptions hold (RabbitMQ)."""
@@ -108,7 +105,6 @@ ACTIVEMQ = Dialect(
     text_without_length=True,
     exclusive_header="activemq.exclusive",
     dead_letter_queue="ActiveMQ.DLQ",
-    delivered_ack=True,
 )
 
 ARTEMIS = Dialect(

@@ -17,14 +17,13 @@ SPI call onto STOMP frames the way the connected broker reads them (its
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +55,6 @@ from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.management import ArtemisManagement
 from jmslike_stomp.strict import Claim, registry_for
 from jmslike_stomp.transport import Reconnect, StompTransport
-from jmslike_stomp.window import WindowExtension
 
 __all__ = ["StompProvider"]
 
@@ -143,9 +141,6 @@ class StompConsumer(ProviderConsumer):
         self._headers = headers
         self._filter = client_filter
         self.sub_id = sub_id
-        self.track_outstanding = session.connection.window is not None
-        self.outstanding: dict[str, _Token] = {}
-        """Pushed and not yet acknowledged (kept only where the window can be opened)."""
         self._durable_name: str | None = None
         self._subscribed = False
         self._closed = False
@@ -157,23 +152,10 @@ class StompConsumer(ProviderConsumer):
         self._wanted = False
 
     def flow(self, credit: int) -> None:
-        """STOMP has no credit: the broker pushes up to its window. Subscribe on first use;
-        where the broker takes "delivered" acknowledgements (Classic), open the window by
-        what the application holds unacknowledged (providers/jmslike_stomp/window.py)."""
-        if credit <= 0 or self._closed:
-            return
-        if not self._subscribed:
+        """STOMP has no credit: the broker pushes up to the subscription's window, fixed
+        when subscribing. So the only thing to do is to subscribe, on first use."""
+        if credit > 0 and not self._closed and not self._subscribed:
             self.subscribe()
-            return
-        window = self._session.connection.window
-        if window is None:
-            return
-        with window.lock:
-            unextended = [t for t in self.outstanding.values() if not window.is_extended(t)]
-            extended = len(self.outstanding) - len(unextended)
-            need = len(self.outstanding) + credit - self._session.window - extended
-            if need > 0:
-                window.extend(self._transport, unextended[:need])
 
     def subscribe(self) -> None:
         with self._lock:
@@ -219,8 +201,6 @@ class StompConsumer(ProviderConsumer):
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         token = _Token(self, ack_id, key, headers, body)
-        if self.track_outstanding and ack_id:
-            self.outstanding[ack_id] = token
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
             # a message this subscriber does not want is simply acknowledged.
@@ -264,9 +244,6 @@ class StompConsumer(ProviderConsumer):
         if self.revoke is None:
             return
         generation = self._transport.generation
-        for ack_id, held in list(self.outstanding.items()):
-            if held.generation != generation:
-                self.outstanding.pop(ack_id, None)
         for token in self.revoke(
             lambda token: isinstance(token, _Token) and token.generation != generation
         ):
@@ -291,10 +268,7 @@ class StompConsumer(ProviderConsumer):
         if self.destination.is_temporary and self.dialect.temp_queue_implicit:
             self._transport.unlisten(self._headers["destination"])
             return
-        mine = list(self.outstanding.values())
-        self.outstanding.clear()
-        with self._session.connection.suspended_window(mine):
-            self._transport.unsubscribe(self.sub_id)
+        self._transport.unsubscribe(self.sub_id)
 
 
 class StompSession(ProviderSession):
@@ -312,9 +286,7 @@ class StompSession(ProviderSession):
         # goes (AUTO, DUPS_OK) gets the factory's prefetch (1: ORD-9 at its strictest); one
         # that may hold many unacknowledged messages (CLIENT, transacted) needs a window
         # as large as what it may hold, or its receive() would wait for itself.
-        holds_many = (
-            transacted or acknowledge_mode == CLIENT_ACKNOWLEDGE
-        ) and not connection.dialect.delivered_ack
+        holds_many = transacted or acknowledge_mode == CLIENT_ACKNOWLEDGE
         settings = connection.settings
         self.holds_many = holds_many
         self.window = (
@@ -450,19 +422,10 @@ class StompSession(ProviderSession):
         )
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        window = self.connection.window
-        if window:  # messages ACKed in the window transaction: end it first
-            with self.connection.suspended_window(tokens):
-                self._acknowledge(tokens)
-        else:
-            self._acknowledge(tokens)
-
-    def _acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
             ack_id = token.ack_id
             if ack_id:
                 token.consumer.transport.frame("ACK", {"id": ack_id}, confirm=False)
-                token.consumer.outstanding.pop(ack_id, None)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
@@ -496,19 +459,15 @@ class StompSession(ProviderSession):
         headers["destination"] = destination_name(dlq, dialect)
         headers["persistent"] = "true"
         tx = f"dlq-{uuid.uuid4().hex[:12]}"
-        with self.connection.suspended_window([token]):
-            self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
-            self.transport.frame("SEND", {**headers, "transaction": tx}, body, confirm=False)
-            if dialect.transactional_ack and token.consumer.transport is self.transport:
-                if token.ack_id:
-                    self.transport.frame(
-                        "ACK", {"id": token.ack_id, "transaction": tx}, confirm=False
-                    )
-                    token.consumer.outstanding.pop(token.ack_id, None)
-                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-            else:
-                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-                self._acknowledge([token])
+        self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
+        self.transport.frame("SEND", {**headers, "transaction": tx}, body, confirm=False)
+        if dialect.transactional_ack and token.consumer.transport is self.transport:
+            if token.ack_id:
+                self.transport.frame("ACK", {"id": token.ack_id, "transaction": tx}, confirm=False)
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+        else:
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+            self.acknowledge([token])
         self.connection.forget(token.key)
 
     def commit(self, tokens: Sequence[Any]) -> None:
@@ -528,16 +487,12 @@ class StompSession(ProviderSession):
             # acknowledged once the COMMIT is confirmed.
             joined = self.connection.dialect.transactional_ack
             later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
-            with self.connection.suspended_window(tokens):
-                for token in tokens:
-                    ack_id = token.ack_id
-                    if joined and token.consumer.transport is self.transport and ack_id:
-                        self.transport.frame(
-                            "ACK", {"id": ack_id, "transaction": tx}, confirm=False
-                        )
-                        token.consumer.outstanding.pop(ack_id, None)
-                self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-                self._acknowledge(later)
+            for token in tokens:
+                ack_id = token.ack_id
+                if joined and token.consumer.transport is self.transport and ack_id:
+                    self.transport.frame("ACK", {"id": ack_id, "transaction": tx}, confirm=False)
+            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
+            self.acknowledge(later)
         except JMSException as exc:
             raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
         finally:
@@ -551,8 +506,7 @@ class StompSession(ProviderSession):
             return
         self._tx_lost = False
         try:
-            with self.connection.suspended_window():
-                self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
+            self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
         finally:
             self._begin()
         if not self.connection.dialect.release_by_nack:  # else release() follows
@@ -560,8 +514,7 @@ class StompSession(ProviderSession):
 
     def close(self) -> None:
         if self._tx is not None and self.transport.connected:
-            with self.connection.suspended_window():
-                self.transport.frame("ABORT", {"transaction": self._tx}, confirm=False)
+            self.transport.frame("ABORT", {"transaction": self._tx}, confirm=False)
             self._tx = None
         if self.transport.connected:
             self._detach_zombies()
@@ -641,10 +594,7 @@ class StompConnection(ProviderConnection):
         self.transport = self._connect(None, self._reconnected, self._lost)
         self.counts = counts_for(self.transport.address)
         self.strict = registry_for(self.transport.address)
-        self.window: WindowExtension | None = None
         self.dialect: Dialect = dialect_for(self.transport.server)
-        if self.dialect.delivered_ack:
-            self.window = WindowExtension()
         management_url = settings.extra.get("managementUrl")
         self.management = (
             ArtemisManagement(management_url, user, password, settings.request_timeout)
@@ -673,20 +623,7 @@ class StompConnection(ProviderConnection):
             on_lost=on_lost,
         )
 
-    @contextlib.contextmanager
-    def suspended_window(self, finished: Sequence[Any] = ()) -> Iterator[None]:
-        """Run the block with the window transaction out of the way (see window.py); a
-        no-op where there is none."""
-        window = self.window
-        if window is None:
-            yield
-            return
-        with window.suspended(self.transport, finished):
-            yield
-
     def _lost(self) -> None:
-        if self.window is not None:
-            self.window.forget()
         for consumer in list(self.consumers):
             consumer.revoke_stale()
 

@@ -418,7 +418,7 @@ def test_ord6_url_query_binds_every_producer(provider_url, unique, drain, query)
 
 
 @pytest.mark.known_bug(
-    ("artemis-stomp", "rabbitmq-stomp"),
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
 def test_ord7_application_group_property_is_a_group(make_connection, unique, receive_any) -> None:
@@ -517,7 +517,7 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
 
 
 @pytest.mark.known_bug(
-    ("artemis-stomp", "rabbitmq-stomp"),
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
 def test_ord9_group_held_by_one_session_others_flow_past(
@@ -603,7 +603,7 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
 
 
 @pytest.mark.known_bug(
-    ("artemis-stomp", "rabbitmq-stomp"),
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
 @pytest.mark.parametrize("how", ["receive", "listener"])
@@ -964,7 +964,7 @@ def test_ord12_delayed_message_blocks_its_group(connection, unique, require) -> 
 
 
 @pytest.mark.known_bug(
-    ("artemis-stomp", "rabbitmq-stomp"),
+    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
 def test_ord12_redelivery_delay_blocks_its_group(
