@@ -39,11 +39,11 @@ import dataclasses
 import tempfile
 import time
 import uuid
-from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from brokerenv import broker_url
