@@ -127,6 +127,8 @@ def destination_name(destination: Destination, dialect: Dialect) -> str:
 
 def parse_destination_name(name: str, dialect: Dialect, topic_hint: bool = False) -> Destination:
     """A jmslike destination for a ``destination`` / ``reply-to`` header value."""
+    if "::" in name:  # Artemis' fully qualified queue of a shared subscription: the topic
+        return Topic(name.partition("::")[0])
     for prefix, kind in (
         ("/temp-queue/", TemporaryQueue),
         ("/reply-queue/", TemporaryQueue),

@@ -50,6 +50,11 @@ class Dialect:
     """``activemq`` (client-id + activemq.subscriptionName), ``artemis``
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
+    shared_subscription: str = "none"
+    """``artemis`` (a queue of the topic's address, subscribed by its fully qualified name
+    ``address::queue``), ``rabbitmq`` (a named queue bound to the topic: ``x-queue-name``,
+    auto-deleted with its last consumer unless durable), ``none`` (ActiveMQ Classic 5.x
+    has no JMS 2.0 shared subscriptions)."""
     """The broker's own dead-letter queue for NACKed messages, for information."""
     consumer_connection: bool = False
     """True: each consumer gets a STOMP connection of its own, since only closing a
@@ -122,6 +127,7 @@ ARTEMIS = Dialect(
     priority=False,  # it orders a group by priority too (ORD-12)
     browse=False,
     durable_subscription="artemis",
+    shared_subscription="artemis",
     dead_letter_queue="DLQ",
     management="artemis-jolokia",
     keeps_timestamp=False,
@@ -142,6 +148,7 @@ RABBITMQ = Dialect(
     priority=False,
     browse=False,
     durable_subscription="rabbitmq",
+    shared_subscription="rabbitmq",
     dead_letter_queue="",
     consumer_connection=True,
     persistent_false=False,

@@ -338,9 +338,9 @@ class StompSession(ProviderSession):
     ) -> ProviderConsumer:
         connection = self.connection
         dialect = connection.dialect
-        if shared:
+        if shared and dialect.shared_subscription == "none":
             raise IllegalStateError(
-                f"shared subscriptions over STOMP are not supported on {dialect.name} "
+                f"{dialect.name} has no shared subscriptions over STOMP "
                 "(capability shared_subscriptions)"
             )
         sub_id = f"sub-{uuid.uuid4().hex[:12]}"
@@ -356,7 +356,11 @@ class StompSession(ProviderSession):
             client_filter = self._selector_headers(destination, selector, headers)
         if no_local:
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
-        if durable:
+        if shared:
+            connection.shared_headers(destination, subscription or "", durable, headers)
+            if durable:
+                connection.active_durables.add(subscription or "")
+        elif durable:
             sub_id = connection.durable_headers(subscription or "", headers)
             connection.active_durables.add(subscription or "")
         if destination.is_temporary and destination.name not in connection.temporary_names:
@@ -365,8 +369,9 @@ class StompSession(ProviderSession):
                 "created a temporary destination may consume from it"
             )
         # Per queue, and for a topic per subscription (a plain topic consumer is its own).
-        place = (subscription or "") if durable else sub_id if destination.is_topic else None
-        what = str(destination) + (f" subscription {subscription!r}" if durable else "")
+        named = durable or shared
+        place = (subscription or "") if named else sub_id if destination.is_topic else None
+        what = str(destination) + (f" subscription {subscription!r}" if named else "")
         cell: list[StompConsumer] = []  # the consumer, once made
 
         def promote() -> None:
@@ -714,6 +719,30 @@ class StompConnection(ProviderConnection):
             )
         return f"sub-{uuid.uuid4().hex[:12]}"
 
+    def shared_headers(
+        self, topic: Destination, name: str, durable: bool, headers: dict[str, str]
+    ) -> None:
+        """Make ``headers`` subscribe to the shared subscription ``name`` of ``topic``.
+
+        The subscription is a queue named after the client id (if any) and ``name``, as
+        the brokers' own JMS clients name it; consumers of that queue split its messages.
+        """
+        queue = f"{self.client_id}.{name}" if self.client_id else name
+        if self.dialect.shared_subscription == "artemis":
+            if not durable:
+                # Queue names are global on Artemis: without the topic in it, a shared
+                # subscription of the same name on another topic would be this queue.
+                queue = f"nonDurable.{queue}.{topic.name}"
+            headers["destination"] = f"{topic.name}::{queue}"
+            return
+        # RabbitMQ: a durable queue bound to the topic, deleted with its last consumer
+        # unless the subscription is durable; every consumer's connection names it.
+        headers["durable"] = "true"
+        headers["auto-delete"] = "false" if durable else "true"
+        headers["x-queue-name"] = f"jmslike-shared-{queue}"
+        if durable:
+            self.rabbit_durables[name] = dict(headers)
+
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
         return {}
 
@@ -798,7 +827,7 @@ def _capabilities(
         delivery_delay=dialect.delivery_delay_header is not None,
         priority=dialect.priority,
         durable_subscriptions=dialect.durable_subscription != "none",
-        shared_subscriptions=False,
+        shared_subscriptions=dialect.shared_subscription != "none",
         temporary_destinations=dialect.temp_queue_prefix is not None,
         browsers=dialect.browse or management is not None,
         exclusive_consumers=True,

@@ -239,6 +239,10 @@ def test_ord3_topic_each_subscription_keeps_order(make_connection, unique, drain
     assert _texts(rest1) == ["h:1", "g:2", "g:3", "h:2"]
 
 
+@pytest.mark.known_bug(
+    "rabbitmq-stomp",
+    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord3_ord9_shared_subscription_holds_group(
     make_connection, unique, require, receive_any
 ) -> None:
