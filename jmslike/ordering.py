@@ -24,7 +24,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
-from jmslike.errors import InvalidOrderingGroupError
+from jmslike.errors import IllegalStateError, InvalidOrderingGroupError
 from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 
 __all__ = [
@@ -477,3 +477,36 @@ def release_client_gate(scope: str) -> None:
             _gates[scope] = (gate, max(users - 1, 0))
         else:
             del _gates[scope]
+
+
+def refuse_strict_consumer(
+    what: str, *, declared: bool, exclusive: bool, standby: bool, attached: int
+) -> None:
+    """ORD-18's refusals, for every provider that keeps strictly ordered destinations.
+
+    ``what`` names the queue or subscription; ``declared``: it is strictly ordered
+    already; ``exclusive``: this consumer declares it; ``attached``: how many consumers
+    are attached now (for a declared one: whether one is active). A declaration is
+    refused while undeclared consumers are attached, so that every consumer of a strictly
+    ordered destination was created knowing it and nothing changes under a live one.
+    """
+    if standby and not (exclusive or declared):
+        raise IllegalStateError(
+            f"standby=True on {what}: it is not declared strictly ordered (ORD-18), so "
+            "there is no single active consumer to wait for; declare it with "
+            "strictly_ordered=True or the factory's strictly_ordered setting"
+        )
+    if not (exclusive or declared) or not attached:
+        return
+    if not declared:
+        raise IllegalStateError(
+            f"cannot declare {what} strictly ordered (ORD-18): it already has {attached} "
+            f"consumer{'s' if attached > 1 else ''} attached without the declaration; "
+            "close them first, or declare it before any consumer attaches"
+        )
+    if not standby:
+        raise IllegalStateError(
+            f"{what} is strictly ordered (ORD-18) and already has an active consumer; "
+            "close that one first, or pass standby=True to create_consumer to wait "
+            "and take over when it closes"
+        )

@@ -46,6 +46,7 @@ from jmslike.errors import (
     InvalidDestinationError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.ordering import refuse_strict_consumer
 from jmslike.selector import Selector, message_lookup, parse_selector
 
 __all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
@@ -383,28 +384,13 @@ class Broker:
             if subscription is None
             else f"subscription {subscription!r} of {destination}"
         )
-        strict = isinstance(channel, StrictChannel)
-        if standby and not (exclusive or strict):
-            raise IllegalStateError(
-                f"standby=True on {what}: it is not declared strictly ordered (ORD-18), so "
-                "there is no single active consumer to wait for; declare it with "
-                "strictly_ordered=True or the factory's strictly_ordered setting"
-            )
-        if channel is None or not channel.slots:
-            return
-        if not strict:
-            count = len(channel.slots)
-            raise IllegalStateError(
-                f"cannot declare {what} strictly ordered (ORD-18): it already has {count} "
-                f"consumer{'s' if count > 1 else ''} attached without the declaration; "
-                "close them first, or declare it before any consumer attaches"
-            )
-        if not standby:
-            raise IllegalStateError(
-                f"{what} is strictly ordered (ORD-18) and already has an active consumer; "
-                "close that one first, or pass standby=True to create_consumer to wait "
-                "and take over when it closes"
-            )
+        refuse_strict_consumer(
+            what,
+            declared=isinstance(channel, StrictChannel),
+            exclusive=exclusive,
+            standby=standby,
+            attached=len(channel.slots) if channel is not None else 0,
+        )
 
     def _subscription(
         self,

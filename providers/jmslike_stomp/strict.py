@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jmslike.errors import IllegalStateError
+from jmslike.ordering import refuse_strict_consumer
 
 __all__ = ["Claim", "StrictRegistry", "registry_for"]
 
@@ -64,35 +64,24 @@ class StrictRegistry:
         promote: Callable[[], None],
         what: str,
     ) -> Claim:
-        """Register ``consumer`` of ``destination`` (and for a topic, ``subscription``);
+        """Register a consumer of ``destination`` (and for a topic, ``subscription``);
         raise IllegalStateError, changing nothing, where ORD-18 refuses it."""
         key = (destination, subscription)
         with self._lock:
             place = self._places.get(key) or _Place()
             strict = destination in self._declared
-            if standby and not (exclusive or strict):
-                raise IllegalStateError(
-                    f"standby=True on {what}: it is not declared strictly ordered (ORD-18), "
-                    "so there is no active consumer to wait for; declare it with "
-                    "strictly_ordered=True or the factory's strictly_ordered setting"
-                )
-            if exclusive and not strict and place.plain:
-                raise IllegalStateError(
-                    f"cannot declare {what} strictly ordered (ORD-18): it already has "
-                    f"{place.plain} consumer(s) created without the declaration; close them "
-                    "first"
-                )
+            refuse_strict_consumer(
+                what,
+                declared=strict,
+                exclusive=exclusive,
+                standby=standby,
+                attached=(place.active is not None) if strict else place.plain,
+            )
             if not (exclusive or strict):
                 place.plain += 1
                 self._places[key] = place
                 return Claim(key, strict=False, waiting=False)
             claim = Claim(key, strict=True, waiting=place.active is not None)
-            if place.active is not None and not standby:
-                raise IllegalStateError(
-                    f"{what} is strictly ordered (ORD-18) and already has an active consumer; "
-                    "close that one first, or pass standby=True to create_consumer to wait "
-                    "and take over when it closes"
-                )
             self._declared.add(destination)
             self._places[key] = place
             if claim.waiting:
@@ -102,7 +91,8 @@ class StrictRegistry:
             return claim
 
     def detach(self, claim: Claim) -> None:
-        """``consumer`` is gone (its messages given back): the oldest standby takes over."""
+        """The consumer of ``claim`` is gone (its messages given back): the oldest standby
+        takes over."""
         promote: Callable[[], None] | None = None
         with self._lock:
             place = self._places.get(claim.place)

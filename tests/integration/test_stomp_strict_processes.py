@@ -17,9 +17,11 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_strict_processes.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from brokerenv import broker_url
@@ -44,6 +46,24 @@ sys.stdin.read()  # hold them until killed
 """
 
 
+@contextlib.contextmanager
+def _child_holding(script: str, url: str, queue: str) -> Iterator[subprocess.Popen[str]]:
+    """A consumer process that acknowledged m1 and holds m2 and m3 (killed on exit)."""
+    with subprocess.Popen(
+        [sys.executable, "-c", script, url, queue],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().split() == ["m1", "m2", "m3"]
+        try:
+            yield child
+        finally:
+            child.kill()
+            child.wait(10.0)
+
+
 @pytest.mark.activemq
 def test_ord18_strict_queue_has_one_consumer_across_processes() -> None:
     """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
@@ -57,14 +77,7 @@ def test_ord18_strict_queue_has_one_consumer_across_processes() -> None:
         producer = sender.create_producer(queue)
         for n in range(1, 6):
             producer.send(sender.create_text_message(f"m{n}"))
-        with subprocess.Popen(
-            [sys.executable, "-c", CHILD, url, queue],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        ) as child:
-            assert child.stdout is not None
-            assert child.stdout.readline().split() == ["m1", "m2", "m3"]
+        with _child_holding(CHILD, url, queue) as child:
             mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
             consumer = mine.create_consumer(queue, strictly_ordered=True)
             connection.start()
@@ -109,16 +122,8 @@ def test_ord11_group_order_survives_a_consumer_process_crash(broker: str) -> Non
         producer.enable_ordering_group("g")
         for n in range(1, 6):
             producer.send(sender.create_text_message(f"m{n}"))
-        with subprocess.Popen(
-            [sys.executable, "-c", GROUPED_CHILD, url, queue],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        ) as child:
-            assert child.stdout is not None
-            assert child.stdout.readline().split() == ["m1", "m2", "m3"]
-            child.kill()
-            child.wait(10.0)
+        with _child_holding(GROUPED_CHILD, url, queue):
+            pass  # dies holding m2 and m3
         consumer = connection.create_session().create_consumer(queue)
         connection.start()
         got = []
