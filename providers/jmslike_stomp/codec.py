@@ -57,6 +57,13 @@ ActiveMQ Classic rewrites ``reply-to:/temp-queue/x`` into ``/remote-temp-queue/I
 for everyone but the creator; jmslike hands the application the creator's name (so
 ``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's."""
 
+_AMQP_TYPE_HEADER = "JMS_AMQP_MA_x-opt-jms-msg-type"
+_AMQP_KINDS = {"0": "message", "3": "bytes", "5": "text"}
+"""x-opt-jms-msg-type codes whose bodies Artemis hands to STOMP as they are (a Map body
+arrives in Artemis' own encoding and stays a BytesMessage)."""
+_NOT_PROPERTIES = ("x-", "X-", "JMS_AMQP_")
+"""Header prefixes that are broker bookkeeping (Artemis keeps AMQP sections as JMS_AMQP_*)."""
+
 _DESTINATIONS: dict[tuple[str, bool], tuple[Dialect, Destination]] = {}
 """``destination`` header -> parsed destination: a consumer sees the same few names on
 every frame, and destinations are immutable values."""
@@ -205,7 +212,7 @@ def encode(
         headers[GROUP_HEADER] = group
         sequence = message.group_sequence
         if sequence is not None:
-            headers[SEQ_HEADER] = str(sequence)
+            headers[dialect.group_seq_header] = str(sequence)
         if message._group_prev_expiration:
             headers[PREV_EXPIRATION_HEADER] = str(message._group_prev_expiration)
     if dialect.routing_type_headers:
@@ -257,7 +264,8 @@ def decode(
     headers: dict[str, str], body: bytes, dialect: Dialect, topic_hint: bool = False
 ) -> Message:
     """The message a MESSAGE frame carries (redelivery flag and count are set by the caller)."""
-    kind = headers.get(TYPE_HEADER)
+    # jmslike's type header, else the JMS type an AMQP sender gave (Artemis shows it)
+    kind = headers.get(TYPE_HEADER) or _AMQP_KINDS.get(headers.get(_AMQP_TYPE_HEADER, ""))
     message: Message
     if kind == "map":
         message = MapMessage()
@@ -305,7 +313,7 @@ def decode(
     types = _types(headers.get(TYPES_HEADER, ""))
     props = message._properties
     for name, value in headers.items():
-        if name in RESERVED or not name.isidentifier() or name.startswith(("x-", "X-")):
+        if name in RESERVED or not name.isidentifier() or name.startswith(_NOT_PROPERTIES):
             continue
         props[name] = _typed(value, types.get(name))
         if name in types and types[name] not in ("int", "double", "boolean"):
@@ -317,7 +325,11 @@ def decode(
     )
     if group:
         props[GROUP_ID] = group
-        sequence = headers.get(SEQ_HEADER) or headers.get("JMSXGroupSeq")
+        sequence = (
+            headers.get(SEQ_HEADER)
+            or headers.get("JMSXGroupSeq")
+            or headers.get("_AMQ_GROUP_SEQUENCE")  # Artemis, for a sender of another protocol
+        )
         if sequence and sequence.lstrip("-").isdigit():
             props[GROUP_SEQ] = int(sequence)
         message._group_prev_expiration = _int(headers.get(PREV_EXPIRATION_HEADER))

@@ -50,6 +50,9 @@ class Dialect:
     """``activemq`` (client-id + activemq.subscriptionName), ``artemis``
     (durable-subscription-name), ``rabbitmq`` (durable:true + auto-delete:false + id)."""
     dead_letter_queue: str
+    group_seq_header: str = "jmslikeGroupSeq"
+    """Where JMSXGroupSeq travels: Artemis reads (and echoes) ``_AMQ_GROUP_SEQUENCE``, so
+    its JMS clients of every protocol see the sequence; elsewhere jmslike's own header."""
     shared_subscription: str = "none"
     """``artemis`` (a queue of the topic's address, subscribed by its fully qualified name
     ``address::queue``), ``rabbitmq`` (a named queue bound to the topic: ``x-queue-name``,
@@ -128,6 +131,7 @@ ARTEMIS = Dialect(
     browse=False,
     durable_subscription="artemis",
     shared_subscription="artemis",
+    group_seq_header="_AMQ_GROUP_SEQUENCE",
     dead_letter_queue="DLQ",
     management="artemis-jolokia",
     keeps_timestamp=False,
