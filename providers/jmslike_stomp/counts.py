@@ -19,6 +19,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from jmslike_stomp.perbroker import PerBroker
+
 __all__ = ["DeliveryCounts", "counts_for"]
 
 _LIMIT = 200_000
@@ -58,14 +60,5 @@ class DeliveryCounts:
             self._seen.pop(key, None)
 
 
-_TABLES: dict[str, DeliveryCounts] = {}
-_TABLES_LOCK = threading.Lock()
-
-
-def counts_for(address: str) -> DeliveryCounts:
-    """The process-wide table of one broker (``host:port``, or a failover list)."""
-    with _TABLES_LOCK:
-        table = _TABLES.get(address)
-        if table is None:
-            table = _TABLES[address] = DeliveryCounts()
-        return table
+counts_for = PerBroker(DeliveryCounts)
+"""The process-wide table of one broker (``host:port``, or a failover list)."""

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jmslike.ordering import refuse_strict_consumer
+from jmslike_stomp.perbroker import PerBroker
 
 __all__ = ["Claim", "StrictRegistry", "registry_for"]
 
@@ -112,14 +113,5 @@ class StrictRegistry:
             promote()
 
 
-_REGISTRIES: dict[str, StrictRegistry] = {}
-_REGISTRIES_LOCK = threading.Lock()
-
-
-def registry_for(broker: str) -> StrictRegistry:
-    """The process's registry for the broker at ``broker`` (its address list)."""
-    with _REGISTRIES_LOCK:
-        registry = _REGISTRIES.get(broker)
-        if registry is None:
-            registry = _REGISTRIES[broker] = StrictRegistry()
-        return registry
+registry_for = PerBroker(StrictRegistry)
+"""The process's registry for the broker at an address (``host:port``, or a failover list)."""
