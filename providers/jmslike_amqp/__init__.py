@@ -1,6 +1,21 @@
 """AMQP 1.0 provider for jmslike, on python-qpid-proton (issue 5: in progress).
 
-So far this package holds the JMS <-> AMQP message mapping that Qpid JMS and Artemis use
-(``codec``) and the connection, driven by one Proton container thread (``transport``).
-The provider on top of them (``amqp://``, ``amqps://``) is not registered yet.
+The JMS <-> AMQP message mapping that Qpid JMS and Artemis use (``codec``), one
+connection driven by one Proton container thread (``transport``), and the SPI classes
+(``provider``), registered for ``amqp://`` and ``amqps://`` through the ``jmslike``
+entry-point group like any third-party provider. What is built so far is listed in
+``provider``'s docstring.
 """
+
+from __future__ import annotations
+
+from jmslike.spi.hookspecs import hookimpl
+from jmslike.spi.registry import ProviderRegistry
+
+__all__ = ["jmslike_register_providers"]
+
+
+@hookimpl
+def jmslike_register_providers(registry: ProviderRegistry) -> None:
+    for scheme in ("amqp", "amqps"):
+        registry.register(scheme, "jmslike_amqp.provider:AmqpProvider")

@@ -223,6 +223,22 @@ PROVIDER_CASES: list[ProviderCase] = [
             }
         ),
     ),
+    ProviderCase(
+        id="artemis-amqp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
+        marks=(pytest.mark.amqp, pytest.mark.artemis),
+        prepare=_empty_dead_letter_queue,
+        capabilities_expected=frozenset(
+            {"native_groups", "time_to_live", "delivery_count", "dead_letter_queue"}
+        ),
+    ),
+    ProviderCase(
+        id="rabbitmq-amqp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL"),
+        marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
+        prepare=_empty_dead_letter_queue,
+        capabilities_expected=frozenset({"time_to_live", "delivery_count", "dead_letter_queue"}),
+    ),
 ]
 
 

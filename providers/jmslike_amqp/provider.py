@@ -1,0 +1,284 @@
+"""The SPI classes of the AMQP 1.0 provider (work in progress, issue 5).
+
+What works so far: queues and topics, sends (persistent ones wait for the broker's
+outcome), consumers with credit granted as the API asks for messages, acknowledgement by
+settlement (ACCEPTED), recover and rollback by local redelivery, giving messages back by
+settling them RELEASED, dead-lettering by a send to the DLQ. Groups are the broker's on
+Artemis (``group-id``) and the client gate's on RabbitMQ. Not yet: transactions (the
+transaction coordinator), selectors (the ``apache.org:selector-filter:string`` filter),
+durable and shared subscriptions, temporary queues, browsing, strictly ordered
+destinations: the capabilities say so, and the API refuses them with IllegalStateError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from proton import Delivery
+from proton import Message as AmqpMessage
+
+from jmslike.config import FactorySettings, ParsedURL
+from jmslike.destination import Destination, Queue
+from jmslike.errors import ConfigurationError, IllegalStateError, JMSException
+from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.spi.provider import (
+    Capabilities,
+    DeliverySink,
+    ExceptionCallback,
+    OrderingMode,
+    Provider,
+    ProviderConnection,
+    ProviderConsumer,
+    ProviderSession,
+)
+from jmslike_amqp.codec import decode, encode
+from jmslike_amqp.transport import AmqpTransport, Capability
+
+__all__ = ["AmqpProvider"]
+
+log = logging.getLogger("jmslike.amqp")
+
+DLQ_REASON = "dlqDeliveryFailureCause"
+
+
+class _Token:
+    """One delivery: the AMQP message as it came (a redelivery carries what was sent)."""
+
+    __slots__ = ("consumer", "count", "delivery", "incoming")
+
+    def __init__(
+        self, consumer: AmqpConsumer, incoming: AmqpMessage, delivery: Delivery, count: int
+    ) -> None:
+        self.consumer = consumer
+        self.incoming = incoming
+        self.delivery = delivery
+        self.count = count
+
+
+class AmqpConsumer(ProviderConsumer):
+    """One receiver link; credit is what the API asked for."""
+
+    def __init__(self, session: AmqpSession, destination: Destination, sink: DeliverySink) -> None:
+        self._session = session
+        self.destination = destination
+        self._sink = sink
+        connection = session.connection
+        self._link = connection.transport.open_receiver(
+            connection.address_of(destination),
+            self._on_message,
+            options=Capability("topic" if destination.is_topic else "queue"),
+        )
+
+    def flow(self, credit: int) -> None:
+        if credit > 0:
+            self._session.connection.transport.flow(self._link, credit)
+
+    def _on_message(self, incoming: AmqpMessage, delivery: Delivery) -> None:
+        """The container thread: decode and hand to the API (which never blocks)."""
+        message = decode(incoming, self.destination, None)
+        # Artemis counts deliveries (and leaves first-acquirer at its default, false);
+        # RabbitMQ leaves delivery-count at 0 and says only "not the first acquirer"
+        # (BROKERS.md), so there a redelivery counts as the second delivery.
+        if self._session.connection.rabbitmq:
+            count = 1 if incoming.first_acquirer else 2
+        else:
+            count = int(incoming.delivery_count or 0) + 1
+        message.jms_redelivered = count > 1
+        message._properties[DELIVERY_COUNT] = count
+        self._sink(message, _Token(self, incoming, delivery, count))
+
+    def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        """Give back what was pushed and not finished, in order (ORD-10), then detach."""
+        self._session.give_back(delivered, seen=True)
+        self._session.give_back(undelivered, seen=False)
+        self._session.connection.transport.close_link(self._link)
+
+
+class AmqpSession(ProviderSession):
+    def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
+        if transacted:
+            raise IllegalStateError(
+                f"transacted sessions over AMQP are not built yet ({connection.broker}; "
+                "capability transactions)"
+            )
+        self.connection = connection
+        self._senders: dict[str, Any] = {}
+
+    def send(self, destination: Destination, message: Message) -> None:
+        connection = self.connection
+        address = connection.address_of(destination)
+        sender = self._senders.get(address)
+        if sender is None:
+            sender = self._senders[address] = connection.transport.open_sender(
+                address, options=Capability("topic" if destination.is_topic else "queue")
+            )
+        persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
+        connection.transport.send(sender, encode(message, address), confirm=persistent)
+
+    def create_consumer(
+        self,
+        destination: Destination,
+        sink: DeliverySink,
+        *,
+        selector: str | None = None,
+        no_local: bool = False,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+        exclusive: bool = False,
+        standby: bool = False,
+    ) -> ProviderConsumer:
+        for wanted, capability in (
+            (exclusive or standby, "exclusive_consumers"),
+            (selector, "selectors"),
+            (durable, "durable_subscriptions"),
+            (shared, "shared_subscriptions"),
+            (no_local, "no_local"),
+        ):
+            if wanted:
+                raise IllegalStateError(
+                    f"{capability} over AMQP are not built yet ({self.connection.broker}; "
+                    f"capability {capability})"
+                )
+        return AmqpConsumer(self, destination, sink)
+
+    def acknowledge(self, tokens: Sequence[Any]) -> None:
+        for token in tokens:
+            self.connection.transport.settle(token.delivery, Delivery.ACCEPTED)
+
+    def redeliver(self, token: Any) -> Message:
+        token.count += 1
+        message = decode(token.incoming, token.consumer.destination, None)
+        message.jms_redelivered = True
+        message._properties[DELIVERY_COUNT] = token.count
+        return message
+
+    def release(self, tokens: Sequence[Any]) -> None:
+        self.give_back(tokens, seen=True)
+
+    def give_back(self, tokens: Sequence[Any], *, seen: bool) -> None:
+        """Back to the queue, in order. One the application saw counts as delivered
+        (MODIFIED, delivery failed) where the broker counts; RabbitMQ refuses MODIFIED
+        (it ends the session), so there RELEASED, and first-acquirer tells the rest."""
+        transport = self.connection.transport
+        counted = seen and not self.connection.rabbitmq
+        for token in tokens:
+            if counted:
+                transport.settle(token.delivery, Delivery.MODIFIED, failed=True)
+            else:
+                transport.settle(token.delivery, Delivery.RELEASED)
+
+    def dead_letter(self, token: Any, reason: str) -> None:
+        message = decode(token.incoming, token.consumer.destination, None)
+        message._properties[DLQ_REASON] = reason
+        message.jms_delivery_mode = DeliveryMode.PERSISTENT
+        self.send(Queue(self.connection.settings.dead_letter_queue), message)
+        self.acknowledge([token])
+
+    def commit(self, tokens: Sequence[Any]) -> None:
+        raise IllegalStateError("commit on a session that is not transacted")
+
+    def rollback(self) -> None:
+        raise IllegalStateError("rollback on a session that is not transacted")
+
+    def close(self) -> None:
+        for sender in self._senders.values():
+            self.connection.transport.close_link(sender)
+        self._senders.clear()
+
+
+class AmqpConnection(ProviderConnection):
+    def __init__(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> None:
+        self.settings = settings
+        self._on_exception = on_exception
+        self.transport = AmqpTransport(
+            url.host,
+            url.port or 5672,
+            user,
+            password,
+            timeout=settings.request_timeout,
+            on_lost=on_exception,
+            ssl=url.scheme == "amqps",
+        )
+        properties = self.transport.call(lambda: self.transport.connection.remote_properties)
+        product = str((properties or {}).get("product", "")) if properties else ""
+        self.rabbitmq = "rabbitmq" in product.lower()
+        self.broker = (
+            "rabbitmq" if self.rabbitmq else "artemis" if "artemis" in product else product
+        )
+        native = not self.rabbitmq
+        self.capabilities = Capabilities(
+            provider="amqp",
+            broker=self.broker,
+            broker_version=product,
+            ordering_mode=OrderingMode.BROKER if native else OrderingMode.CLIENT_GATE,
+            native_groups=native,
+            group_scope="consumer" if native else "none",
+            selectors=False,
+            transactions=False,
+            delivery_delay=False,
+            priority=False,
+            durable_subscriptions=False,
+            shared_subscriptions=False,
+            temporary_destinations=False,
+            browsers=False,
+            exclusive_consumers=False,
+            extra={"gate_scope": f"amqp://{self.transport.address}"},
+        )
+        self._lock = threading.Lock()
+
+    def address_of(self, destination: Destination) -> str:
+        """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or
+        ``/topic/x``; Artemis takes the name (with the ``queue``/``topic`` capability)."""
+        if self.rabbitmq:
+            return ("/topic/" if destination.is_topic else "/queue/") + destination.name
+        return destination.name
+
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        return AmqpSession(self, transacted)
+
+    def set_client_id(self, client_id: str) -> None:
+        """AMQP carries the client id as the container id, fixed when connecting; jmslike
+        keeps it for durable subscriptions, which are not built yet."""
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+class AmqpProvider(Provider):
+    """``amqp://host:port`` and ``amqps://``."""
+
+    name = "amqp"
+    schemes = ("amqp", "amqps")
+    setting_names = frozenset()
+
+    def check_url(self, url: ParsedURL) -> None:
+        if not url.host:
+            raise ConfigurationError(f"AMQP URL {url} needs a host, e.g. amqp://127.0.0.1:5672")
+        if url.members:
+            raise ConfigurationError(f"failover URLs are not built for AMQP yet: {url}")
+
+    def connect(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> ProviderConnection:
+        try:
+            return AmqpConnection(url, settings, user, password, on_exception)
+        except JMSException:
+            raise
+        except Exception as exc:
+            raise JMSException(f"AMQP connection to {url.address} failed: {exc}") from exc
