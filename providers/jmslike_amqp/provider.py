@@ -34,7 +34,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
-from jmslike_amqp.codec import decode, encode
+from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode
 from jmslike_amqp.transport import AmqpTransport, Capability
 
 __all__ = ["AmqpProvider"]
@@ -73,16 +73,27 @@ class AmqpConsumer(ProviderConsumer):
         )
 
     def flow(self, credit: int) -> None:
-        if credit > 0:
-            self._session.connection.transport.flow(self._link, credit)
+        """Make the link's credit ``credit``: AMQP adds credit, so grant the difference;
+        0 drains what is left (the broker sends what it can, then the credit is gone)."""
+        link = self._link
+
+        def adjust() -> None:
+            current = link.credit
+            if credit > current:
+                link.flow(credit - current)
+            elif credit == 0 and current > 0:
+                link.drain(0)
+
+        self._session.connection.transport.call(adjust)
 
     def _on_message(self, incoming: AmqpMessage, delivery: Delivery) -> None:
         """The container thread: decode and hand to the API (which never blocks)."""
-        message = decode(incoming, self.destination, None)
+        connection = self._session.connection
+        message = decode(incoming, self.destination, connection.reply_to_of(incoming))
         # Artemis counts deliveries (and leaves first-acquirer at its default, false);
         # RabbitMQ leaves delivery-count at 0 and says only "not the first acquirer"
         # (BROKERS.md), so there a redelivery counts as the second delivery.
-        if self._session.connection.rabbitmq:
+        if connection.rabbitmq:
             count = 1 if incoming.first_acquirer else 2
         else:
             count = int(incoming.delivery_count or 0) + 1
@@ -116,7 +127,11 @@ class AmqpSession(ProviderSession):
                 address, options=Capability("topic" if destination.is_topic else "queue")
             )
         persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
-        connection.transport.send(sender, encode(message, address), confirm=persistent)
+        reply_to = message.jms_reply_to
+        outgoing = encode(
+            message, address, connection.address_of(reply_to) if reply_to is not None else None
+        )
+        connection.transport.send(sender, outgoing, confirm=persistent)
 
     def create_consumer(
         self,
@@ -243,6 +258,18 @@ class AmqpConnection(ProviderConnection):
         if self.rabbitmq:
             return ("/topic/" if destination.is_topic else "/queue/") + destination.name
         return destination.name
+
+    def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
+        """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
+        address = incoming.reply_to
+        if not address:
+            return None
+        annotations: dict[Any, Any] = incoming.annotations or {}
+        kind = annotations.get(REPLY_TO_TYPE)
+        for prefix, topic in (("/queue/", False), ("/topic/", True)):
+            if self.rabbitmq and address.startswith(prefix):
+                return destination_for(1 if topic else 0, address[len(prefix) :])
+        return destination_for(kind if isinstance(kind, int) else None, address)
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
         return AmqpSession(self, transacted)

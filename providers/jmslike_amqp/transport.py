@@ -57,6 +57,7 @@ class AmqpTransport:
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._receivers: dict[Link, MessageCallback] = {}
         self._outcomes: dict[Delivery, Future[None]] = {}
+        self._attaching: dict[Link, Future[None]] = {}
         self._opened: Future[None] = Future()
         self._closing = False
         self._handler = _Handler(self)
@@ -145,19 +146,41 @@ class AmqpTransport:
 
     # ---------------------------------------------------------------- links
     def open_receiver(self, source: str, on_message: MessageCallback, **options: Any) -> Link:
-        """A receiver link with no credit yet (``flow`` grants it)."""
+        """A receiver link with no credit yet (``flow`` grants it), once the broker has
+        attached it: a JMS consumer exists from its creation, so a message sent after it
+        must reach it."""
 
-        def attach() -> Link:
+        def attach() -> tuple[Link, Future[None]]:
             receiver = self._container.create_receiver(self.connection, source, **options)
             self._receivers[receiver] = on_message
-            return receiver
+            return receiver, self._attach_future(receiver)
 
-        return self.call(attach)
+        receiver, attached = self.call(attach)
+        self._wait_attached(attached, source)
+        return receiver
 
     def open_sender(self, target: str | None, **options: Any) -> Link:
-        return self.call(
-            lambda: self._container.create_sender(self.connection, target, **options)
-        )
+        def attach() -> tuple[Link, Future[None]]:
+            sender = self._container.create_sender(self.connection, target, **options)
+            return sender, self._attach_future(sender)
+
+        sender, attached = self.call(attach)
+        self._wait_attached(attached, target or "")
+        return sender
+
+    def _attach_future(self, link: Link) -> Future[None]:
+        future: Future[None] = Future()
+        self._attaching[link] = future
+        return future
+
+    def _wait_attached(self, attached: Future[None], address: str) -> None:
+        try:
+            attached.result(self._timeout)
+        except TimeoutError:
+            raise ConnectionFailedError(
+                f"AMQP broker {self.address} did not attach a link to {address!r} within "
+                f"{self._timeout} s"
+            ) from None
 
     def send(self, sender: Link, message: Message, *, confirm: bool) -> None:
         """Send ``message``; with ``confirm``, wait for the broker's outcome (accepted, or
@@ -255,6 +278,20 @@ class _Handler(MessagingHandler):
     def on_connection_opened(self, event: Any) -> None:
         if not self._transport._opened.done():
             self._transport._opened.set_result(None)
+
+    def on_link_opened(self, event: Any) -> None:
+        attached = self._transport._attaching.pop(event.link, None)
+        if attached is not None and not attached.done():
+            attached.set_result(None)
+
+    def on_link_error(self, event: Any) -> None:
+        attached = self._transport._attaching.pop(event.link, None)
+        condition = event.link.remote_condition
+        text = f"{condition.name}: {condition.description}" if condition else "refused"
+        if attached is not None and not attached.done():
+            attached.set_exception(
+                JMSException(f"AMQP broker {self._transport.address} refused a link: {text}")
+            )
 
     def on_jmslike_call(self, event: Any) -> None:
         self._transport._run_calls()
