@@ -226,6 +226,11 @@ public final class Interop {
             Thread.sleep((long) ms, (int) ((ms % 1.0) * 1_000_000));
             long end = System.nanoTime();
             Object groupSeq = message.getObjectProperty("JMSXGroupSeq");
+            if ((groupSeq == null || groupSeq.equals(0)) && message.propertyExists("jmslikeGroupSeq")) {
+                // ActiveMQ Classic: jmslike sends the sequence in its own header, not as
+                // JMSXGroupSeq, which re-pins a group there (ORDERING.md ORD-4).
+                groupSeq = message.getIntProperty("jmslikeGroupSeq");
+            }
             Map<String, Object> rec = new LinkedHashMap<>();
             rec.put("event", "processed");
             rec.put("pid", pid);
