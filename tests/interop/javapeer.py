@@ -142,9 +142,7 @@ def run_java(
     """Runs the Java CLI to the end and returns its JSON records; fails the test, with the
     Java output, if it exits non-zero."""
     command = ["java", "-jar", str(jar), mode, *endpoint.java_args(), *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         pytest.fail(
             f"{' '.join(command)} exited with {done.returncode}:\n"
@@ -199,9 +197,9 @@ def build(session: Any, run: str, g: int, index: int) -> Message:
     return message
 
 
-def send_groups(url: str, queue: str, run: str, groups: int = 3, per_group: int = 6) -> list[
-    dict[str, Any]
-]:
+def send_groups(
+    url: str, queue: str, run: str, groups: int = 3, per_group: int = 6
+) -> list[dict[str, Any]]:
     """jmslike's side of the Java producer: the same messages, interleaved across
     ``groups`` groups, one producer bound to each group (ORD-5); returns the records of
     what was sent."""
@@ -306,9 +304,7 @@ def _entry_class(entry: Sequence[Any]) -> tuple[str, Any]:
     return (_NUMBER_CLASSES.get(entry[0], entry[0]), entry[1])
 
 
-def problems(
-    sent: list[dict[str, Any]], received: list[dict[str, Any]], aspect: str
-) -> list[str]:
+def problems(sent: list[dict[str, Any]], received: list[dict[str, Any]], aspect: str) -> list[str]:
     """What ``received`` got wrong of ``sent`` in one aspect (see ASPECTS); empty: right.
 
     One producer, one consumer, no redelivery: the consumer gets the messages in send
@@ -389,4 +385,3 @@ def _group_problems(sent: list[dict[str, Any]], received: list[dict[str, Any]]) 
         if order_got.get(group) != ids:
             out.append(f"group {group}: sent {ids}, received {order_got.get(group)}")
     return out
-

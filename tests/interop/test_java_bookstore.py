@@ -55,19 +55,36 @@ class Case:
 
 CASES = [
     pytest.param(
-        Case("artemis-amqp", "JMSLIKE_TEST_ARTEMIS_STOMP_URL", "amqp", "JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
+        Case(
+            "artemis-amqp",
+            "JMSLIKE_TEST_ARTEMIS_STOMP_URL",
+            "amqp",
+            "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
+        ),
         id="artemis-java-amqp-jmslike-stomp",
-        marks=(pytest.mark.java, pytest.mark.artemis, pytest.mark.amqp, pytest.mark.stomp,
-               pytest.mark.slow),
+        marks=(
+            pytest.mark.java,
+            pytest.mark.artemis,
+            pytest.mark.amqp,
+            pytest.mark.stomp,
+            pytest.mark.slow,
+        ),
     ),
     pytest.param(
-        Case("artemis-core", "JMSLIKE_TEST_ARTEMIS_STOMP_URL", "core", "JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
+        Case(
+            "artemis-core",
+            "JMSLIKE_TEST_ARTEMIS_STOMP_URL",
+            "core",
+            "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
+        ),
         id="artemis-java-core-jmslike-stomp",
         marks=(pytest.mark.java, pytest.mark.artemis, pytest.mark.stomp, pytest.mark.slow),
     ),
     pytest.param(
         Case(
-            "activemq-openwire", "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", "openwire",
+            "activemq-openwire",
+            "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL",
+            "openwire",
             "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL",
         ),
         id="activemq-java-openwire-jmslike-stomp",
@@ -106,10 +123,23 @@ def test_java_and_python_consumers_keep_each_customer_in_order(
         procs.append(
             subprocess.Popen(
                 [
-                    sys.executable, bookstore.__file__, "--url", url, "--queue", queue,
-                    "--out", str(outs[0]), "--mode", "client-receive", "--seed", str(seed),
+                    sys.executable,
+                    bookstore.__file__,
+                    "--url",
+                    url,
+                    "--queue",
+                    queue,
+                    "--out",
+                    str(outs[0]),
+                    "--mode",
+                    "client-receive",
+                    "--seed",
+                    str(seed),
                 ],
-                stdin=subprocess.PIPE, stdout=python_log, stderr=subprocess.STDOUT, cwd=REPO,
+                stdin=subprocess.PIPE,
+                stdout=python_log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
             )
         )
         java_out, java_log = outs[1].open("wb"), logs[1].open("wb")
@@ -117,14 +147,19 @@ def test_java_and_python_consumers_keep_each_customer_in_order(
         procs.append(
             subprocess.Popen(
                 java_process(java_jar, "bookstore", endpoint, "--queue", name, "--seed", str(seed)),
-                stdin=subprocess.PIPE, stdout=java_out, stderr=java_log, cwd=REPO,
+                stdin=subprocess.PIPE,
+                stdout=java_out,
+                stderr=java_log,
+                cwd=REPO,
             )
         )
 
         def ready() -> list[dict[str, Any]]:
             return [r for r in bookstore._read_records(outs) if r["event"] == "ready"]
 
-        bookstore._wait_for("both consumers to subscribe", lambda: len(ready()) == 2, procs, logs, 60.0)
+        bookstore._wait_for(
+            "both consumers to subscribe", lambda: len(ready()) == 2, procs, logs, 60.0
+        )
         java_ready = [r for r in ready() if "nano" in r]
         assert len(java_ready) == 1, f"{context} ready lines {ready()}"
         # One clock for both languages, or the overlap check below means nothing.
@@ -144,7 +179,10 @@ def test_java_and_python_consumers_keep_each_customer_in_order(
             return len(done) >= len(plan)
 
         bookstore._wait_for(
-            f"{len(plan)} messages to be processed", all_processed, procs, logs,
+            f"{len(plan)} messages to be processed",
+            all_processed,
+            procs,
+            logs,
             bookstore.CONSUME_DEADLINE,
         )
         time.sleep(bookstore.SETTLE)

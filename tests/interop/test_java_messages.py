@@ -69,14 +69,22 @@ ROUTES = [
     Route("java-core-to-jmslike-stomp", "java", ART_STOMP, "core", ART_AMQP, (*A, STOMP)),
     Route("java-core-to-jmslike-amqp", "java", ART_AMQP, "core", ART_AMQP, (*A, AMQP)),
     Route(
-        "java-openwire-to-jmslike-stomp-classic", "java", CLS_STOMP, "openwire", CLS_OPENWIRE,
+        "java-openwire-to-jmslike-stomp-classic",
+        "java",
+        CLS_STOMP,
+        "openwire",
+        CLS_OPENWIRE,
         (*C, STOMP),
     ),
     # item 2: jmslike produces, Java consumes
     Route("jmslike-amqp-to-java-amqp", "jmslike", ART_AMQP, "amqp", ART_AMQP, (*A, AMQP)),
     Route("jmslike-amqp-to-java-core", "jmslike", ART_AMQP, "core", ART_AMQP, (*A, AMQP)),
     Route(
-        "jmslike-stomp-to-java-openwire-classic", "jmslike", CLS_STOMP, "openwire", CLS_OPENWIRE,
+        "jmslike-stomp-to-java-openwire-classic",
+        "jmslike",
+        CLS_STOMP,
+        "openwire",
+        CLS_OPENWIRE,
         (*C, STOMP),
     ),
     # item 3: across protocols on one broker, jmslike over STOMP
@@ -147,7 +155,7 @@ XFAIL: dict[tuple[str, str], str] = {
         "BROKER-LIMIT: ActiveMQ Classic re-pins a group whenever JMSXGroupSeq 1 arrives, even "
         "while its owner holds messages (BROKERS.md), so jmslike sends the sequence in "
         "jmslikeGroupSeq there, not JMSXGroupSeq (ORD-4): Java reads JMSXGroupSeq 0 and "
-        "finds the sequence with getIntProperty(\"jmslikeGroupSeq\")"
+        'finds the sequence with getIntProperty("jmslikeGroupSeq")'
     ),
     ("jmslike-stomp-to-java-core", "map"): _MAP_TO_JAVA.format(broker="Artemis"),
     ("jmslike-stomp-to-java-core", "properties"): _STRINGS_TO_JAVA,
@@ -181,15 +189,26 @@ def _exchange(route: Route, jar: Path) -> tuple[list[dict[str, Any]], list[dict[
         return _EXCHANGES[route.id]
     url = broker_url(route.broker_variable)
     endpoint = Endpoint(
-        url, route.java_protocol, java_url(route.java_protocol, broker_url(route.java_broker_variable))
+        url,
+        route.java_protocol,
+        java_url(route.java_protocol, broker_url(route.java_broker_variable)),
     )
     run = uuid.uuid4().hex[:10]
     queue = f"interop-{route.id}-{run}"
     count = GROUPS * PER_GROUP
     if route.sender == "java":
         records = run_java(
-            jar, "produce", endpoint, "--queue", queue, "--run", run,
-            "--groups", str(GROUPS), "--per-group", str(PER_GROUP),
+            jar,
+            "produce",
+            endpoint,
+            "--queue",
+            queue,
+            "--run",
+            run,
+            "--groups",
+            str(GROUPS),
+            "--per-group",
+            str(PER_GROUP),
         )
         sent = [r for r in records if r["event"] == "sent"]
         received = receive_all(url, queue, count)
