@@ -63,25 +63,27 @@ JMSDeliveryMode, JMSPriority."""
 # ----------------------------------------------------------------------- the jar
 
 
-def _sources_hash() -> str:
+def _sources_hash(java_dir: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted([JAVA_DIR / "pom.xml", *(JAVA_DIR / "src").rglob("*")]):
+    for path in sorted([java_dir / "pom.xml", *(java_dir / "src").rglob("*")]):
         if path.is_file():
-            digest.update(str(path.relative_to(JAVA_DIR)).encode())
+            digest.update(str(path.relative_to(java_dir)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def build_jar() -> Path:
+def build_jar(java_dir: Path = JAVA_DIR) -> Path:
     """The interop jar, built with one ``mvn package`` unless an up-to-date one is there.
 
     A file lock keeps two test sessions of one checkout from building at once."""
-    wanted = _sources_hash()
-    JAR.parent.mkdir(parents=True, exist_ok=True)
-    with (JAR.parent / "build.lock").open("w") as lock:
+    wanted = _sources_hash(java_dir)
+    jar = java_dir / "target" / JAR.name
+    stamp = java_dir / "target" / STAMP.name
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with (jar.parent / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if JAR.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
-            return JAR
+        if jar.exists() and stamp.exists() and stamp.read_text().strip() == wanted:
+            return jar
         mvn = shutil.which("mvn")
         if mvn is None:
             pytest.fail("mvn is not installed: the Java interop tests need Maven and Java 17")
@@ -89,7 +91,7 @@ def build_jar() -> Path:
         try:
             done = subprocess.run(
                 [mvn, "-B", "-q", "package"],
-                cwd=JAVA_DIR,
+                cwd=java_dir,
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT,
@@ -97,14 +99,14 @@ def build_jar() -> Path:
             )
         except subprocess.TimeoutExpired as exc:
             pytest.fail(f"mvn package took over {BUILD_TIMEOUT:.0f} s:\n{exc.stdout!r}")
-        if done.returncode != 0 or not JAR.exists():
+        if done.returncode != 0 or not jar.exists():
             pytest.fail(
-                f"mvn package failed ({done.returncode}) in {JAVA_DIR}:\n"
+                f"mvn package failed ({done.returncode}) in {java_dir}:\n"
                 f"{(done.stdout + done.stderr)[-8000:]}"
             )
-        STAMP.write_text(wanted + "\n")
-        print(f"built {JAR} in {time.monotonic() - started:.1f} s")
-        return JAR
+        stamp.write_text(wanted + "\n")
+        print(f"built {jar} in {time.monotonic() - started:.1f} s")
+        return jar
 
 
 # --------------------------------------------------------------------- endpoints

@@ -9,8 +9,12 @@ interleaved, one ordering group per customer (ORD-5). Two consumers compete for 
   protocol: Qpid JMS over AMQP 1.0 or Artemis' core client on Artemis, the OpenWire client
   on ActiveMQ Classic; it "applies" each event with a short random delay, acknowledges it
   (CLIENT_ACKNOWLEDGE) and prints a JSON line with its start and end times;
-* a jmslike consumer over STOMP, the bookstore test's own consumer process
-  (``client-receive`` mode, CLIENT_ACKNOWLEDGE, the same delays).
+* a jmslike consumer over STOMP (or over ``amqp://`` in one case), the bookstore test's
+  own consumer process (``client-receive`` mode, CLIENT_ACKNOWLEDGE, the same delays).
+
+On ActiveMQ Classic a jmslike STOMP producer does not send ``JMSXGroupSeq`` (a 1 there
+re-pins the group, ORD-4), so the Java consumer reads the sequence from jmslike's own
+``jmslikeGroupSeq`` property, as a Java application on Classic would.
 
 Both processes write their lines with the same clock (Java's ``System.nanoTime`` and
 Python's ``time.monotonic_ns`` both read CLOCK_MONOTONIC on Linux; checked at start), and
@@ -47,7 +51,7 @@ REPO = Path(__file__).parents[2]
 class Case:
     id: str
     stomp_variable: str
-    """jmslike's STOMP URL (producer and Python consumer)."""
+    """jmslike's URL (producer and Python consumer), STOMP unless the case says AMQP."""
     java_protocol: str
     java_variable: str
     """The brokerenv variable the Java client's host and port come from."""
@@ -79,6 +83,16 @@ CASES = [
         ),
         id="artemis-java-core-jmslike-stomp",
         marks=(pytest.mark.java, pytest.mark.artemis, pytest.mark.stomp, pytest.mark.slow),
+    ),
+    pytest.param(
+        Case(
+            "artemis-core-jmslike-amqp",
+            "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
+            "core",
+            "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
+        ),
+        id="artemis-java-core-jmslike-amqp",
+        marks=(pytest.mark.java, pytest.mark.artemis, pytest.mark.amqp, pytest.mark.slow),
     ),
     pytest.param(
         Case(
