@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from javapeer import build_jar
+from javapeer import BUILD_TIMEOUT, build_jar
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whichever test builds the jar first also pays for a cold Maven build (about 20 s
+    with downloads here, more on a slow mirror): the suite's 120 s per-test timeout must
+    not cut it short."""
+    for item in items:
+        if "java_jar" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT + 120))
 
 
 @pytest.fixture(scope="session")

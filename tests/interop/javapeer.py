@@ -35,6 +35,7 @@ from jmslike import BytesMessage, MapMessage, Message, TextMessage
 
 __all__ = [
     "ASPECTS",
+    "BUILD_TIMEOUT",
     "JAVA_DIR",
     "Endpoint",
     "build",

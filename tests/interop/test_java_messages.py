@@ -3,9 +3,10 @@ the test brokers offer (issue 5, item 5).
 
 The Java side is a plain JMS program (tests/interop/java): Qpid JMS over AMQP 1.0
 (Artemis, RabbitMQ), Artemis' core client (Artemis' own protocol) or ActiveMQ's OpenWire
-client (Classic's own). One side sends 18 messages, interleaved over three ``JMSXGroupID`` groups: Text,
-Bytes and Map messages in turn, each with typed properties (string, int, long, double,
-boolean, short, byte, float), a JMSType and a JMSCorrelationID. The other side receives
+client (Classic's own). One side sends 18 messages, interleaved over three
+``JMSXGroupID`` groups: Text, Bytes and Map messages in turn, each with typed properties
+(string, int, long, double, boolean, short, byte, float), a JMSType and a
+JMSCorrelationID. The other side receives
 them. Both print every message as the same record (javapeer.record and Interop.record), and
 each test compares one *aspect* of what was sent with what was read (javapeer.ASPECTS):
 bodies, map, properties, property_text, groups, group_seq, headers. So a test id such as
