@@ -12,6 +12,7 @@ destinations: the capabilities say so, and the API refuses them with IllegalStat
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,12 @@ from proton import Message as AmqpMessage
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue
-from jmslike.errors import ConfigurationError, IllegalStateError, JMSException
+from jmslike.errors import (
+    ConfigurationError,
+    IllegalStateError,
+    JMSException,
+    TransactionRolledBackError,
+)
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.spi.provider import (
     Capabilities,
@@ -40,6 +46,8 @@ from jmslike_amqp.transport import AmqpTransport, Capability
 __all__ = ["AmqpProvider"]
 
 log = logging.getLogger("jmslike.amqp")
+
+PERSISTENT = DeliveryMode.PERSISTENT
 
 DLQ_REASON = "dlqDeliveryFailureCause"
 
@@ -109,16 +117,39 @@ class AmqpConsumer(ProviderConsumer):
 
 
 class AmqpSession(ProviderSession):
+    """One JMS session. A transacted one uses the broker's transaction coordinator
+    (Artemis); where the broker has none (RabbitMQ 3.10 never answers the attach), jmslike
+    keeps the transaction itself: sends wait in order until commit, which sends them
+    (each confirmed) and then accepts what was consumed. ORD-8 holds either way; only a
+    connection lost in the middle of such a commit can leave it half done."""
+
     def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
-        if transacted:
-            raise IllegalStateError(
-                f"transacted sessions over AMQP are not built yet ({connection.broker}; "
-                "capability transactions)"
-            )
         self.connection = connection
+        self.transacted = transacted
         self._senders: dict[str, Any] = {}
+        self._coordinator: Any = None
+        if transacted and connection.coordinated:
+            self._coordinator = connection.transport.open_coordinator()
+        self._txn: Any = None
+        self._pending: list[tuple[Destination, Message]] = []
+        """Sends of a client-kept transaction, made at commit."""
+
+    def _transaction(self) -> Any:
+        if self._txn is None:
+            self._txn = self.connection.transport.declare(self._coordinator)
+        return self._txn
 
     def send(self, destination: Destination, message: Message) -> None:
+        if self.transacted and self._coordinator is None:
+            self._pending.append((destination, message))
+            return
+        self._transfer(destination, message, confirm=message.jms_delivery_mode == PERSISTENT)
+
+    def _transfer(
+        self, destination: Destination, message: Message, *, confirm: bool, alone: bool = False
+    ) -> None:
+        """Send now: in the session's transaction if there is one (its discharge
+        confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``."""
         connection = self.connection
         address = connection.address_of(destination)
         sender = self._senders.get(address)
@@ -126,12 +157,12 @@ class AmqpSession(ProviderSession):
             sender = self._senders[address] = connection.transport.open_sender(
                 address, options=Capability("topic" if destination.is_topic else "queue")
             )
-        persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
         reply_to = message.jms_reply_to
         outgoing = encode(
             message, address, connection.address_of(reply_to) if reply_to is not None else None
         )
-        connection.transport.send(sender, outgoing, confirm=persistent)
+        txn = self._transaction() if self._coordinator is not None and not alone else None
+        connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
 
     def create_consumer(
         self,
@@ -189,19 +220,50 @@ class AmqpSession(ProviderSession):
     def dead_letter(self, token: Any, reason: str) -> None:
         message = decode(token.incoming, token.consumer.destination, None)
         message._properties[DLQ_REASON] = reason
-        message.jms_delivery_mode = DeliveryMode.PERSISTENT
-        self.send(Queue(self.connection.settings.dead_letter_queue), message)
+        message.jms_delivery_mode = PERSISTENT
+        dlq = Queue(self.connection.settings.dead_letter_queue)
+        self._transfer(dlq, message, confirm=True, alone=True)
         self.acknowledge([token])
 
     def commit(self, tokens: Sequence[Any]) -> None:
-        raise IllegalStateError("commit on a session that is not transacted")
+        if not self.transacted:
+            raise IllegalStateError("commit on a session that is not transacted")
+        transport = self.connection.transport
+        if self._coordinator is None:
+            # Every send confirmed, whatever its delivery mode: a failure must show
+            # before anything consumed is accepted.
+            pending, self._pending = self._pending, []
+            for done, (destination, message) in enumerate(pending):
+                try:
+                    self._transfer(destination, message, confirm=True)
+                except JMSException as exc:
+                    raise TransactionRolledBackError(
+                        f"commit failed after {done} of {len(pending)} sends: {exc}"
+                    ) from exc
+            self.acknowledge(tokens)
+            return
+        txn = self._transaction()
+        self._txn = None
+        transport.settle_all([token.delivery for token in tokens], txn=txn)
+        transport.discharge(self._coordinator, txn, fail=False)
 
     def rollback(self) -> None:
-        raise IllegalStateError("rollback on a session that is not transacted")
+        if not self.transacted:
+            raise IllegalStateError("rollback on a session that is not transacted")
+        self._pending.clear()
+        if self._txn is not None:
+            txn, self._txn = self._txn, None
+            self.connection.transport.discharge(self._coordinator, txn, fail=True)
 
     def close(self) -> None:
-        for sender in self._senders.values():
-            self.connection.transport.close_link(sender)
+        transport = self.connection.transport
+        if self._txn is not None:
+            with contextlib.suppress(JMSException):
+                self.rollback()
+        for link in (*self._senders.values(), self._coordinator):
+            if link is not None:
+                with contextlib.suppress(JMSException):
+                    transport.close_link(link)
         self._senders.clear()
 
 
@@ -232,6 +294,8 @@ class AmqpConnection(ProviderConnection):
             "rabbitmq" if self.rabbitmq else "artemis" if "artemis" in product else product
         )
         native = not self.rabbitmq
+        self.coordinated = not self.rabbitmq
+        """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
         self.capabilities = Capabilities(
             provider="amqp",
             broker=self.broker,
@@ -240,7 +304,7 @@ class AmqpConnection(ProviderConnection):
             native_groups=native,
             group_scope="consumer" if native else "none",
             selectors=False,
-            transactions=False,
+            transactions=True,
             delivery_delay=False,
             priority=False,
             durable_subscriptions=False,
