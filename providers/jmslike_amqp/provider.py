@@ -73,6 +73,9 @@ class AmqpConsumer(ProviderConsumer):
         self._session = session
         self.destination = destination
         self._sink = sink
+        self.outstanding: dict[Delivery, _Token] = {}
+        """Deliveries pushed up and not settled yet, in delivery order (the container
+        thread adds, settling removes)."""
         connection = session.connection
         self._link = connection.transport.open_receiver(
             connection.address_of(destination),
@@ -81,15 +84,17 @@ class AmqpConsumer(ProviderConsumer):
         )
 
     def flow(self, credit: int) -> None:
-        """Make the link's credit ``credit``: AMQP adds credit, so grant the difference;
-        0 drains what is left (the broker sends what it can, then the credit is gone)."""
+        """Grant ``credit`` more deliveries; 0 withdraws what is left (a drain: the broker
+        sends what it has at once and gives the rest of the credit back). A grant made
+        while a drain is on its way still counts: AMQP's flow arithmetic adds it to
+        whatever the drain leaves."""
         link = self._link
 
         def adjust() -> None:
-            current = link.credit
-            if credit > current:
-                link.flow(credit - current)
-            elif credit == 0 and current > 0:
+            if credit > 0:
+                link.drain_mode = False
+                link.flow(credit)
+            elif link.credit > 0:
                 link.drain(0)
 
         self._session.connection.transport.call(adjust)
@@ -107,12 +112,25 @@ class AmqpConsumer(ProviderConsumer):
             count = int(incoming.delivery_count or 0) + 1
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
-        self._sink(message, _Token(self, incoming, delivery, count))
+        token = _Token(self, incoming, delivery, count)
+        self.outstanding[delivery] = token
+        self._sink(message, token)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
-        """Give back what was pushed and not finished, in order (ORD-10), then detach."""
-        self._session.give_back(delivered, seen=True)
-        self._session.give_back(undelivered, seen=False)
+        """Give back what was pushed and not finished, in order (ORD-10), then detach.
+
+        In a transaction, what the application saw belongs to the transaction (ORD-10):
+        the link stays attached, so that the broker keeps the group here, until commit
+        accepts those messages or rollback gives them back."""
+        session = self._session
+        session.give_back(undelivered, seen=False)
+        if session.transacted:
+            session.zombies.append(self)
+            return
+        session.give_back(delivered, seen=True)
+        self.detach()
+
+    def detach(self) -> None:
         self._session.connection.transport.close_link(self._link)
 
 
@@ -133,6 +151,8 @@ class AmqpSession(ProviderSession):
         self._txn: Any = None
         self._pending: list[tuple[Destination, Message]] = []
         """Sends of a client-kept transaction, made at commit."""
+        self.zombies: list[AmqpConsumer] = []
+        """Consumers closed inside the transaction, detached when it ends."""
 
     def _transaction(self) -> Any:
         if self._txn is None:
@@ -193,6 +213,7 @@ class AmqpSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
+            token.consumer.outstanding.pop(token.delivery, None)
             self.connection.transport.settle(token.delivery, Delivery.ACCEPTED)
 
     def redeliver(self, token: Any) -> Message:
@@ -212,6 +233,7 @@ class AmqpSession(ProviderSession):
         transport = self.connection.transport
         counted = seen and not self.connection.rabbitmq
         for token in tokens:
+            token.consumer.outstanding.pop(token.delivery, None)
             if counted:
                 transport.settle(token.delivery, Delivery.MODIFIED, failed=True)
             else:
@@ -241,23 +263,39 @@ class AmqpSession(ProviderSession):
                         f"commit failed after {done} of {len(pending)} sends: {exc}"
                     ) from exc
             self.acknowledge(tokens)
-            return
-        txn = self._transaction()
-        self._txn = None
-        transport.settle_all([token.delivery for token in tokens], txn=txn)
-        transport.discharge(self._coordinator, txn, fail=False)
+        else:
+            txn = self._transaction()
+            self._txn = None
+            for token in tokens:
+                token.consumer.outstanding.pop(token.delivery, None)
+            transport.settle_all([token.delivery for token in tokens], txn=txn)
+            transport.discharge(self._coordinator, txn, fail=False)
+        self._detach_zombies(give_back=False)
+
+    def _detach_zombies(self, *, give_back: bool) -> None:
+        """The transaction ended: consumers closed in it detach now, after giving back
+        what they held when it was rolled back (in order, counted: ORD-10, ORD-11)."""
+        zombies, self.zombies = self.zombies, []
+        for consumer in zombies:
+            with contextlib.suppress(JMSException):
+                if give_back:
+                    self.give_back(list(consumer.outstanding.values()), seen=True)
+                consumer.detach()
 
     def rollback(self) -> None:
         if not self.transacted:
             raise IllegalStateError("rollback on a session that is not transacted")
         self._pending.clear()
-        if self._txn is not None:
-            txn, self._txn = self._txn, None
-            self.connection.transport.discharge(self._coordinator, txn, fail=True)
+        try:
+            if self._txn is not None:
+                txn, self._txn = self._txn, None
+                self.connection.transport.discharge(self._coordinator, txn, fail=True)
+        finally:
+            self._detach_zombies(give_back=True)
 
     def close(self) -> None:
         transport = self.connection.transport
-        if self._txn is not None:
+        if self.transacted:
             with contextlib.suppress(JMSException):
                 self.rollback()
         for link in (*self._senders.values(), self._coordinator):
