@@ -86,9 +86,7 @@ def encode(message: Message, address: str, reply_to: str | None = None) -> proto
         out.subject = message.jms_type
     if message.jms_timestamp:
         out.creation_time = message.jms_timestamp / 1000.0
-    annotations: dict[Any, Any] = {
-        MSG_TYPE: proton.byte(_TYPE_CODES.get(message.type_name, 0))
-    }
+    annotations: dict[Any, Any] = {MSG_TYPE: proton.byte(_TYPE_CODES.get(message.type_name, 0))}
     if message.jms_destination is not None:
         annotations[DEST_TYPE] = proton.byte(kind_of(message.jms_destination))
     if message.jms_reply_to is not None and reply_to is not None:

@@ -12,6 +12,7 @@ destinations: the capabilities say so, and the API refuses them with IllegalStat
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,12 @@ from proton import Message as AmqpMessage
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue
-from jmslike.errors import ConfigurationError, IllegalStateError, JMSException
+from jmslike.errors import (
+    ConfigurationError,
+    IllegalStateError,
+    JMSException,
+    TransactionRolledBackError,
+)
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.spi.provider import (
     Capabilities,
@@ -40,6 +46,8 @@ from jmslike_amqp.transport import AmqpTransport, Capability
 __all__ = ["AmqpProvider"]
 
 log = logging.getLogger("jmslike.amqp")
+
+PERSISTENT = DeliveryMode.PERSISTENT
 
 DLQ_REASON = "dlqDeliveryFailureCause"
 
@@ -65,6 +73,9 @@ class AmqpConsumer(ProviderConsumer):
         self._session = session
         self.destination = destination
         self._sink = sink
+        self.outstanding: dict[Delivery, _Token] = {}
+        """Deliveries pushed up and not settled yet, in delivery order (the container
+        thread adds, settling removes)."""
         connection = session.connection
         self._link = connection.transport.open_receiver(
             connection.address_of(destination),
@@ -73,15 +84,17 @@ class AmqpConsumer(ProviderConsumer):
         )
 
     def flow(self, credit: int) -> None:
-        """Make the link's credit ``credit``: AMQP adds credit, so grant the difference;
-        0 drains what is left (the broker sends what it can, then the credit is gone)."""
+        """Grant ``credit`` more deliveries; 0 withdraws what is left (a drain: the broker
+        sends what it has at once and gives the rest of the credit back). A grant made
+        while a drain is on its way still counts: AMQP's flow arithmetic adds it to
+        whatever the drain leaves."""
         link = self._link
 
         def adjust() -> None:
-            current = link.credit
-            if credit > current:
-                link.flow(credit - current)
-            elif credit == 0 and current > 0:
+            if credit > 0:
+                link.drain_mode = False
+                link.flow(credit)
+            elif link.credit > 0:
                 link.drain(0)
 
         self._session.connection.transport.call(adjust)
@@ -99,26 +112,64 @@ class AmqpConsumer(ProviderConsumer):
             count = int(incoming.delivery_count or 0) + 1
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
-        self._sink(message, _Token(self, incoming, delivery, count))
+        token = _Token(self, incoming, delivery, count)
+        self.outstanding[delivery] = token
+        self._sink(message, token)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
-        """Give back what was pushed and not finished, in order (ORD-10), then detach."""
-        self._session.give_back(delivered, seen=True)
-        self._session.give_back(undelivered, seen=False)
+        """Give back what was pushed and not finished, in order (ORD-10), then detach.
+
+        In a transaction, what the application saw belongs to the transaction (ORD-10):
+        the link stays attached, so that the broker keeps the group here, until commit
+        accepts those messages or rollback gives them back."""
+        session = self._session
+        session.give_back(undelivered, seen=False)
+        if session.transacted:
+            session.zombies.append(self)
+            return
+        session.give_back(delivered, seen=True)
+        self.detach()
+
+    def detach(self) -> None:
         self._session.connection.transport.close_link(self._link)
 
 
 class AmqpSession(ProviderSession):
+    """One JMS session. A transacted one uses the broker's transaction coordinator
+    (Artemis); where the broker has none (RabbitMQ 3.10 never answers the attach), jmslike
+    keeps the transaction itself: sends wait in order until commit, which sends them
+    (each confirmed) and then accepts what was consumed. ORD-8 holds either way; only a
+    connection lost in the middle of such a commit can leave it half done."""
+
     def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
-        if transacted:
-            raise IllegalStateError(
-                f"transacted sessions over AMQP are not built yet ({connection.broker}; "
-                "capability transactions)"
-            )
         self.connection = connection
+        self.transacted = transacted
         self._senders: dict[str, Any] = {}
+        self._coordinator: Any = None
+        if transacted and connection.coordinated:
+            self._coordinator = connection.transport.open_coordinator()
+        self._txn: Any = None
+        self._pending: list[tuple[Destination, Message]] = []
+        """Sends of a client-kept transaction, made at commit."""
+        self.zombies: list[AmqpConsumer] = []
+        """Consumers closed inside the transaction, detached when it ends."""
+
+    def _transaction(self) -> Any:
+        if self._txn is None:
+            self._txn = self.connection.transport.declare(self._coordinator)
+        return self._txn
 
     def send(self, destination: Destination, message: Message) -> None:
+        if self.transacted and self._coordinator is None:
+            self._pending.append((destination, message))
+            return
+        self._transfer(destination, message, confirm=message.jms_delivery_mode == PERSISTENT)
+
+    def _transfer(
+        self, destination: Destination, message: Message, *, confirm: bool, alone: bool = False
+    ) -> None:
+        """Send now: in the session's transaction if there is one (its discharge
+        confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``."""
         connection = self.connection
         address = connection.address_of(destination)
         sender = self._senders.get(address)
@@ -126,12 +177,12 @@ class AmqpSession(ProviderSession):
             sender = self._senders[address] = connection.transport.open_sender(
                 address, options=Capability("topic" if destination.is_topic else "queue")
             )
-        persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
         reply_to = message.jms_reply_to
         outgoing = encode(
             message, address, connection.address_of(reply_to) if reply_to is not None else None
         )
-        connection.transport.send(sender, outgoing, confirm=persistent)
+        txn = self._transaction() if self._coordinator is not None and not alone else None
+        connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
 
     def create_consumer(
         self,
@@ -162,6 +213,7 @@ class AmqpSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
+            token.consumer.outstanding.pop(token.delivery, None)
             self.connection.transport.settle(token.delivery, Delivery.ACCEPTED)
 
     def redeliver(self, token: Any) -> Message:
@@ -181,6 +233,7 @@ class AmqpSession(ProviderSession):
         transport = self.connection.transport
         counted = seen and not self.connection.rabbitmq
         for token in tokens:
+            token.consumer.outstanding.pop(token.delivery, None)
             if counted:
                 transport.settle(token.delivery, Delivery.MODIFIED, failed=True)
             else:
@@ -189,19 +242,66 @@ class AmqpSession(ProviderSession):
     def dead_letter(self, token: Any, reason: str) -> None:
         message = decode(token.incoming, token.consumer.destination, None)
         message._properties[DLQ_REASON] = reason
-        message.jms_delivery_mode = DeliveryMode.PERSISTENT
-        self.send(Queue(self.connection.settings.dead_letter_queue), message)
+        message.jms_delivery_mode = PERSISTENT
+        dlq = Queue(self.connection.settings.dead_letter_queue)
+        self._transfer(dlq, message, confirm=True, alone=True)
         self.acknowledge([token])
 
     def commit(self, tokens: Sequence[Any]) -> None:
-        raise IllegalStateError("commit on a session that is not transacted")
+        if not self.transacted:
+            raise IllegalStateError("commit on a session that is not transacted")
+        transport = self.connection.transport
+        if self._coordinator is None:
+            # Every send confirmed, whatever its delivery mode: a failure must show
+            # before anything consumed is accepted.
+            pending, self._pending = self._pending, []
+            for done, (destination, message) in enumerate(pending):
+                try:
+                    self._transfer(destination, message, confirm=True)
+                except JMSException as exc:
+                    raise TransactionRolledBackError(
+                        f"commit failed after {done} of {len(pending)} sends: {exc}"
+                    ) from exc
+            self.acknowledge(tokens)
+        else:
+            txn = self._transaction()
+            self._txn = None
+            for token in tokens:
+                token.consumer.outstanding.pop(token.delivery, None)
+            transport.settle_all([token.delivery for token in tokens], txn=txn)
+            transport.discharge(self._coordinator, txn, fail=False)
+        self._detach_zombies(give_back=False)
+
+    def _detach_zombies(self, *, give_back: bool) -> None:
+        """The transaction ended: consumers closed in it detach now, after giving back
+        what they held when it was rolled back (in order, counted: ORD-10, ORD-11)."""
+        zombies, self.zombies = self.zombies, []
+        for consumer in zombies:
+            with contextlib.suppress(JMSException):
+                if give_back:
+                    self.give_back(list(consumer.outstanding.values()), seen=True)
+                consumer.detach()
 
     def rollback(self) -> None:
-        raise IllegalStateError("rollback on a session that is not transacted")
+        if not self.transacted:
+            raise IllegalStateError("rollback on a session that is not transacted")
+        self._pending.clear()
+        try:
+            if self._txn is not None:
+                txn, self._txn = self._txn, None
+                self.connection.transport.discharge(self._coordinator, txn, fail=True)
+        finally:
+            self._detach_zombies(give_back=True)
 
     def close(self) -> None:
-        for sender in self._senders.values():
-            self.connection.transport.close_link(sender)
+        transport = self.connection.transport
+        if self.transacted:
+            with contextlib.suppress(JMSException):
+                self.rollback()
+        for link in (*self._senders.values(), self._coordinator):
+            if link is not None:
+                with contextlib.suppress(JMSException):
+                    transport.close_link(link)
         self._senders.clear()
 
 
@@ -232,6 +332,8 @@ class AmqpConnection(ProviderConnection):
             "rabbitmq" if self.rabbitmq else "artemis" if "artemis" in product else product
         )
         native = not self.rabbitmq
+        self.coordinated = not self.rabbitmq
+        """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
         self.capabilities = Capabilities(
             provider="amqp",
             broker=self.broker,
@@ -240,7 +342,7 @@ class AmqpConnection(ProviderConnection):
             native_groups=native,
             group_scope="consumer" if native else "none",
             selectors=False,
-            transactions=False,
+            transactions=True,
             delivery_delay=False,
             priority=False,
             durable_subscriptions=False,

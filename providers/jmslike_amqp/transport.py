@@ -21,11 +21,16 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from proton import Delivery, Link, Message, symbol
+from proton import Delivery, Described, Link, Message, Terminus, symbol, ulong
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOption
 
-from jmslike.errors import ConnectionFailedError, JMSException, JMSSecurityError
+from jmslike.errors import (
+    ConnectionFailedError,
+    JMSException,
+    JMSSecurityError,
+    TransactionRolledBackError,
+)
 
 __all__ = ["AmqpTransport", "Capability"]
 
@@ -33,6 +38,12 @@ log = logging.getLogger("jmslike.amqp")
 
 T = TypeVar("T")
 MessageCallback = Callable[[Message, Delivery], None]
+
+DECLARED = 0x33
+TRANSACTIONAL_STATE = 0x34
+_DECLARE = symbol("amqp:declare:list")
+_DISCHARGE = symbol("amqp:discharge:list")
+_ACCEPTED_OUTCOME = Described(ulong(Delivery.ACCEPTED), [])
 
 _NUMBERS = itertools.count(1)
 
@@ -57,6 +68,8 @@ class AmqpTransport:
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._receivers: dict[Link, MessageCallback] = {}
         self._outcomes: dict[Delivery, Future[None]] = {}
+        self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
+        """Transaction control transfers (declare, discharge) -> their outcome."""
         self._attaching: dict[Link, Future[None]] = {}
         self._opened: Future[None] = Future()
         self._closing = False
@@ -103,12 +116,13 @@ class AmqpTransport:
         opened = self._opened.done() and self._opened.exception() is None
         if not self._opened.done():
             self._opened.set_exception(error)
-        for _fn, future in self._drain_calls():
-            future.set_exception(error)
-        for future in list(self._outcomes.values()):
+        futures: list[Future[Any]] = [future for _fn, future in self._drain_calls()]
+        futures += [*self._outcomes.values(), *self._controls.values()]
+        self._outcomes.clear()
+        self._controls.clear()
+        for future in futures:
             if not future.done():
                 future.set_exception(error)
-        self._outcomes.clear()
         if opened and not self._closing:
             self._closing = True  # once: the connection is gone
             self._on_lost(error)
@@ -151,6 +165,7 @@ class AmqpTransport:
         must reach it."""
 
         def attach() -> tuple[Link, Future[None]]:
+            options.setdefault("name", self.link_name("receiver"))
             receiver = self._container.create_receiver(self.connection, source, **options)
             self._receivers[receiver] = on_message
             return receiver, self._attach_future(receiver)
@@ -161,12 +176,19 @@ class AmqpTransport:
 
     def open_sender(self, target: str | None, **options: Any) -> Link:
         def attach() -> tuple[Link, Future[None]]:
+            options.setdefault("name", self.link_name("sender"))
             sender = self._container.create_sender(self.connection, target, **options)
             return sender, self._attach_future(sender)
 
         sender, attached = self.call(attach)
         self._wait_attached(attached, target or "")
         return sender
+
+    def link_name(self, kind: str) -> str:
+        """A link name unique on the connection. Proton's default is built from the
+        address, so a second consumer of one queue would reuse the first one's name, and
+        the broker takes such an attach for the same link (it never answers)."""
+        return f"{self._container.container_id}:{kind}:{next(_NUMBERS)}"
 
     def _attach_future(self, link: Link) -> Future[None]:
         future: Future[None] = Future()
@@ -182,12 +204,17 @@ class AmqpTransport:
                 f"{self._timeout} s"
             ) from None
 
-    def send(self, sender: Link, message: Message, *, confirm: bool) -> None:
+    def send(self, sender: Link, message: Message, *, confirm: bool, txn: Any = None) -> None:
         """Send ``message``; with ``confirm``, wait for the broker's outcome (accepted, or
-        an error naming the refusal)."""
+        an error naming the refusal). In transaction ``txn`` nothing is waited for: the
+        discharge confirms every transfer of the transaction at once."""
 
         def transfer() -> Future[None] | None:
             delivery = sender.send(message)
+            if txn is not None:
+                delivery.local.data = [txn]
+                delivery.update(TRANSACTIONAL_STATE)
+                return None
             if not confirm:
                 return None
             outcome: Future[None] = Future()
@@ -204,18 +231,90 @@ class AmqpTransport:
                     f" within {self._timeout} s"
                 ) from None
 
-    def settle(self, delivery: Delivery, outcome: int, *, failed: bool = False) -> None:
+    def settle(
+        self, delivery: Delivery, outcome: int, *, failed: bool = False, txn: Any = None
+    ) -> None:
         """Settle a received delivery: ``Delivery.ACCEPTED``, ``RELEASED`` (back to the
-        queue, not counted as delivered), or ``MODIFIED`` with ``failed`` (back, counted)."""
+        queue, not counted as delivered), or ``MODIFIED`` with ``failed`` (back, counted).
+        With ``txn`` it is accepted as part of that transaction (undone if it aborts)."""
 
         def done() -> None:
             if not delivery.settled:
+                if txn is not None:
+                    delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
+                    delivery.update(TRANSACTIONAL_STATE)
+                    delivery.settle()
+                    return
                 if failed:
                     delivery.local.failed = True
                 delivery.update(outcome)
                 delivery.settle()
 
         self.call(done)
+
+    def settle_all(self, deliveries: list[Delivery], *, txn: Any) -> None:
+        """Accept many deliveries in transaction ``txn`` with one call to the thread."""
+
+        def done() -> None:
+            for delivery in deliveries:
+                if not delivery.settled:
+                    delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
+                    delivery.update(TRANSACTIONAL_STATE)
+                    delivery.settle()
+
+        self.call(done)
+
+    # ----------------------------------------------------------- transactions
+    def open_coordinator(self) -> Link:
+        """A link to the broker's transaction coordinator (one per JMS session, as Qpid
+        JMS does); a broker without one refuses the attach, which raises here."""
+
+        def attach() -> tuple[Link, Future[None]]:
+            coordinator = self._container.create_sender(
+                self.connection, None, name=self.link_name("coordinator")
+            )
+            coordinator.target.type = Terminus.COORDINATOR
+            coordinator.target.capabilities.put_object(symbol("amqp:local-transactions"))
+            return coordinator, self._attach_future(coordinator)
+
+        coordinator, attached = self.call(attach)
+        self._wait_attached(attached, "the transaction coordinator")
+        return coordinator
+
+    def _control(
+        self, coordinator: Link, descriptor: symbol, value: list[Any]
+    ) -> tuple[int, Any, str]:
+        def transfer() -> Future[tuple[int, Any, str]]:
+            delivery = coordinator.send(Message(body=Described(descriptor, value)))
+            outcome: Future[tuple[int, Any, str]] = Future()
+            self._controls[delivery] = outcome
+            return outcome
+
+        try:
+            return self.call(transfer).result(self._timeout)
+        except TimeoutError:
+            raise ConnectionFailedError(
+                f"AMQP broker {self.address} did not answer a transaction request within "
+                f"{self._timeout} s"
+            ) from None
+
+    def declare(self, coordinator: Link) -> Any:
+        """Start a transaction; returns its id."""
+        state, data, reason = self._control(coordinator, _DECLARE, [None])
+        if state != DECLARED or not data:
+            raise JMSException(f"AMQP broker {self.address} refused a transaction: {reason}")
+        return data[0]
+
+    def discharge(self, coordinator: Link, txn: Any, *, fail: bool) -> None:
+        """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit
+        raises TransactionRolledBackError (the broker rolled it back)."""
+        state, _data, reason = self._control(coordinator, _DISCHARGE, [txn, fail])
+        if state != Delivery.ACCEPTED:
+            if fail:
+                raise JMSException(f"AMQP broker {self.address} refused a rollback: {reason}")
+            raise TransactionRolledBackError(
+                f"AMQP broker {self.address} rolled the transaction back: {reason}"
+            )
 
     def flow(self, receiver: Link, credit: int) -> None:
         self.call(lambda: receiver.flow(credit))
@@ -292,6 +391,19 @@ class _Handler(MessagingHandler):
             attached.set_exception(
                 JMSException(f"AMQP broker {self._transport.address} refused a link: {text}")
             )
+
+    def on_delivery(self, event: Any) -> None:
+        """Outcomes of transaction requests (declared, accepted, rejected); ordinary
+        transfers are left to MessagingHandler's own handlers."""
+        delivery = event.delivery
+        if not delivery.link.is_sender or not delivery.updated:
+            return
+        outcome = self._transport._controls.pop(delivery, None)
+        if outcome is None or outcome.done():
+            return
+        condition = delivery.remote.condition
+        reason = f"{condition.name}: {condition.description}" if condition else "no reason given"
+        outcome.set_result((delivery.remote_state, delivery.remote.data, reason))
 
     def on_jmslike_call(self, event: Any) -> None:
         self._transport._run_calls()
