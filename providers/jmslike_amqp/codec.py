@@ -242,6 +242,8 @@ def _plain(value: object) -> object:
     """A Map message entry as jmslike keeps it (bytes stay bytes; symbols become str)."""
     if isinstance(value, proton.symbol):
         return str(value)
+    if isinstance(value, memoryview):  # Proton decodes AMQP binary inside a map so
+        return value.tobytes()
     if isinstance(value, bool):
         return value
     if isinstance(value, (proton.byte, proton.short, proton.int32)):

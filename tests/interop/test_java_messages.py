@@ -119,18 +119,6 @@ _MAP_TO_JAVA = (
     "BytesMessage holding that JSON"
 )
 XFAIL: dict[tuple[str, str], str] = {
-    ("java-amqp-to-jmslike-amqp", "map"): (
-        "BUG: jmslike_amqp.codec.decode leaves a Map entry that is AMQP binary (a Java "
-        "MapMessage.setBytes) as the memoryview proton returns, not bytes: "
-        "map.get_object('raw') is a memoryview (isinstance bytes False; json/STOMP re-encode "
-        "fail); _plain() needs a memoryview -> bytes case"
-    ),
-    ("java-core-to-jmslike-amqp", "map"): (
-        "BUG: as java-amqp-to-jmslike-amqp: the AMQP binary Map entry stays a memoryview"
-    ),
-    ("java-amqp-to-jmslike-amqp-rabbitmq", "map"): (
-        "BUG: as java-amqp-to-jmslike-amqp: the AMQP binary Map entry stays a memoryview"
-    ),
     ("java-amqp-to-jmslike-stomp", "map"): (
         "BROKER-LIMIT: Artemis hands a Map message from an AMQP sender to STOMP as its own "
         "binary map encoding with content-length (x-opt-jms-msg-type 2), not a readable body; "
