@@ -20,6 +20,7 @@ from typing import Any
 
 from proton import Delivery
 from proton import Message as AmqpMessage
+from proton.reactor import Selector
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue
@@ -30,6 +31,8 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.selector import Selector as ClientSelector
+from jmslike.selector import message_lookup, parse_selector
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -69,7 +72,13 @@ class _Token:
 class AmqpConsumer(ProviderConsumer):
     """One receiver link; credit is what the API asked for."""
 
-    def __init__(self, session: AmqpSession, destination: Destination, sink: DeliverySink) -> None:
+    def __init__(
+        self,
+        session: AmqpSession,
+        destination: Destination,
+        sink: DeliverySink,
+        selector: str | None = None,
+    ) -> None:
         self._session = session
         self.destination = destination
         self._sink = sink
@@ -77,10 +86,22 @@ class AmqpConsumer(ProviderConsumer):
         """Deliveries pushed up and not settled yet, in delivery order (the container
         thread adds, settling removes)."""
         connection = session.connection
+        options: list[Any] = [Capability("topic" if destination.is_topic else "queue")]
+        self._filter: ClientSelector | None = None
+        if selector is not None:
+            if connection.rabbitmq:
+                # RabbitMQ 3.10 has no AMQP filters. On a topic every subscriber has a
+                # queue of its own, so filtering here takes nothing from anyone.
+                if not destination.is_topic:
+                    raise IllegalStateError(
+                        "RabbitMQ cannot filter a queue with a selector, and filtering on the "
+                        "client would take messages from other consumers (capability selectors)"
+                    )
+                self._filter = parse_selector(selector)
+            else:
+                options.append(Selector(selector))  # Artemis reads the JMS names itself
         self._link = connection.transport.open_receiver(
-            connection.address_of(destination),
-            self._on_message,
-            options=Capability("topic" if destination.is_topic else "queue"),
+            connection.address_of(destination), self._on_message, options=options
         )
 
     def flow(self, credit: int) -> None:
@@ -112,6 +133,10 @@ class AmqpConsumer(ProviderConsumer):
             count = int(incoming.delivery_count or 0) + 1
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
+        if self._filter is not None and not self._filter.matches(message_lookup(message)):
+            connection.transport.settle(delivery, Delivery.ACCEPTED)  # not for this subscriber
+            self.flow(1)  # the credit it used is given back
+            return
         token = _Token(self, incoming, delivery, count)
         self.outstanding[delivery] = token
         self._sink(message, token)
@@ -199,7 +224,6 @@ class AmqpSession(ProviderSession):
     ) -> ProviderConsumer:
         for wanted, capability in (
             (exclusive or standby, "exclusive_consumers"),
-            (selector, "selectors"),
             (durable, "durable_subscriptions"),
             (shared, "shared_subscriptions"),
             (no_local, "no_local"),
@@ -209,7 +233,7 @@ class AmqpSession(ProviderSession):
                     f"{capability} over AMQP are not built yet ({self.connection.broker}; "
                     f"capability {capability})"
                 )
-        return AmqpConsumer(self, destination, sink)
+        return AmqpConsumer(self, destination, sink, selector)
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
@@ -341,7 +365,7 @@ class AmqpConnection(ProviderConnection):
             ordering_mode=OrderingMode.BROKER if native else OrderingMode.CLIENT_GATE,
             native_groups=native,
             group_scope="consumer" if native else "none",
-            selectors=False,
+            selectors=native,  # RabbitMQ: on topics only, filtered here
             transactions=True,
             delivery_delay=False,
             priority=False,
