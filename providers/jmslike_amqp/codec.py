@@ -58,6 +58,8 @@ _PROPERTY_ENCODERS: dict[str, Any] = {
     "boolean": bool,
     "string": str,
 }
+PRIORITY_PROPERTY = "jmslikePriority"
+"""The JMS priority, where the header must stay at 4 (see ``encode``)."""
 _RESERVED = frozenset({GROUP_ID, GROUP_SEQ, DELIVERY_COUNT})
 """JMSX properties that travel in AMQP's own fields, never as application properties."""
 
@@ -71,13 +73,17 @@ def kind_of(destination: Destination) -> int:
     return 1 if destination.is_topic else 0
 
 
-def encode(message: Message, address: str, reply_to: str | None = None) -> proton.Message:
+def encode(
+    message: Message, address: str, reply_to: str | None = None, *, wire_priority: bool = True
+) -> proton.Message:
     """The AMQP message for ``message`` sent to the node ``address``; ``reply_to`` is the
-    address of its JMSReplyTo, if it has one."""
+    address of its JMSReplyTo, if it has one. Without ``wire_priority`` (a broker that
+    would let a higher priority overtake within a group, ORD-12) the header says 4 and
+    the JMS priority travels in ``jmslikePriority``, as over STOMP."""
     out = proton.Message()
     out.address = address
     out.durable = message.jms_delivery_mode == DeliveryMode.PERSISTENT
-    out.priority = message.jms_priority
+    out.priority = message.jms_priority if wire_priority else 4
     if message.jms_message_id:
         out.id = message.jms_message_id  # "ID:..." strings are read back as they are
     if message.jms_correlation_id is not None:
@@ -105,6 +111,8 @@ def encode(message: Message, address: str, reply_to: str | None = None) -> proto
             continue
         jms_type = message.property_type(name) or "string"
         properties[name] = _PROPERTY_ENCODERS[jms_type](value)
+    if not wire_priority and message.jms_priority != 4:
+        properties[PRIORITY_PROPERTY] = proton.int32(message.jms_priority)
     if properties:
         out.properties = properties  # type: ignore[assignment]  # proton 0.40 annotates it None
     group = message._properties.get(GROUP_ID)
@@ -171,6 +179,9 @@ def decode(
     props = message._properties
     properties: dict[Any, Any] = incoming.properties or {}
     for name, value in properties.items():
+        if name == PRIORITY_PROPERTY and isinstance(value, int):
+            message.jms_priority = int(value)
+            continue
         jms_type, plain = _property(value)
         if jms_type is None:
             continue  # not a JMS property type (a list, a map...): Qpid JMS skips them too

@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from proton import Delivery
 from proton import Message as AmqpMessage
-from proton.reactor import Selector
+from proton.reactor import Copy, Selector
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue
@@ -204,7 +205,10 @@ class AmqpSession(ProviderSession):
             )
         reply_to = message.jms_reply_to
         outgoing = encode(
-            message, address, connection.address_of(reply_to) if reply_to is not None else None
+            message,
+            address,
+            connection.address_of(reply_to) if reply_to is not None else None,
+            wire_priority=connection.capabilities.priority,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
         connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
@@ -270,6 +274,25 @@ class AmqpSession(ProviderSession):
         dlq = Queue(self.connection.settings.dead_letter_queue)
         self._transfer(dlq, message, confirm=True, alone=True)
         self.acknowledge([token])
+
+    def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
+        """A receiver in ``copy`` distribution mode sees the queue without taking from it;
+        Artemis lists what it will deliver, in order (ORD-20)."""
+        connection = self.connection
+        if connection.rabbitmq:
+            raise IllegalStateError("RabbitMQ has no queue browsers (capability browsers)")
+        options: list[Any] = [Capability("queue"), Copy()]
+        if selector is not None:
+            options.append(Selector(selector))
+        seen = connection.transport.browse(connection.address_of(destination), options)
+        # Artemis expires a message only when it would deliver it or its reaper runs; a
+        # browser must not list one whose time has passed (ORD-13).
+        now = time.time()
+        return [
+            decode(incoming, destination, connection.reply_to_of(incoming))
+            for incoming in seen
+            if not incoming.expiry_time or incoming.expiry_time > now
+        ]
 
     def commit(self, tokens: Sequence[Any]) -> None:
         if not self.transacted:
@@ -372,7 +395,7 @@ class AmqpConnection(ProviderConnection):
             durable_subscriptions=False,
             shared_subscriptions=False,
             temporary_destinations=False,
-            browsers=False,
+            browsers=native,
             exclusive_consumers=False,
             extra={"gate_scope": f"amqp://{self.transport.address}"},
         )

@@ -71,6 +71,8 @@ class AmqpTransport:
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
         self._attaching: dict[Link, Future[None]] = {}
+        self._draining: dict[Link, Future[None]] = {}
+        """Receivers asked to drain -> resolved once the broker has used up the credit."""
         self._opened: Future[None] = Future()
         self._closing = False
         self._handler = _Handler(self)
@@ -316,6 +318,39 @@ class AmqpTransport:
                 f"AMQP broker {self.address} rolled the transaction back: {reason}"
             )
 
+    def browse(self, source: str, options: list[Any], batch: int = 500) -> list[Message]:
+        """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
+        ``batch`` credit in drain mode until a drain ends with fewer messages than that
+        (the broker answers a drain at once with what it has)."""
+        seen: list[Message] = []
+
+        def collect(message: Message, delivery: Delivery) -> None:
+            seen.append(message)
+            delivery.settle()  # a copy: settling takes nothing from the queue
+
+        receiver = self.open_receiver(source, collect, options=options)
+        try:
+            while True:
+                before = len(seen)
+
+                def drain() -> Future[None]:
+                    drained: Future[None] = Future()
+                    self._draining[receiver] = drained
+                    receiver.drain(batch)
+                    return drained
+
+                try:
+                    self.call(drain).result(self._timeout)
+                except TimeoutError:
+                    raise ConnectionFailedError(
+                        f"AMQP broker {self.address} did not answer a browse of {source!r} "
+                        f"within {self._timeout} s"
+                    ) from None
+                if len(seen) - before < batch:
+                    return list(seen)
+        finally:
+            self.close_link(receiver)
+
     def flow(self, receiver: Link, credit: int) -> None:
         self.call(lambda: receiver.flow(credit))
 
@@ -377,6 +412,15 @@ class _Handler(MessagingHandler):
     def on_connection_opened(self, event: Any) -> None:
         if not self._transport._opened.done():
             self._transport._opened.set_result(None)
+
+    def on_link_flow(self, event: Any) -> None:
+        link = event.link
+        drained = self._transport._draining.get(link)
+        if drained is not None and link.credit == 0:
+            del self._transport._draining[link]
+            link.drain_mode = False
+            if not drained.done():
+                drained.set_result(None)
 
     def on_link_opened(self, event: Any) -> None:
         attached = self._transport._attaching.pop(event.link, None)

@@ -1106,7 +1106,7 @@ def test_ord13_dead_lettered_message_group_moves_on(
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord14_selector_consumer_gets_matching_in_order_and_warns_once(
