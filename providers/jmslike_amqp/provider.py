@@ -28,6 +28,7 @@ from jmslike.destination import Destination, Queue
 from jmslike.errors import (
     ConfigurationError,
     IllegalStateError,
+    InvalidClientIDError,
     JMSException,
     TransactionRolledBackError,
 )
@@ -52,6 +53,10 @@ __all__ = ["AmqpProvider"]
 log = logging.getLogger("jmslike.amqp")
 
 PERSISTENT = DeliveryMode.PERSISTENT
+
+_CLIENT_IDS: dict[tuple[str, str], AmqpConnection] = {}
+"""(broker address, client id) -> the open connection of this process that holds it."""
+_CLIENT_IDS_LOCK = threading.Lock()
 
 DLQ_REASON = "dlqDeliveryFailureCause"
 
@@ -363,15 +368,22 @@ class AmqpConnection(ProviderConnection):
     ) -> None:
         self.settings = settings
         self._on_exception = on_exception
-        self.transport = AmqpTransport(
-            url.host,
-            url.port or 5672,
-            user,
-            password,
-            timeout=settings.request_timeout,
-            on_lost=on_exception,
-            ssl=url.scheme == "amqps",
-        )
+        self.client_id: str | None = None
+
+        def connect(container_id: str | None) -> AmqpTransport:
+            return AmqpTransport(
+                url.host,
+                url.port or 5672,
+                user,
+                password,
+                timeout=settings.request_timeout,
+                on_lost=on_exception,
+                ssl=url.scheme == "amqps",
+                container_id=container_id,
+            )
+
+        self._connect = connect
+        self.transport = connect(None)
         properties = self.transport.call(lambda: self.transport.connection.remote_properties)
         product = str((properties or {}).get("product", "")) if properties else ""
         self.rabbitmq = "rabbitmq" in product.lower()
@@ -424,10 +436,33 @@ class AmqpConnection(ProviderConnection):
         return AmqpSession(self, transacted)
 
     def set_client_id(self, client_id: str) -> None:
-        """AMQP carries the client id as the container id, fixed when connecting; jmslike
-        keeps it for durable subscriptions, which are not built yet."""
+        """AMQP carries the client id as the container id, fixed when connecting: with no
+        session open yet, the connection is opened again under that id. Artemis refuses
+        an id another connection holds (in any process); RabbitMQ does not check, so
+        this process keeps its own claims as well."""
+        claim = (self.transport.address, client_id)
+        with _CLIENT_IDS_LOCK:
+            if claim in _CLIENT_IDS:
+                raise InvalidClientIDError(
+                    f"client id {client_id!r} is in use by another connection to "
+                    f"{self.transport.address}"
+                )
+            _CLIENT_IDS[claim] = self
+        self.transport.close()
+        try:
+            self.transport = self._connect(client_id)
+        except JMSException:
+            with _CLIENT_IDS_LOCK:
+                _CLIENT_IDS.pop(claim, None)
+            self.transport = self._connect(None)
+            raise
+        self.client_id = client_id
 
     def close(self) -> None:
+        if self.client_id is not None:
+            with _CLIENT_IDS_LOCK:
+                if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
+                    del _CLIENT_IDS[(self.transport.address, self.client_id)]
         self.transport.close()
 
 

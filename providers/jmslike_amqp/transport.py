@@ -27,6 +27,7 @@ from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOptio
 
 from jmslike.errors import (
     ConnectionFailedError,
+    InvalidClientIDError,
     JMSException,
     JMSSecurityError,
     TransactionRolledBackError,
@@ -39,6 +40,8 @@ log = logging.getLogger("jmslike.amqp")
 T = TypeVar("T")
 MessageCallback = Callable[[Message, Delivery], None]
 
+SOLE_CONNECTION = symbol("sole-connection-for-container")
+_ESTABLISHMENT_FAILED = symbol("amqp:connection-establishment-failed")
 DECLARED = 0x33
 TRANSACTIONAL_STATE = 0x34
 _DECLARE = symbol("amqp:declare:list")
@@ -61,8 +64,10 @@ class AmqpTransport:
         timeout: float,
         on_lost: Callable[[JMSException], None],
         ssl: bool = False,
+        container_id: str | None = None,
     ) -> None:
         self.address = f"{host}:{port}"
+        self.container_id = container_id
         self._timeout = timeout
         self._on_lost = on_lost
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
@@ -77,7 +82,7 @@ class AmqpTransport:
         self._closing = False
         self._handler = _Handler(self)
         self._container = Container(self._handler)
-        self._container.container_id = f"jmslike-{next(_NUMBERS)}"
+        self._container.container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
         self._injector = EventInjector()
         self._container.selectable(self._injector)
         scheme = "amqps" if ssl else "amqp"
@@ -112,6 +117,9 @@ class AmqpTransport:
             password=self._password,
             allowed_mechs="PLAIN" if self._user else "ANONYMOUS",
             reconnect=False,
+            # A JMS client id is the container id; Artemis then refuses a second
+            # connection with it, in any process (Qpid JMS asks the same).
+            desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
         )
 
     def _fail(self, error: JMSException) -> None:
@@ -410,6 +418,9 @@ class _Handler(MessagingHandler):
         self._transport._start()
 
     def on_connection_opened(self, event: Any) -> None:
+        properties = event.connection.remote_properties or {}
+        if properties.get(_ESTABLISHMENT_FAILED):
+            return  # the broker's close follows, with the reason
         if not self._transport._opened.done():
             self._transport._opened.set_result(None)
 
@@ -426,6 +437,20 @@ class _Handler(MessagingHandler):
         attached = self._transport._attaching.pop(event.link, None)
         if attached is not None and not attached.done():
             attached.set_result(None)
+
+    def on_session_remote_close(self, event: Any) -> None:
+        """A broker that refuses an attach by ending the whole session (RabbitMQ does,
+        e.g. PRECONDITION_FAILED on a queue declared otherwise): every link of it waiting
+        to attach fails with the broker's reason, instead of timing out."""
+        condition = event.session.remote_condition
+        text = f"{condition.name}: {condition.description}" if condition else "session ended"
+        attaching = self._transport._attaching
+        for link in [link for link in attaching if link.session == event.session]:
+            future = attaching.pop(link)
+            if not future.done():
+                future.set_exception(
+                    JMSException(f"AMQP broker {self._transport.address} refused a link: {text}")
+                )
 
     def on_link_error(self, event: Any) -> None:
         attached = self._transport._attaching.pop(event.link, None)
@@ -501,6 +526,15 @@ class _Handler(MessagingHandler):
     def on_connection_remote_close(self, event: Any) -> None:
         condition = event.connection.remote_condition
         if condition is not None:
+            container = self._transport.container_id
+            if container and condition.name == "amqp:invalid-field":
+                self._transport._fail(
+                    InvalidClientIDError(
+                        f"client id {container!r} is in use on AMQP broker "
+                        f"{self._transport.address}: {condition.description}"
+                    )
+                )
+                return
             self._transport._fail(
                 ConnectionFailedError(
                     f"AMQP broker {self._transport.address} closed the connection: "
