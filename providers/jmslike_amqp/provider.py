@@ -46,7 +46,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode
-from jmslike_amqp.transport import AmqpTransport, Capability, Durable
+from jmslike_amqp.transport import AmqpTransport, Capability
 
 __all__ = ["AmqpProvider"]
 
@@ -92,7 +92,7 @@ class AmqpConsumer(ProviderConsumer):
         """Deliveries pushed up and not settled yet, in delivery order (the container
         thread adds, settling removes)."""
         connection = session.connection
-        options = connection.link_options(destination)
+        options: list[Any] = [Capability("topic" if destination.is_topic else "queue")]
         self._filter: ClientSelector | None = None
         if selector is not None:
             if connection.rabbitmq:
@@ -206,7 +206,7 @@ class AmqpSession(ProviderSession):
         sender = self._senders.get(address)
         if sender is None:
             sender = self._senders[address] = connection.transport.open_sender(
-                address, options=connection.link_options(destination)
+                address, options=Capability("topic" if destination.is_topic else "queue")
             )
         reply_to = message.jms_reply_to
         outgoing = encode(
@@ -286,7 +286,7 @@ class AmqpSession(ProviderSession):
         connection = self.connection
         if connection.rabbitmq:
             raise IllegalStateError("RabbitMQ has no queue browsers (capability browsers)")
-        options = [*connection.link_options(destination), Copy()]
+        options: list[Any] = [Capability("queue"), Copy()]
         if selector is not None:
             options.append(Selector(selector))
         seen = connection.transport.browse(connection.address_of(destination), options)
@@ -412,16 +412,6 @@ class AmqpConnection(ProviderConnection):
             extra={"gate_scope": f"amqp://{self.transport.address}"},
         )
         self._lock = threading.Lock()
-
-    def link_options(self, destination: Destination) -> list[Any]:
-        """What a link to ``destination`` announces: the node's kind (so Artemis creates
-        an anycast address for a new queue) and, on RabbitMQ, a durable terminus for a
-        queue: RabbitMQ then declares it durable, as its STOMP does, so both protocols
-        reach the same queue (a non-durable declaration of it is refused)."""
-        options: list[Any] = [Capability("topic" if destination.is_topic else "queue")]
-        if self.rabbitmq and not destination.is_topic and not destination.is_temporary:
-            options.append(Durable())
-        return options
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or

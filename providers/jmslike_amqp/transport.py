@@ -33,7 +33,7 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 
-__all__ = ["AmqpTransport", "Capability", "Durable"]
+__all__ = ["AmqpTransport", "Capability"]
 
 log = logging.getLogger("jmslike.amqp")
 
@@ -541,12 +541,3 @@ class _Handler(MessagingHandler):
                     f"{condition.name}: {condition.description}"
                 )
             )
-
-
-class Durable(LinkOption):
-    """A terminus that survives (durability "configuration"): RabbitMQ declares the
-    queue behind ``/queue/x`` durable for it."""
-
-    def apply(self, link: Link) -> None:
-        terminus = link.source if link.is_receiver else link.target
-        terminus.durability = Terminus.CONFIGURATION
