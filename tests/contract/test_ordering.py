@@ -754,7 +754,7 @@ def test_ord10_auto_receive_finished_by_consumer_close(make_connection, unique, 
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> None:
@@ -787,7 +787,7 @@ def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> 
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
