@@ -11,8 +11,10 @@ runs user code), so no application code runs there (docs/threading.md).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -120,6 +122,8 @@ class AmqpTransport:
         """Run ``fn`` on the container thread and return its result (or raise its error)."""
         if threading.current_thread() is self._thread:
             return fn()
+        if self._closing:
+            raise ConnectionFailedError(f"AMQP connection to {self.address} is closed")
         future: Future[T] = Future()
         self._calls.append((fn, future))
         self._injector.trigger(ApplicationEvent("jmslike_call"))
@@ -177,11 +181,14 @@ class AmqpTransport:
                     f" within {self._timeout} s"
                 ) from None
 
-    def settle(self, delivery: Delivery, outcome: int) -> None:
-        """Settle a received delivery with ``Delivery.ACCEPTED`` or ``RELEASED``."""
+    def settle(self, delivery: Delivery, outcome: int, *, failed: bool = False) -> None:
+        """Settle a received delivery: ``Delivery.ACCEPTED``, ``RELEASED`` (back to the
+        queue, not counted as delivered), or ``MODIFIED`` with ``failed`` (back, counted)."""
 
         def done() -> None:
             if not delivery.settled:
+                if failed:
+                    delivery.local.failed = True
                 delivery.update(outcome)
                 delivery.settle()
 
@@ -198,21 +205,28 @@ class AmqpTransport:
         self.call(close)
 
     def close(self) -> None:
-        """Close the connection and stop the thread (waits for both, within the timeout)."""
+        """Close the connection and let the container thread end (within the timeout),
+        then free the injector's pipe, which Proton leaves open."""
         if self._closing:
             return
         self._closing = True
 
-        def stop() -> None:
+        def shut_down() -> None:
             if self.connection is not None:
                 self.connection.close()
-            self._container.stop()
+            self._injector.close()  # with the connection gone, the container's loop ends
 
         if self._thread.is_alive():
-            self._calls.append((stop, Future()))
+            self._calls.append((shut_down, Future()))
             self._injector.trigger(ApplicationEvent("jmslike_call"))
             self._thread.join(self._timeout)
-        self._injector.close()
+        if self._thread.is_alive():  # the broker never answered the close
+            self._calls.append((self._container.stop, Future()))
+            self._injector.trigger(ApplicationEvent("jmslike_call"))
+            self._thread.join(1.0)
+        for fd in self._injector.pipe:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class Capability(LinkOption):
