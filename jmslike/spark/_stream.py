@@ -38,6 +38,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from jmslike.connection import Connection
+from jmslike.consumer import MessageConsumer
 from jmslike.errors import ConfigurationError
 from jmslike.session import Session
 from jmslike.spark._mapping import message_row
@@ -56,7 +57,10 @@ class _Pending:
     """An unacknowledged batch session; acknowledged once Spark commits ``ack_at``."""
 
     session: Session
+    consumer: MessageConsumer
+    first_end: int
     ack_at: int
+    extended: bool = False
 
 
 class _RowsPartition(InputPartition):
@@ -164,9 +168,37 @@ class JmsStreamReader(DataSourceStreamReader):
     # reader that declares none (then maxMessagesPerBatch is the read limit).
     def latestOffset(self) -> dict[str, int]:  # type: ignore[override]  # noqa: N802
         connection = self._open()
-        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        session: Session | None = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        assert session is not None
         consumer = session.create_consumer(self.options.destination)
         start = self._seq
+        rows, ack_at = self._receive(consumer, start)
+        if ack_at == 0 and self._pending:
+            # Every waiting message may belong to groups the uncommitted batch holds
+            # (ORD-9): only its session can take them, so the next batch comes from it.
+            session.close()
+            session = None
+            newest = self._pending[-1]
+            rows, ack_at = self._receive(newest.consumer, start)
+            if ack_at:
+                newest.ack_at = max(newest.ack_at, ack_at)
+                newest.extended = True
+        if rows:
+            self._seq = start + len(rows)
+            self._state.add_batch(start, self._seq, rows)
+        if session is None:
+            pass
+        elif ack_at == 0:
+            session.close()
+        elif ack_at <= self._state.committed():
+            session.acknowledge()  # only copies of batches Spark already committed
+            session.close()
+        else:
+            self._pending.append(_Pending(session, consumer, ack_at, ack_at))
+        return {"seq": self._seq}
+
+    def _receive(self, consumer: MessageConsumer, start: int) -> tuple[list[tuple[Any, ...]], int]:
+        """Up to maxMessagesPerBatch rows, and the offset whose commit may acknowledge them."""
         rows: list[tuple[Any, ...]] = []
         ack_at = 0
         timeout = self.options.receive_timeout
@@ -181,17 +213,7 @@ class JmsStreamReader(DataSourceStreamReader):
                 continue
             rows.append(message_row(message, start + len(rows) + 1))
             ack_at = max(ack_at, start + len(rows))
-        if rows:
-            self._seq = start + len(rows)
-            self._state.add_batch(start, self._seq, rows)
-        if ack_at == 0:
-            session.close()
-        elif ack_at <= self._state.committed():
-            session.acknowledge()  # only copies of batches Spark already committed
-            session.close()
-        else:
-            self._pending.append(_Pending(session, ack_at))
-        return {"seq": self._seq}
+        return rows, ack_at
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         first, last = int(start["seq"]), int(end["seq"])
@@ -209,7 +231,10 @@ class JmsStreamReader(DataSourceStreamReader):
         upto = int(end["seq"])
         keep: list[_Pending] = []
         for pending in self._pending:
-            if pending.ack_at <= upto:
+            if pending.ack_at <= upto or (pending.extended and pending.first_end <= upto):
+                # An extended session also holds later batches' messages: those are
+                # already in Spark's offset log and in the state dir, so a replay of
+                # them is served from there.
                 pending.session.acknowledge()
                 pending.session.close()
             else:

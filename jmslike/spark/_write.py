@@ -70,7 +70,10 @@ def send_partition(
             options.duplicate_ids == "true"
             or (options.duplicate_ids == "auto" and connection.capabilities.broker == "artemis")
         )
-        session = connection.create_session(transacted=True)
+        # Artemis rejects a whole transaction holding one duplicate and drops the
+        # connection, so rows with duplicate ids go one by one (each dropped alone).
+        transacted = not dedupe
+        session = connection.create_session(transacted=transacted)
         plain = session.create_producer(options.destination)
         plain.delivery_mode = options.delivery_mode
         pending = 0
@@ -83,12 +86,12 @@ def send_partition(
                 if order is not None:
                     before = last.get(group)
                     if before is not None and order < before:
-                        session.rollback()
+                        if transacted:
+                            session.rollback()
                         raise OrderingError(
                             f"partition {partition}: group {group!r} has {plan.order_column}="
                             f"{order!r} after {before!r}; sort within partitions first "
-                            "(jmslike.spark.write_ordered does), nothing of this transaction "
-                            "was sent"
+                            "(jmslike.spark.write_ordered does)"
                         )
                     last[group] = order
                 found = producers.get(group)
@@ -106,10 +109,11 @@ def send_partition(
             producer.send(message)
             count += 1
             pending += 1
-            if pending >= options.batch_size:
+            if transacted and pending >= options.batch_size:
                 session.commit()
                 pending = 0
-        session.commit()
+        if transacted:
+            session.commit()
     return PartitionSent(partition, count, frozenset(producers))
 
 
