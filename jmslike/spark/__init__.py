@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from jmslike.errors import ConfigurationError
-from jmslike.spark._mapping import READ_SCHEMA, plan_write
+from jmslike.spark._mapping import READ_COLUMNS, READ_SCHEMA, plan_write
 from jmslike.spark._options import SparkOptions, parse_options
 from jmslike.spark._read import JmsBatchReader
 from jmslike.spark._stream import JmsStreamReader
@@ -39,9 +39,12 @@ from jmslike.spark._write import (
 
 __all__ = [
     "DUPLICATE_ID_PROPERTY",
+    "READ_COLUMNS",
     "READ_SCHEMA",
     "ROW_ID_PROPERTY",
     "JmsDataSource",
+    "SparkOptions",
+    "parse_options",
     "prepare_ordered",
     "register",
     "write_ordered",
@@ -121,6 +124,14 @@ def write_ordered(
     ``options`` are more ``.option()`` pairs: ``user``, ``password``, ``batchSize``,
     ``bodyColumn``, ``deliveryMode`` or any factory setting.
     """
+    # The same checks the data source makes in Spark's planner process, made here too so
+    # that a bad option or schema raises the jmslike error itself, in this process.
+    parsed = parse_options(
+        {"url": url, "destination": destination, "groupColumn": group_column,
+         **({"orderColumn": order_column} if order_column else {}), **options}
+    )
+    fields = [(f.name, type(f.dataType).__name__) for f in df.schema.fields]
+    plan_write(fields, parsed.body_column, group_column, order_column)
     register(df.sparkSession)
     writer = prepare_ordered(df, group_column, order_column).write.format("jmslike")
     writer = writer.option("url", url).option("destination", destination)
