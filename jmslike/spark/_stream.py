@@ -16,12 +16,16 @@ restarted query serves the batch again from the file (the redelivered copies are
 recognised by message id and only acknowledged, not read twice).
 
 Group order: one batch's rows are in delivery order in one partition (ORD-9). Across
-batches, a batch's session holds its groups until Spark commits it, so the next
-batch's session cannot get a later message of those groups first (ORD-9, ORD-10):
-a group's messages appear in micro-batches in send order. The cost: a group is
-in at most one uncommitted batch at a time, and Spark commits a batch only when it
-plans the next one, so a stream whose only waiting messages belong to the
-uncommitted batch's groups waits until a message of another group arrives.
+batches, a batch's session holds its groups until Spark commits it, so another
+session cannot get a later message of those groups first (ORD-9, ORD-10): a group's
+messages appear in micro-batches in send order.
+
+Spark commits batch N only when it plans batch N+1. If a fresh session gets nothing
+(every waiting message belongs to groups batch N holds, or the broker offers them only
+to batch N's consumer, as ActiveMQ does), batch N+1 is read from batch N's session
+instead, else the stream would wait forever. That session's acknowledgement then also
+covers batch N+1 when Spark commits N: by then N+1 is in Spark's offset log and in the
+state dir, so a failed N+1 is still read again, from the state dir.
 """
 
 from __future__ import annotations
