@@ -35,6 +35,7 @@ _OWN = {
     "receivetimeout",
     "maxmessagesperbatch",
     "statedir",
+    "drainackevery",
 }
 _SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
 """Keys Spark itself may pass along with the user's options: not factory settings."""
@@ -56,7 +57,8 @@ class SparkOptions:
     duplicate_ids: str = "auto"
     read_mode: str = "browse"
     receive_timeout: float = 1.0
-    max_messages_per_batch: int = 10_000
+    max_messages_per_batch: int = 100
+    drain_ack_every: int = 100
     state_dir: str | None = None
     settings: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -129,7 +131,8 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
         duplicate_ids=_choice(options, "duplicateids", "duplicateIds", ("auto", "true", "false")),
         read_mode=_choice(options, "readmode", "readMode", ("browse", "drain")),
         receive_timeout=_seconds(options, "receivetimeout", "receiveTimeout", 1.0),
-        max_messages_per_batch=_int(options, "maxmessagesperbatch", "maxMessagesPerBatch", 10_000),
+        max_messages_per_batch=_int(options, "maxmessagesperbatch", "maxMessagesPerBatch", 100),
+        drain_ack_every=_int(options, "drainackevery", "drainAckEvery", 100),
         state_dir=options.get("statedir") or None,
         settings=settings,
     )

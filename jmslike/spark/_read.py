@@ -2,9 +2,13 @@
 
 A queue is one ordered line, so a batch read is one Spark partition read by one task
 with one connection: the rows come in delivery order, which is group order (ORD-9,
-ORD-20). ``readMode=drain`` consumes with CLIENT_ACKNOWLEDGE and acknowledges only
-after the last row was handed to Spark; a task that fails before that leaves every
-message on the broker (ORD-10, ORD-11).
+ORD-20). ``readMode=drain`` consumes with CLIENT_ACKNOWLEDGE and acknowledges every
+``drainAckEvery`` rows (default 100) and after the last one. Not once at the end: a
+broker pages a limited number of messages in for delivery (ActiveMQ Classic's
+maxPageSize, 200 by default) and sends no more while those are unacknowledged, so a
+drain that never acknowledged would stop there. A task that fails leaves only the
+rows since the last acknowledgement on the broker: cache a drained DataFrame, and
+use the streaming read where every row must survive a failure.
 """
 
 from __future__ import annotations
@@ -43,5 +47,7 @@ class JmsBatchReader(DataSourceReader):
             while (received := consumer.receive(options.receive_timeout)) is not None:
                 yield message_row(received, offset)
                 offset += 1
-            if offset:
+                if offset % options.drain_ack_every == 0:
+                    session.acknowledge()
+            if offset % options.drain_ack_every:
                 session.acknowledge()
