@@ -24,12 +24,13 @@ import time
 import uuid
 from pathlib import Path
 
-# This directory holds benchmarks/stomp.py, which would shadow the stomp.py library.
+from jmslike import ConnectionFactory, Session
+
+# This directory holds benchmarks/stomp.py, which would shadow the stomp.py library when
+# the STOMP provider is first loaded (after this, not at the import of jmslike above).
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent / "tests"))
-
-from jmslike import ConnectionFactory, Session
 
 
 def _default_url() -> str:
