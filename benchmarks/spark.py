@@ -10,6 +10,10 @@
   one plain jmslike CLIENT_ACKNOWLEDGE consumer acknowledging every ``--stream-batch``.
   What is left on the queues is drained at the end.
 
+One queue holds all the written rows until they are drained: the suite's ActiveMQ
+(memoryUsage 256 MB) stops producers by flow control at about 200,000 such messages,
+so the issue's 1,000,000 rows need a broker with more room (or ``--rows 200000``).
+
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
 """
@@ -23,6 +27,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from jmslike import ConnectionFactory, Session
 
@@ -86,6 +91,36 @@ def drain(url: str, queue: str) -> None:
             pass
 
 
+def spark_stream(spark: Any, url: str, queue: str, rows: int, batch: int) -> float:
+    seen = 0
+
+    def count(df: Any, batch_id: int) -> None:
+        nonlocal seen
+        seen += df.count()
+
+    with tempfile.TemporaryDirectory() as state:
+        query = (
+            spark.readStream.format("jmslike")
+            .option("url", url)
+            .option("destination", queue)
+            .option("stateDir", f"{state}/state")
+            .option("maxMessagesPerBatch", str(batch))
+            .option("receiveTimeout", "0.5")
+            .load()
+            .writeStream.foreachBatch(count)
+            .option("checkpointLocation", f"{state}/checkpoint")
+            .start()
+        )
+        start = time.perf_counter()
+        while seen < rows:
+            if query.exception() is not None:
+                raise RuntimeError(str(query.exception()))
+            time.sleep(0.05)
+        rate = seen / (time.perf_counter() - start)
+        query.stop()
+    return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=None)
@@ -128,40 +163,17 @@ def main() -> None:
             batchSize=str(args.batch_size),
         )
         spark_rate = args.rows / (time.perf_counter() - start)
+        stream_rows = min(args.stream_rows, args.rows)
+        stream_rate = spark_stream(spark, url, spark_queue, stream_rows, args.stream_batch)
+        # One queue on the broker at a time: ActiveMQ's producer flow control (memory
+        # limit) stops senders long before 1,000,000 messages are held.
+        drain(url, spark_queue)
         plain_rate = plain_write(url, plain_queue, args.rows, args.groups, args.batch_size)
+        read_rate = plain_read(url, plain_queue, stream_rows, args.stream_batch)
         print(f"write {args.rows} rows in {args.groups} groups, persistent, {url.split('@')[-1]}")
         print(f"  spark local[2] write_ordered: {spark_rate:10,.0f} rows/s")
         print(f"  plain jmslike producer:       {plain_rate:10,.0f} rows/s")
         print(f"  ratio spark/plain:            {spark_rate / plain_rate:10.2f}")
-
-        stream_rows = min(args.stream_rows, args.rows)
-        seen = 0
-
-        def count(batch: object, batch_id: int) -> None:
-            nonlocal seen
-            seen += batch.count()  # type: ignore[attr-defined]
-
-        with tempfile.TemporaryDirectory() as state:
-            query = (
-                spark.readStream.format("jmslike")
-                .option("url", url)
-                .option("destination", spark_queue)
-                .option("stateDir", f"{state}/state")
-                .option("maxMessagesPerBatch", str(args.stream_batch))
-                .option("receiveTimeout", "0.5")
-                .load()
-                .writeStream.foreachBatch(count)
-                .option("checkpointLocation", f"{state}/checkpoint")
-                .start()
-            )
-            start = time.perf_counter()
-            while seen < stream_rows:
-                if query.exception() is not None:
-                    raise RuntimeError(str(query.exception()))
-                time.sleep(0.05)
-            stream_rate = seen / (time.perf_counter() - start)
-            query.stop()
-        read_rate = plain_read(url, plain_queue, stream_rows, args.stream_batch)
         print(f"streaming read of {stream_rows} rows, {args.stream_batch} per micro-batch")
         print(f"  spark readStream:             {stream_rate:10,.0f} rows/s")
         print(f"  plain jmslike consumer:       {read_rate:10,.0f} rows/s")
