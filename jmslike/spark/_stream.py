@@ -176,7 +176,10 @@ class JmsStreamReader(DataSourceStreamReader):
         assert session is not None
         consumer = session.create_consumer(self.options.destination)
         start = self._seq
-        rows, ack_at = self._receive(consumer, start)
+        # With a batch pending, a fresh session often gets nothing (next paragraph): ask
+        # it only briefly, and wait the full receiveTimeout on the fallback.
+        first_wait = min(self.options.receive_timeout, 0.1) if self._pending else None
+        rows, ack_at = self._receive(consumer, start, first_wait)
         if ack_at == 0 and self._pending:
             # Every waiting message may belong to groups the uncommitted batch holds
             # (ORD-9): only its session can take them, so the next batch comes from it.
@@ -201,11 +204,13 @@ class JmsStreamReader(DataSourceStreamReader):
             self._pending.append(_Pending(session, consumer, ack_at, ack_at))
         return {"seq": self._seq}
 
-    def _receive(self, consumer: MessageConsumer, start: int) -> tuple[list[tuple[Any, ...]], int]:
+    def _receive(
+        self, consumer: MessageConsumer, start: int, first_wait: float | None = None
+    ) -> tuple[list[tuple[Any, ...]], int]:
         """Up to maxMessagesPerBatch rows, and the offset whose commit may acknowledge them."""
         rows: list[tuple[Any, ...]] = []
         ack_at = 0
-        timeout = self.options.receive_timeout
+        timeout = self.options.receive_timeout if first_wait is None else first_wait
         while len(rows) < self.options.max_messages_per_batch:
             message = consumer.receive(timeout)
             if message is None:

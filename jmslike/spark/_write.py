@@ -5,7 +5,8 @@ one task at a time per worker; it opens one connection and one transacted sessio
 creates one producer per group it meets (bound with ``enable_ordering_group``, ORD-5)
 and commits every ``batchSize`` rows, so persistent sends are confirmed per
 transaction rather than one round trip per message. A transaction's messages keep
-their order (ORD-8).
+their order (ORD-8). Rows with a duplicate id for Artemis go outside transactions
+(see ``send_partition``).
 
 What the sink cannot do is move rows between partitions: Spark gives each task its
 partition as it is. So group order holds end to end only when all rows of a group are
