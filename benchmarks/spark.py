@@ -21,7 +21,6 @@ so the issue's 1,000,000 rows need a broker with more room (or ``--rows 200000``
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -132,21 +131,11 @@ def main() -> None:
     args = parser.parse_args()
     url = args.url or _default_url()
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as fn
 
     import jmslike.spark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("jmslike-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
+    spark = jmslike.spark.local_session("jmslike-bench", shuffle_partitions=2)
     spark.sparkContext.setLogLevel("ERROR")
     jmslike.spark.register(spark)
     run = uuid.uuid4().hex[:8]
@@ -159,7 +148,11 @@ def main() -> None:
         )
         start = time.perf_counter()
         jmslike.spark.write_ordered(
-            df, url=url, destination=spark_queue, group_column="group", order_column="ts",
+            df,
+            url=url,
+            destination=spark_queue,
+            group_column="group",
+            order_column="ts",
             batchSize=str(args.batch_size),
         )
         spark_rate = args.rows / (time.perf_counter() - start)

@@ -26,18 +26,9 @@ CSV = Path(__file__).parent / "data" / "orders.csv"
 
 def _spark() -> Any:
     """A local SparkSession whose Python workers import this venv's jmslike."""
-    from pyspark.sql import SparkSession
+    import jmslike.spark
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("jmslike-orders-pipeline")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
+    return jmslike.spark.local_session("jmslike-orders-pipeline")
 
 
 def main(url: str, spark: Any = None, timeout: float = 60.0) -> dict[str, int]:

@@ -13,6 +13,8 @@ needs pyspark (``pip install 'jmslike[spark]'``); ``import jmslike`` never impor
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 try:
@@ -44,11 +46,28 @@ __all__ = [
     "ROW_ID_PROPERTY",
     "JmsDataSource",
     "SparkOptions",
+    "local_session",
     "parse_options",
     "prepare_ordered",
     "register",
     "write_ordered",
 ]
+
+
+def local_session(app_name: str, *, cores: int = 2, shuffle_partitions: int = 4) -> SparkSession:
+    """A local SparkSession for examples, tests and benchmarks on one machine: its Python
+    workers run this interpreter (so they import the same jmslike), and the driver binds
+    to loopback only, with no web UI."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
 
 
 class JmsDataSource(DataSource):
@@ -127,8 +146,13 @@ def write_ordered(
     # The same checks the data source makes in Spark's planner process, made here too so
     # that a bad option or schema raises the jmslike error itself, in this process.
     parsed = parse_options(
-        {"url": url, "destination": destination, "groupColumn": group_column,
-         **({"orderColumn": order_column} if order_column else {}), **options}
+        {
+            "url": url,
+            "destination": destination,
+            "groupColumn": group_column,
+            **({"orderColumn": order_column} if order_column else {}),
+            **options,
+        }
     )
     fields = [(f.name, type(f.dataType).__name__) for f in df.schema.fields]
     plan_write(fields, parsed.body_column, group_column, order_column)

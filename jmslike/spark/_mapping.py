@@ -58,11 +58,29 @@ _PROPERTY_KINDS = {
 """Spark column type -> JMS property type. Timestamps travel as epoch milliseconds
 (long, as JMSTimestamp does), dates as ISO strings."""
 _GROUP_KINDS = {"StringType", "IntegerType", "LongType", "ShortType", "ByteType"}
-_ORDER_KINDS = {*_GROUP_KINDS, "FloatType", "DoubleType", "TimestampType", "TimestampNTZType",
-                "DateType", "DecimalType"}
+_ORDER_KINDS = {
+    *_GROUP_KINDS,
+    "FloatType",
+    "DoubleType",
+    "TimestampType",
+    "TimestampNTZType",
+    "DateType",
+    "DecimalType",
+}
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-_RESERVED_NAMES = {"NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN",
-                   "IS", "ESCAPE"}
+_RESERVED_NAMES = {
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "NOT",
+    "AND",
+    "OR",
+    "BETWEEN",
+    "LIKE",
+    "IN",
+    "IS",
+    "ESCAPE",
+}
 
 
 def _millis(value: datetime.datetime) -> int:
@@ -161,8 +179,11 @@ def plan_write(
     """
     names = [name for name, _ in fields]
     kinds = dict(fields)
-    for role, column in (("bodyColumn", body_column), ("groupColumn", group_column),
-                         ("orderColumn", order_column)):
+    for role, column in (
+        ("bodyColumn", body_column),
+        ("groupColumn", group_column),
+        ("orderColumn", order_column),
+    ):
         if column is not None and column not in kinds:
             raise ConfigurationError(
                 f"option {role}={column!r}: no such column (the columns are {names})"

@@ -142,7 +142,7 @@ class JmsStreamReader(DataSourceStreamReader):
     def __init__(self, options: SparkOptions) -> None:
         if options.state_dir is None:
             raise ConfigurationError(
-                'option stateDir is missing: a streaming read keeps its offsets there, e.g. '
+                "option stateDir is missing: a streaming read keeps its offsets there, e.g. "
                 '.option("stateDir", "/var/lib/app/orders-offsets") (keep it with the '
                 "query's checkpointLocation)"
             )

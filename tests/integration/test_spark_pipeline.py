@@ -8,7 +8,6 @@ used here: every test talks to a real broker. Each test uses queues of its own.
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 import time
@@ -35,16 +34,7 @@ SparkError = (PySparkException, Py4JJavaError)
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("jmslike-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
+    session = jmslike.spark.local_session("jmslike-tests")
     session.sparkContext.setLogLevel("ERROR")
     jspark.register(session)
     yield session
@@ -204,9 +194,9 @@ def test_unmappable_schema_raises_before_any_message_is_sent(
         ).save()
     no_body = df.drop("body", "tags")
     with pytest.raises(SparkError, match="bodyColumn='body': no such column"):
-        no_body.write.format("jmslike").option("url", activemq).option(
-            "destination", queue
-        ).mode("append").save()
+        no_body.write.format("jmslike").option("url", activemq).option("destination", queue).mode(
+            "append"
+        ).save()
     assert _count(activemq, queue) == 0
 
 
@@ -322,9 +312,11 @@ def _read_stream(
         .option("receiveTimeout", "0.5")
         .load()
     )
-    return stream.writeStream.foreachBatch(on_batch).option(
-        "checkpointLocation", str(checkpoint)
-    ).start()
+    return (
+        stream.writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
 
 
 def _wait_rows(batches: list[tuple[int, list[Any]]], total: int, query: Any) -> None:
