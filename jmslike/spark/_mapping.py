@@ -8,13 +8,12 @@ becomes a message by index lookups only (no per-row schema work), on the executo
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jmslike.errors import ConfigurationError, InvalidOrderingGroupError, MessageFormatError
-from jmslike.message import BytesMessage, Message, TextMessage
+from jmslike.message import BytesMessage, Message, TextMessage, check_property_name
 from jmslike.session import Session
 
 __all__ = ["READ_COLUMNS", "READ_SCHEMA", "WritePlan", "message_row", "plan_write"]
@@ -66,20 +65,6 @@ _ORDER_KINDS = {
     "TimestampNTZType",
     "DateType",
     "DecimalType",
-}
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-_RESERVED_NAMES = {
-    "NULL",
-    "TRUE",
-    "FALSE",
-    "NOT",
-    "AND",
-    "OR",
-    "BETWEEN",
-    "LIKE",
-    "IN",
-    "IS",
-    "ESCAPE",
 }
 
 
@@ -154,15 +139,13 @@ _SETTERS: dict[str, Callable[[Message, str, Any], None]] = {
 
 
 def _check_property_name(name: str) -> None:
-    if (
-        not _IDENTIFIER.match(name)
-        or name.upper() in _RESERVED_NAMES
-        or name.startswith(("JMS", "jmslike"))
-    ):
+    """The JMS rules (``check_property_name``), plus no ``JMS`` or ``jmslike`` prefix at
+    all: a column must not pass for a header or for jmslike's own bookkeeping."""
+    check_property_name(name)
+    if name.startswith(("JMS", "jmslike")):
         raise MessageFormatError(
-            f"column {name!r} cannot be a JMS property: a property name is a Java identifier, "
-            "not NULL/TRUE/FALSE or an operator, and not starting with JMS or jmslike; "
-            "rename the column (df.withColumnRenamed) or drop it"
+            f"column {name!r} cannot be a JMS property: names starting with JMS or jmslike "
+            "are headers or jmslike's own; rename the column (df.withColumnRenamed) or drop it"
         )
 
 

@@ -45,15 +45,17 @@ from jmslike.connection import Connection
 from jmslike.consumer import MessageConsumer
 from jmslike.errors import ConfigurationError
 from jmslike.session import Session
-from jmslike.spark._mapping import message_row
+from jmslike.spark._mapping import READ_COLUMNS, message_row
 from jmslike.spark._options import SparkOptions
 
 __all__ = ["JmsStreamReader"]
 
 log = logging.getLogger("jmslike.spark")
 
-_BODY_BYTES = 1
-"""Index of the binary body in a row: JSON holds it as base64."""
+_COLUMN = {name: index for index, (name, _kind) in enumerate(READ_COLUMNS)}
+_BODY_BYTES = _COLUMN["body_bytes"]
+"""The binary body's place in a row: JSON holds it as base64."""
+_MESSAGE_ID = _COLUMN["message_id"]
 
 
 @dataclass
@@ -131,8 +133,10 @@ class _StateDir:
         )
 
     def drop_batches(self, upto: int) -> None:
-        for end in [e for e in self.batches() if e <= upto]:
-            (self.path / f"batch-{end}.json").unlink(missing_ok=True)
+        """The file name says a batch's end: no need to read the rows to drop it."""
+        for file in self.path.glob("batch-*.json"):
+            if int(file.stem.removeprefix("batch-")) <= upto:
+                file.unlink(missing_ok=True)
 
 
 class JmsStreamReader(DataSourceStreamReader):
@@ -155,8 +159,8 @@ class JmsStreamReader(DataSourceStreamReader):
         """Message id -> end offset of the spooled batch it is in (after a restart)."""
         for end, data in spooled.items():
             for row in data["rows"]:
-                if row[2] is not None:
-                    self._known[row[2]] = end
+                if row[_MESSAGE_ID] is not None:
+                    self._known[row[_MESSAGE_ID]] = end
         self._seq = max([self._state.committed(), *spooled])
 
     def _open(self) -> Connection:
@@ -172,8 +176,7 @@ class JmsStreamReader(DataSourceStreamReader):
     # reader that declares none (then maxMessagesPerBatch is the read limit).
     def latestOffset(self) -> dict[str, int]:  # type: ignore[override]  # noqa: N802
         connection = self._open()
-        session: Session | None = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        assert session is not None
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(self.options.destination)
         start = self._seq
         # With a batch pending, a fresh session often gets nothing (next paragraph): ask
@@ -184,17 +187,11 @@ class JmsStreamReader(DataSourceStreamReader):
             # Every waiting message may belong to groups the uncommitted batch holds
             # (ORD-9): only its session can take them, so the next batch comes from it.
             session.close()
-            session = None
             newest = self._pending[-1]
             rows, ack_at = self._receive(newest.consumer, start)
             if ack_at:
                 newest.ack_at = max(newest.ack_at, ack_at)
                 newest.extended = True
-        if rows:
-            self._seq = start + len(rows)
-            self._state.add_batch(start, self._seq, rows)
-        if session is None:
-            pass
         elif ack_at == 0:
             session.close()
         elif ack_at <= self._state.committed():
@@ -202,6 +199,9 @@ class JmsStreamReader(DataSourceStreamReader):
             session.close()
         else:
             self._pending.append(_Pending(session, consumer, ack_at, ack_at))
+        if rows:
+            self._seq = start + len(rows)
+            self._state.add_batch(start, self._seq, rows)
         return {"seq": self._seq}
 
     def _receive(
