@@ -204,6 +204,24 @@ def record_text(record: logging.LogRecord) -> str:
     return text
 
 
+def verdict(
+    what: str,
+    exc: BaseException,
+    elapsed: float,
+    problems: list[str],
+    reported: list[jmslike.JMSException],
+    afterwards: str,
+) -> str:
+    """The failure text of a bad-input test: what was raised, what is wrong with it,
+    what the exception listener saw and the state of the connection afterwards."""
+    return (
+        f"{what} raised {describe(exc, elapsed)}: "
+        + "; ".join(problems)
+        + f". The exception listener got: {[f'{type(e).__name__}: {e}' for e in reported]}"
+        + f". Afterwards the connection was {afterwards}"
+    )
+
+
 def check_usable_or_clear(session: jmslike.Session, address: str) -> tuple[str, str | None]:
     """After a refused request the connection either still works (a persistent send to
     a topic nobody listens to is confirmed) or says clearly that it is gone: a
@@ -430,11 +448,8 @@ def test_refused_destination_is_named_in_the_error(
         )
         afterwards, problem = check_usable_or_clear(session, address)
         problems += [problem] if problem else []
-    assert not problems, (
-        f"{operation} on {destination} raised {describe(exc, elapsed)}: "
-        + "; ".join(problems)
-        + f". The exception listener got: {[f'{type(e).__name__}: {e}' for e in reported]}"
-        + f". Afterwards the connection was {afterwards}"
+    assert not problems, verdict(
+        f"{operation} on {destination}", exc, elapsed, problems, reported, afterwards
     )
 
 
@@ -477,9 +492,6 @@ def test_oversize_persistent_send_raises_with_the_cause(broker: str, size: int) 
         )
         afterwards, problem = check_usable_or_clear(session, address)
         problems += [problem] if problem else []
-    assert not problems, (
-        f"a persistent send of {size} bytes raised {describe(exc, elapsed)}: "
-        + "; ".join(problems)
-        + f". The exception listener got: {[f'{type(e).__name__}: {e}' for e in reported]}"
-        + f". Afterwards the connection was {afterwards}"
+    assert not problems, verdict(
+        f"a persistent send of {size} bytes", exc, elapsed, problems, reported, afterwards
     )

@@ -1,0 +1,145 @@
+"""Spark options -> jmslike settings, checked on the driver before any task runs.
+
+Spark hands a data source its options as strings, with keys in any case. The data
+source's own options are read here; every other key is a ConnectionFactory setting
+(snake_case, as in docs/configuration.md), so that anything a factory can be told in
+code can be told through ``.option()``. A bad value raises a ``ConfigurationError``
+naming the option, never the value of ``password``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jmslike.connection import ConnectionFactory
+from jmslike.destination import Destination, parse_destination
+from jmslike.errors import ConfigurationError
+from jmslike.message import DeliveryMode
+
+__all__ = ["SparkOptions", "parse_options"]
+
+_OWN = {
+    "url",
+    "destination",
+    "user",
+    "password",
+    "groupcolumn",
+    "ordercolumn",
+    "bodycolumn",
+    "batchsize",
+    "deliverymode",
+    "duplicateids",
+    "readmode",
+    "receivetimeout",
+    "maxmessagesperbatch",
+    "statedir",
+    "drainackevery",
+}
+_SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
+"""Keys Spark itself may pass along with the user's options: not factory settings."""
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """Everything one read or write needs; picklable, so it travels to the executors."""
+
+    url: str = field(repr=False)
+    destination: Destination
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    group_column: str | None = None
+    order_column: str | None = None
+    body_column: str = "body"
+    batch_size: int = 1000
+    delivery_mode: int = DeliveryMode.PERSISTENT
+    duplicate_ids: str = "auto"
+    read_mode: str = "browse"
+    receive_timeout: float = 1.0
+    max_messages_per_batch: int = 100
+    drain_ack_every: int = 100
+    state_dir: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def factory(self) -> ConnectionFactory:
+        """A fresh factory: each executor process builds its own from the same options."""
+        settings: dict[str, Any] = dict(self.settings)
+        return ConnectionFactory(self.url, user=self.user, password=self.password, **settings)
+
+
+def _int(options: Mapping[str, str], key: str, name: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigurationError(f"option {name}={raw!r}: need an integer >= 1")
+    return value
+
+
+def _seconds(options: Mapping[str, str], key: str, name: str, default: float) -> float:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 3600:
+        raise ConfigurationError(f"option {name}={raw!r}: need seconds from 0 to 3600")
+    return value
+
+
+def _choice(options: Mapping[str, str], key: str, name: str, choices: tuple[str, ...]) -> str:
+    raw = options.get(key, choices[0])
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ConfigurationError(f"option {name}={raw!r}: use one of {', '.join(choices)}")
+    return value
+
+
+def parse_options(raw: Mapping[str, str]) -> SparkOptions:
+    """Check every option; raises ``ConfigurationError`` naming the first bad one."""
+    options = {str(k).lower(): str(v) for k, v in raw.items()}
+    url = options.get("url")
+    if not url:
+        raise ConfigurationError(
+            'option url is missing: .option("url", "stomp://host:61613") (any jmslike URL)'
+        )
+    where = options.get("destination")
+    if not where:
+        raise ConfigurationError('option destination is missing: e.g. "queue://orders"')
+    destination = parse_destination(where)
+    mode = _choice(options, "deliverymode", "deliveryMode", ("persistent", "non_persistent"))
+    settings = {k: v for k, v in options.items() if k not in _OWN and k not in _SPARK_KEYS}
+    parsed = SparkOptions(
+        url=url,
+        destination=destination,
+        user=options.get("user"),
+        password=options.get("password"),
+        group_column=options.get("groupcolumn") or None,
+        order_column=options.get("ordercolumn") or None,
+        body_column=options.get("bodycolumn", "body"),
+        batch_size=_int(options, "batchsize", "batchSize", 1000),
+        delivery_mode=(
+            DeliveryMode.PERSISTENT if mode == "persistent" else DeliveryMode.NON_PERSISTENT
+        ),
+        duplicate_ids=_choice(options, "duplicateids", "duplicateIds", ("auto", "true", "false")),
+        read_mode=_choice(options, "readmode", "readMode", ("browse", "drain")),
+        receive_timeout=_seconds(options, "receivetimeout", "receiveTimeout", 1.0),
+        max_messages_per_batch=_int(options, "maxmessagesperbatch", "maxMessagesPerBatch", 100),
+        drain_ack_every=_int(options, "drainackevery", "drainAckEvery", 100),
+        state_dir=options.get("statedir") or None,
+        settings=settings,
+    )
+    if parsed.order_column is not None and parsed.group_column is None:
+        raise ConfigurationError(
+            f"option orderColumn={parsed.order_column!r} needs groupColumn: order is kept "
+            "per group (ORD-8)"
+        )
+    parsed.factory()  # a bad URL or factory setting fails here, on the driver
+    return parsed

@@ -1,0 +1,259 @@
+"""Streaming read: micro-batches whose offsets jmslike keeps on disk, acknowledged to
+the broker only when Spark commits the batch.
+
+Process model: Spark keeps one Python process on the driver for a streaming source
+(``latestOffset``, ``partitions``, ``commit`` and ``stop`` all run there), and runs
+``read`` in executor workers. So the broker session lives on the driver: each
+``latestOffset`` call opens a CLIENT_ACKNOWLEDGE session, receives up to
+``maxMessagesPerBatch`` messages, writes them to the state directory (``stateDir``,
+fsync'd, one JSON file per batch, named by the batch's end offset) and keeps the
+session open, unacknowledged. ``partitions`` hands the batch's rows to the executors
+inside the partition, read back from that file, so a batch Spark replays after a
+failure is the same rows. ``commit(end)`` acknowledges the sessions of every batch up
+to ``end`` and deletes their files. A batch that fails is never committed: its
+messages stay unacknowledged, go back to the broker when the query stops, and the
+restarted query serves the batch again from the file (the redelivered copies are
+recognised by message id and only acknowledged, not read twice).
+
+Group order: one batch's rows are in delivery order in one partition (ORD-9). Across
+batches, a batch's session holds its groups until Spark commits it, so another
+session cannot get a later message of those groups first (ORD-9, ORD-10): a group's
+messages appear in micro-batches in send order.
+
+Spark commits batch N only when it plans batch N+1. If a fresh session gets nothing
+(every waiting message belongs to groups batch N holds, or the broker offers them only
+to batch N's consumer, as ActiveMQ does), batch N+1 is read from batch N's session
+instead, else the stream would wait forever. That session's acknowledgement then also
+covers batch N+1 when Spark commits N: by then N+1 is in Spark's offset log and in the
+state dir, so a failed N+1 is still read again, from the state dir.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from jmslike.connection import Connection
+from jmslike.consumer import MessageConsumer
+from jmslike.errors import ConfigurationError
+from jmslike.session import Session
+from jmslike.spark._mapping import READ_COLUMNS, message_row
+from jmslike.spark._options import SparkOptions
+
+__all__ = ["JmsStreamReader"]
+
+log = logging.getLogger("jmslike.spark")
+
+_COLUMN = {name: index for index, (name, _kind) in enumerate(READ_COLUMNS)}
+_BODY_BYTES = _COLUMN["body_bytes"]
+"""The binary body's place in a row: JSON holds it as base64."""
+_MESSAGE_ID = _COLUMN["message_id"]
+
+
+@dataclass
+class _Pending:
+    """An unacknowledged batch session; acknowledged once Spark commits ``ack_at``."""
+
+    session: Session
+    consumer: MessageConsumer
+    first_end: int
+    ack_at: int
+    extended: bool = False
+
+
+class _RowsPartition(InputPartition):
+    """A micro-batch's rows travel inside its partition: executors need no state dir."""
+
+    def __init__(self, start: int, rows: list[tuple[Any, ...]]) -> None:
+        super().__init__(start)
+        self.rows = rows
+
+
+def _encode(row: tuple[Any, ...]) -> list[Any]:
+    out = list(row)
+    if out[_BODY_BYTES] is not None:
+        out[_BODY_BYTES] = base64.b64encode(out[_BODY_BYTES]).decode("ascii")
+    return out
+
+
+def _decode(row: list[Any]) -> tuple[Any, ...]:
+    if row[_BODY_BYTES] is not None:
+        row[_BODY_BYTES] = base64.b64decode(row[_BODY_BYTES])
+    return tuple(row)
+
+
+class _StateDir:
+    """``committed.json`` ({"seq": n}) plus ``batch-<end>.json`` per uncommitted batch."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, name: str, data: dict[str, Any]) -> None:
+        tmp = self.path / f".{name}.tmp"
+        with open(tmp, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.replace(self.path / name)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def committed(self) -> int:
+        file = self.path / "committed.json"
+        if not file.exists():
+            return 0
+        return int(json.loads(file.read_text(encoding="utf-8"))["seq"])
+
+    def set_committed(self, seq: int) -> None:
+        self._write("committed.json", {"seq": seq})
+
+    def batches(self) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        for file in self.path.glob("batch-*.json"):
+            data = json.loads(file.read_text(encoding="utf-8"))
+            found[int(data["end"])] = data
+        return found
+
+    def add_batch(self, start: int, end: int, rows: list[tuple[Any, ...]]) -> None:
+        self._write(
+            f"batch-{end}.json",
+            {"start": start, "end": end, "rows": [_encode(r) for r in rows]},
+        )
+
+    def drop_batches(self, upto: int) -> None:
+        """The file name says a batch's end: no need to read the rows to drop it."""
+        for file in self.path.glob("batch-*.json"):
+            if int(file.stem.removeprefix("batch-")) <= upto:
+                file.unlink(missing_ok=True)
+
+
+class JmsStreamReader(DataSourceStreamReader):
+    """See the module docstring. ``latestOffset`` takes no arguments: the signature
+    every PySpark 4.x accepts (4.2 added ``latestOffset(start, limit)`` as an option)."""
+
+    def __init__(self, options: SparkOptions) -> None:
+        if options.state_dir is None:
+            raise ConfigurationError(
+                "option stateDir is missing: a streaming read keeps its offsets there, e.g. "
+                '.option("stateDir", "/var/lib/app/orders-offsets") (keep it with the '
+                "query's checkpointLocation)"
+            )
+        self.options = options
+        self._state = _StateDir(options.state_dir)
+        self._connection: Connection | None = None
+        self._pending: list[_Pending] = []
+        spooled = self._state.batches()
+        self._known: dict[str, int] = {}
+        """Message id -> end offset of the spooled batch it is in (after a restart)."""
+        for end, data in spooled.items():
+            for row in data["rows"]:
+                if row[_MESSAGE_ID] is not None:
+                    self._known[row[_MESSAGE_ID]] = end
+        self._seq = max([self._state.committed(), *spooled])
+
+    def _open(self) -> Connection:
+        if self._connection is None:
+            self._connection = self.options.factory().create_connection()
+            self._connection.start()
+        return self._connection
+
+    def initialOffset(self) -> dict[str, int]:  # noqa: N802
+        return {"seq": self._state.committed()}
+
+    # No (start, limit) arguments: PySpark 4.0 and 4.1 call it so, 4.2+ still do for a
+    # reader that declares none (then maxMessagesPerBatch is the read limit).
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override]  # noqa: N802
+        connection = self._open()
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(self.options.destination)
+        start = self._seq
+        # With a batch pending, a fresh session often gets nothing (next paragraph): ask
+        # it only briefly, and wait the full receiveTimeout on the fallback.
+        first_wait = min(self.options.receive_timeout, 0.1) if self._pending else None
+        rows, ack_at = self._receive(consumer, start, first_wait)
+        if ack_at == 0 and self._pending:
+            # Every waiting message may belong to groups the uncommitted batch holds
+            # (ORD-9): only its session can take them, so the next batch comes from it.
+            session.close()
+            newest = self._pending[-1]
+            rows, ack_at = self._receive(newest.consumer, start)
+            if ack_at:
+                newest.ack_at = max(newest.ack_at, ack_at)
+                newest.extended = True
+        elif ack_at == 0:
+            session.close()
+        elif ack_at <= self._state.committed():
+            session.acknowledge()  # only copies of batches Spark already committed
+            session.close()
+        else:
+            self._pending.append(_Pending(session, consumer, ack_at, ack_at))
+        if rows:
+            self._seq = start + len(rows)
+            self._state.add_batch(start, self._seq, rows)
+        return {"seq": self._seq}
+
+    def _receive(
+        self, consumer: MessageConsumer, start: int, first_wait: float | None = None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Up to maxMessagesPerBatch rows, and the offset whose commit may acknowledge them."""
+        rows: list[tuple[Any, ...]] = []
+        ack_at = 0
+        timeout = self.options.receive_timeout if first_wait is None else first_wait
+        while len(rows) < self.options.max_messages_per_batch:
+            message = consumer.receive(timeout)
+            if message is None:
+                break
+            timeout = min(timeout, 0.05)
+            known = self._known.pop(message.jms_message_id or "", None)
+            if known is not None:  # redelivered after a restart: already in a spooled batch
+                ack_at = max(ack_at, known)
+                continue
+            rows.append(message_row(message, start + len(rows) + 1))
+            ack_at = max(ack_at, start + len(rows))
+        return rows, ack_at
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        first, last = int(start["seq"]), int(end["seq"])
+        rows: list[tuple[Any, ...]] = []
+        for batch_end, data in sorted(self._state.batches().items()):
+            if first < batch_end <= last:
+                rows.extend(_decode(r) for r in data["rows"])
+        return [_RowsPartition(first, rows)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, _RowsPartition)
+        return iter(partition.rows)
+
+    def commit(self, end: dict[str, int]) -> None:
+        upto = int(end["seq"])
+        keep: list[_Pending] = []
+        for pending in self._pending:
+            if pending.ack_at <= upto or (pending.extended and pending.first_end <= upto):
+                # An extended session also holds later batches' messages: those are
+                # already in Spark's offset log and in the state dir, so a replay of
+                # them is served from there.
+                pending.session.acknowledge()
+                pending.session.close()
+            else:
+                keep.append(pending)
+        self._pending = keep
+        self._state.set_committed(upto)
+        self._state.drop_batches(upto)
+
+    def stop(self) -> None:
+        """Close without acknowledging: what Spark did not commit goes back (ORD-11)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
