@@ -135,7 +135,11 @@ def _encode_body(message: Message, out: proton.Message) -> None:
     elif isinstance(message, MapMessage):
         out.body = dict(message._map)
     else:
-        out.body = None
+        # No body at all is not a valid AMQP message (RabbitMQ drops it without a word),
+        # and Proton writes no section for None: an empty data section; the type
+        # annotation (0, plain JMS message) says what it is.
+        out.inferred = True
+        out.body = b""
 
 
 def decode(
@@ -154,7 +158,7 @@ def decode(
     elif code == 2 or (code is None and isinstance(body, dict)):
         message = MapMessage()
         message._map = {str(k): _plain(v) for k, v in (body or {}).items()}  # type: ignore[misc]
-    elif code in (0, None) and body is None:
+    elif code == 0 or (code is None and body is None):
         message = Message()
     else:
         raise MessageFormatError(

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from proton import Delivery
@@ -24,17 +25,19 @@ from proton import Message as AmqpMessage
 from proton.reactor import Copy, Selector
 
 from jmslike.config import FactorySettings, ParsedURL
-from jmslike.destination import Destination, Queue
+from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
 from jmslike.errors import (
     ConfigurationError,
     IllegalStateError,
     InvalidClientIDError,
+    InvalidDestinationError,
     JMSException,
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector as ClientSelector
 from jmslike.selector import message_lookup, parse_selector
+from jmslike.spi.counts import counts_for
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -46,6 +49,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode
+from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability
 
 __all__ = ["AmqpProvider"]
@@ -58,21 +62,35 @@ _CLIENT_IDS: dict[tuple[str, str], AmqpConnection] = {}
 """(broker address, client id) -> the open connection of this process that holds it."""
 _CLIENT_IDS_LOCK = threading.Lock()
 
+_DELETED_TEMPORARY: set[str] = set()
+"""Temporary destinations whose connection (in this process) closed or deleted them."""
+
 DLQ_REASON = "dlqDeliveryFailureCause"
+
+
+def _remote_address(link: Any) -> str | None:
+    return link.remote_source.address  # type: ignore[no-any-return]
 
 
 class _Token:
     """One delivery: the AMQP message as it came (a redelivery carries what was sent)."""
 
-    __slots__ = ("consumer", "count", "delivery", "incoming")
+    __slots__ = ("consumer", "count", "delivery", "incoming", "key")
 
     def __init__(
-        self, consumer: AmqpConsumer, incoming: AmqpMessage, delivery: Delivery, count: int
+        self,
+        consumer: AmqpConsumer,
+        incoming: AmqpMessage,
+        delivery: Delivery,
+        count: int,
+        key: str,
     ) -> None:
         self.consumer = consumer
         self.incoming = incoming
         self.delivery = delivery
         self.count = count
+        self.key = key
+        """The message id: what jmslike counts deliveries by where the broker does not."""
 
 
 class AmqpConsumer(ProviderConsumer):
@@ -84,15 +102,25 @@ class AmqpConsumer(ProviderConsumer):
         destination: Destination,
         sink: DeliverySink,
         selector: str | None = None,
+        *,
+        link_name: str | None = None,
+        source_options: Sequence[Any] = (),
+        capabilities: Sequence[str] = (),
+        subscription: str | None = None,
     ) -> None:
         self._session = session
+        self._subscription = subscription
+        """A durable subscription's name: closing detaches the link, which keeps it."""
         self.destination = destination
         self._sink = sink
         self.outstanding: dict[Delivery, _Token] = {}
         """Deliveries pushed up and not settled yet, in delivery order (the container
         thread adds, settling removes)."""
         connection = session.connection
-        options: list[Any] = [Capability("topic" if destination.is_topic else "queue")]
+        options: list[Any] = [
+            Capability("topic" if destination.is_topic else "queue", *capabilities),
+            *source_options,
+        ]
         self._filter: ClientSelector | None = None
         if selector is not None:
             if connection.rabbitmq:
@@ -106,9 +134,12 @@ class AmqpConsumer(ProviderConsumer):
                 self._filter = parse_selector(selector)
             else:
                 options.append(Selector(selector))  # Artemis reads the JMS names itself
+        names = {"name": link_name} if link_name is not None else {}
         self._link = connection.transport.open_receiver(
-            connection.address_of(destination), self._on_message, options=options
+            connection.address_of(destination), self._on_message, options=options, **names
         )
+        if subscription is not None:
+            connection.subscriptions.active[subscription] += 1
 
     def flow(self, credit: int) -> None:
         """Grant ``credit`` more deliveries; 0 withdraws what is left (a drain: the broker
@@ -116,6 +147,13 @@ class AmqpConsumer(ProviderConsumer):
         while a drain is on its way still counts: AMQP's flow arithmetic adds it to
         whatever the drain leaves."""
         link = self._link
+
+        if credit <= 0 and self._session.connection.rabbitmq:
+            # RabbitMQ 3.10 cannot drain a classic queue's link: the channel crashes
+            # (function_clause in rabbit_classic_queue:handle_event({send_drained, ...}))
+            # and takes the connection down. The credit stays; what it brings waits in
+            # the consumer's buffer, like a STOMP window (docs/providers.md, limits).
+            return
 
         def adjust() -> None:
             if credit > 0:
@@ -132,18 +170,22 @@ class AmqpConsumer(ProviderConsumer):
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
         # Artemis counts deliveries (and leaves first-acquirer at its default, false);
         # RabbitMQ leaves delivery-count at 0 and says only "not the first acquirer"
-        # (BROKERS.md), so there a redelivery counts as the second delivery.
-        if connection.rabbitmq:
-            count = 1 if incoming.first_acquirer else 2
+        # (BROKERS.md), so there jmslike counts, as over STOMP: a message that was only
+        # buffered and given back unseen keeps its number.
+        key = message.jms_message_id or ""
+        counts = connection.counts
+        if counts is not None:
+            count = counts.count(key, not incoming.first_acquirer)
         else:
             count = int(incoming.delivery_count or 0) + 1
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             connection.transport.settle(delivery, Delivery.ACCEPTED)  # not for this subscriber
+            connection.forget(key)
             self.flow(1)  # the credit it used is given back
             return
-        token = _Token(self, incoming, delivery, count)
+        token = _Token(self, incoming, delivery, count, key)
         self.outstanding[delivery] = token
         self._sink(message, token)
 
@@ -162,7 +204,11 @@ class AmqpConsumer(ProviderConsumer):
         self.detach()
 
     def detach(self) -> None:
-        self._session.connection.transport.close_link(self._link)
+        connection = self._session.connection
+        durable = self._subscription is not None
+        connection.transport.close_link(self._link, keep=durable)
+        if durable:
+            connection.subscriptions.active[self._subscription or ""] -= 1
 
 
 class AmqpSession(ProviderSession):
@@ -191,6 +237,7 @@ class AmqpSession(ProviderSession):
         return self._txn
 
     def send(self, destination: Destination, message: Message) -> None:
+        self.connection.check_temporary(destination, consuming=False)
         if self.transacted and self._coordinator is None:
             self._pending.append((destination, message))
             return
@@ -231,26 +278,51 @@ class AmqpSession(ProviderSession):
         exclusive: bool = False,
         standby: bool = False,
     ) -> ProviderConsumer:
-        for wanted, capability in (
-            (exclusive or standby, "exclusive_consumers"),
-            (durable, "durable_subscriptions"),
-            (shared, "shared_subscriptions"),
-            (no_local, "no_local"),
+        connection = self.connection
+        capabilities = connection.capabilities
+        for wanted, capability, have in (
+            (exclusive or standby, "exclusive_consumers", False),
+            (durable, "durable_subscriptions", capabilities.durable_subscriptions),
+            (shared, "shared_subscriptions", capabilities.shared_subscriptions),
+            (no_local, "no_local", False),
         ):
-            if wanted:
+            if wanted and not have:
                 raise IllegalStateError(
-                    f"{capability} over AMQP are not built yet ({self.connection.broker}; "
-                    f"capability {capability})"
+                    f"{connection.broker} over AMQP has no {capability.replace('_', ' ')} "
+                    f"(capability {capability})"
                 )
-        return AmqpConsumer(self, destination, sink, selector)
+        connection.check_temporary(destination, consuming=True)
+        if not (durable or shared):
+            return AmqpConsumer(self, destination, sink, selector)
+        name = subscription or ""
+        if durable and not shared and connection.client_id is None:
+            raise IllegalStateError(
+                f"durable subscription {name!r} needs a client id "
+                "(connection.client_id or the factory's client_id), as in JMS"
+            )
+        link_name, options, source_capabilities = connection.subscriptions.link(
+            name, client_id=connection.client_id, durable=durable, shared=shared
+        )
+        return AmqpConsumer(
+            self,
+            destination,
+            sink,
+            selector,
+            link_name=link_name,
+            source_options=options,
+            capabilities=source_capabilities,
+            subscription=name if durable else None,
+        )
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
             token.consumer.outstanding.pop(token.delivery, None)
             self.connection.transport.settle(token.delivery, Delivery.ACCEPTED)
+            self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
-        token.count += 1
+        counts = self.connection.counts
+        token.count = counts.count(token.key, True) if counts is not None else token.count + 1
         message = decode(token.incoming, token.consumer.destination, None)
         message.jms_redelivered = True
         message._properties[DELIVERY_COUNT] = token.count
@@ -265,8 +337,11 @@ class AmqpSession(ProviderSession):
         (it ends the session), so there RELEASED, and first-acquirer tells the rest."""
         transport = self.connection.transport
         counted = seen and not self.connection.rabbitmq
+        counts = self.connection.counts
         for token in tokens:
             token.consumer.outstanding.pop(token.delivery, None)
+            if counts is not None and not seen:
+                counts.returned_unseen(token.key)
             if counted:
                 transport.settle(token.delivery, Delivery.MODIFIED, failed=True)
             else:
@@ -299,6 +374,34 @@ class AmqpSession(ProviderSession):
             if not incoming.expiry_time or incoming.expiry_time > now
         ]
 
+    def unsubscribe(self, name: str) -> None:
+        """Attach the subscription's link name with no source (Artemis answers with the
+        subscription's queue, or with none if there is no such subscription), then close
+        the link, which deletes the subscription."""
+        connection = self.connection
+        if not connection.capabilities.durable_subscriptions:
+            raise IllegalStateError(
+                f"{connection.broker} over AMQP has no durable subscriptions "
+                "(capability durable_subscriptions)"
+            )
+        if connection.subscriptions.active[name] > 0:
+            raise IllegalStateError(
+                f"durable subscription {name!r} has an active consumer: close it first"
+            )
+        transport = connection.transport
+        for link_name in SubscriptionNames.lookups(name, connection.client_id):
+            receiver = transport.open_receiver(
+                None, lambda _message, _delivery: None, options=[NullSource()], name=link_name
+            )
+            found = transport.call(partial(_remote_address, receiver))
+            transport.close_link(receiver, keep=not found)
+            if found:
+                return
+        raise InvalidDestinationError(
+            f"no durable subscription {name!r} for client id {connection.client_id!r} on "
+            f"{connection.broker}"
+        )
+
     def commit(self, tokens: Sequence[Any]) -> None:
         if not self.transacted:
             raise IllegalStateError("commit on a session that is not transacted")
@@ -320,6 +423,7 @@ class AmqpSession(ProviderSession):
             self._txn = None
             for token in tokens:
                 token.consumer.outstanding.pop(token.delivery, None)
+                self.connection.forget(token.key)
             transport.settle_all([token.delivery for token in tokens], txn=txn)
             transport.discharge(self._coordinator, txn, fail=False)
         self._detach_zombies(give_back=False)
@@ -370,6 +474,10 @@ class AmqpConnection(ProviderConnection):
         self._on_exception = on_exception
         self.client_id: str | None = None
 
+        # amqp://host:5672/name: RabbitMQ's vhost "name", which its AMQP 1.0 plugin takes
+        # from the open frame's hostname as "vhost:name" (other brokers ignore it).
+        vhost = (url.path or "").strip("/")
+
         def connect(container_id: str | None) -> AmqpTransport:
             return AmqpTransport(
                 url.host,
@@ -380,6 +488,7 @@ class AmqpConnection(ProviderConnection):
                 on_lost=on_exception,
                 ssl=url.scheme == "amqps",
                 container_id=container_id,
+                virtual_host=f"vhost:{vhost}" if vhost else None,
             )
 
         self._connect = connect
@@ -404,14 +513,65 @@ class AmqpConnection(ProviderConnection):
             transactions=True,
             delivery_delay=False,
             priority=False,
-            durable_subscriptions=False,
-            shared_subscriptions=False,
-            temporary_destinations=False,
+            # RabbitMQ 3.10 drops a topic link's queue when the link detaches, and
+            # refuses dynamic nodes ("amqp:not-implemented: Dynamic targets not supported").
+            durable_subscriptions=native,
+            shared_subscriptions=native,
+            temporary_destinations=native,
             browsers=native,
             exclusive_consumers=False,
             extra={"gate_scope": f"amqp://{self.transport.address}"},
         )
         self._lock = threading.Lock()
+        self.subscriptions = SubscriptionNames()
+        self.counts = counts_for(self.transport.address) if self.rabbitmq else None
+        """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
+        self._temporary: dict[str, Any] = {}
+        """Temporary destinations made here: name -> the dynamic sender link that keeps
+        it alive (Artemis deletes it when the link or the connection closes)."""
+
+    def forget(self, key: str) -> None:
+        """``key`` was acknowledged: it will not come again (RabbitMQ's counts)."""
+        if self.counts is not None:
+            self.counts.forget(key)
+
+    def check_temporary(self, destination: Destination, *, consuming: bool) -> None:
+        """JMS: a deleted temporary destination takes no sends, and only the connection
+        that made one consumes from it (Artemis would quietly create it again)."""
+        if not destination.is_temporary:
+            return
+        if destination.name in _DELETED_TEMPORARY:
+            raise InvalidDestinationError(
+                f"{destination} was deleted with the connection that created it"
+            )
+        if consuming and destination.name not in self._temporary:
+            raise InvalidDestinationError(
+                f"only the connection that created {destination} may consume from it"
+            )
+
+    def _create_temporary(self, kind: str) -> str:
+        if not self.capabilities.temporary_destinations:
+            raise IllegalStateError(
+                f"{self.broker} over AMQP has no temporary destinations "
+                "(capability temporary_destinations)"
+            )
+        sender = self.transport.open_sender(None, options=TemporaryTarget(kind))
+        name = str(self.transport.call(lambda: sender.remote_target.address))
+        self._temporary[name] = sender
+        return name
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        return TemporaryQueue(self._create_temporary("temporary-queue"))
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        return TemporaryTopic(self._create_temporary("temporary-topic"))
+
+    def delete_temporary(self, destination: Destination) -> None:
+        sender = self._temporary.pop(destination.name, None)
+        if sender is None:
+            raise InvalidDestinationError(f"{destination} was not created by this connection")
+        _DELETED_TEMPORARY.add(destination.name)
+        self.transport.close_link(sender)
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or
@@ -459,6 +619,7 @@ class AmqpConnection(ProviderConnection):
         self.client_id = client_id
 
     def close(self) -> None:
+        _DELETED_TEMPORARY.update(self._temporary)
         if self.client_id is not None:
             with _CLIENT_IDS_LOCK:
                 if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from proton import Delivery, Described, Link, Message, Terminus, symbol, ulong
+from proton import Data, Delivery, Described, Link, Message, Terminus, symbol, ulong
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOption
 
@@ -65,8 +65,10 @@ class AmqpTransport:
         on_lost: Callable[[JMSException], None],
         ssl: bool = False,
         container_id: str | None = None,
+        virtual_host: str | None = None,
     ) -> None:
         self.address = f"{host}:{port}"
+        self._virtual_host = virtual_host
         self.container_id = container_id
         self._timeout = timeout
         self._on_lost = on_lost
@@ -120,6 +122,8 @@ class AmqpTransport:
             # A JMS client id is the container id; Artemis then refuses a second
             # connection with it, in any process (Qpid JMS asks the same).
             desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
+            # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
+            virtual_host=self._virtual_host,
         )
 
     def _fail(self, error: JMSException) -> None:
@@ -169,7 +173,9 @@ class AmqpTransport:
                     future.set_exception(exc)
 
     # ---------------------------------------------------------------- links
-    def open_receiver(self, source: str, on_message: MessageCallback, **options: Any) -> Link:
+    def open_receiver(
+        self, source: str | None, on_message: MessageCallback, **options: Any
+    ) -> Link:
         """A receiver link with no credit yet (``flow`` grants it), once the broker has
         attached it: a JMS consumer exists from its creation, so a message sent after it
         must reach it."""
@@ -181,7 +187,7 @@ class AmqpTransport:
             return receiver, self._attach_future(receiver)
 
         receiver, attached = self.call(attach)
-        self._wait_attached(attached, source)
+        self._wait_attached(attached, source or "")
         return receiver
 
     def open_sender(self, target: str | None, **options: Any) -> Link:
@@ -362,10 +368,16 @@ class AmqpTransport:
     def flow(self, receiver: Link, credit: int) -> None:
         self.call(lambda: receiver.flow(credit))
 
-    def close_link(self, link: Link) -> None:
+    def close_link(self, link: Link, *, keep: bool = False) -> None:
+        """Close a link; with ``keep`` only detach it, so that the broker keeps what the
+        link stands for (a durable subscription)."""
+
         def close() -> None:
             self._receivers.pop(link, None)
-            link.close()
+            if keep:
+                link.detach()
+            else:
+                link.close()
 
         self.call(close)
 
@@ -399,12 +411,22 @@ class Capability(LinkOption):
     target (a sender) or source (a receiver), so that Artemis creates the right kind of
     address for a name it has not seen (anycast for a queue)."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    def __init__(self, *kinds: str) -> None:
+        self.kinds = kinds
 
     def apply(self, link: Link) -> None:
         terminus = link.source if link.is_receiver else link.target
-        terminus.capabilities.put_symbol(symbol(self.kind))
+        data = terminus.capabilities
+        if len(self.kinds) == 1:
+            data.put_symbol(symbol(self.kinds[0]))
+            return
+        # More than one: an array. Symbols put one after the other encode a list the
+        # broker cannot read (Artemis: "List incorrectly encoded").
+        data.put_array(False, Data.SYMBOL)
+        data.enter()
+        for kind in self.kinds:
+            data.put_symbol(symbol(kind))
+        data.exit()
 
 
 class _Handler(MessagingHandler):

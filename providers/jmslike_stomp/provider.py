@@ -39,6 +39,7 @@ from jmslike.errors import (
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, message_lookup, parse_selector
+from jmslike.spi.counts import counts_for
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -49,11 +50,10 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
+from jmslike.spi.strict import Claim, registry_for
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
-from jmslike_stomp.counts import counts_for
 from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.management import ArtemisManagement
-from jmslike_stomp.strict import Claim, registry_for
 from jmslike_stomp.transport import Reconnect, StompTransport
 
 __all__ = ["StompProvider"]
@@ -393,9 +393,7 @@ class StompSession(ProviderSession):
             if dialect.exclusive_header:
                 headers[dialect.exclusive_header] = "true"
         try:
-            consumer = StompConsumer(
-                self, destination, sink, headers, client_filter, sub_id, claim
-            )
+            consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id, claim)
         except BaseException:
             connection.strict.detach(claim)
             raise

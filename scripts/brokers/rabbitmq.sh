@@ -70,6 +70,15 @@ rabbitmq_launch() {
       rabbitmqctl set_permissions -p / user '.*' '.*' '.*' >>"$RMQ_DIR/startup.log" 2>&1 ||
       die "rabbitmq: cannot add the test user; see $RMQ_DIR/startup.log"
   fi
+  # A vhost of its own for the AMQP 1.0 contract tests: RabbitMQ 3.10's AMQP 1.0 plugin
+  # declares /queue/x non-durable and ends the session when the STOMP tests made x
+  # durable before (the shared DLQ), so the two protocols' tests keep their queues apart.
+  if ! rabbitmqctl list_vhosts 2>/dev/null | grep -qx jmslike-amqp; then
+    { rabbitmqctl add_vhost jmslike-amqp &&
+      rabbitmqctl set_permissions -p jmslike-amqp guest '.*' '.*' '.*' &&
+      rabbitmqctl set_permissions -p jmslike-amqp user '.*' '.*' '.*'; } \
+      >>"$RMQ_DIR/startup.log" 2>&1 || die "rabbitmq: cannot add vhost jmslike-amqp"
+  fi
 }
 
 rabbitmq_halt() {

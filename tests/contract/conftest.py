@@ -186,9 +186,11 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="artemis-stomp",
         # managementUrl in the query too: tests that build a factory from the URL alone
         # get Artemis' browsing and subscription checks as well.
-        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
-        + "?managementUrl="
-        + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe=""),
+        url_factory=lambda: (
+            broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
+            + "?managementUrl="
+            + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
+        ),
         marks=(pytest.mark.stomp, pytest.mark.artemis),
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=_empty_dead_letter_queue,
@@ -199,6 +201,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "transactions",
                 "time_to_live",
                 "durable_subscriptions",
+                "shared_subscriptions",
                 "browsers",
                 "delivery_count",
                 "dead_letter_queue",
@@ -216,6 +219,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "transactions",
                 "time_to_live",
                 "durable_subscriptions",
+                "shared_subscriptions",
                 "temporary_destinations",
                 "delivery_count",
                 "dead_letter_queue",
@@ -229,15 +233,29 @@ PROVIDER_CASES: list[ProviderCase] = [
         marks=(pytest.mark.amqp, pytest.mark.artemis),
         prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
-            {"native_groups", "time_to_live", "delivery_count", "dead_letter_queue"}
+            {
+                "native_groups",
+                "selectors",
+                "transactions",
+                "time_to_live",
+                "durable_subscriptions",
+                "shared_subscriptions",
+                "temporary_destinations",
+                "browsers",
+                "delivery_count",
+                "dead_letter_queue",
+            }
         ),
     ),
     ProviderCase(
         id="rabbitmq-amqp",
-        url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL"),
+        # A vhost of its own (scripts/brokers/rabbitmq.sh says why).
+        url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL") + "/jmslike-amqp",
         marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
         prepare=_empty_dead_letter_queue,
-        capabilities_expected=frozenset({"time_to_live", "delivery_count", "dead_letter_queue"}),
+        capabilities_expected=frozenset(
+            {"transactions", "time_to_live", "delivery_count", "dead_letter_queue"}
+        ),
     ),
 ]
 

@@ -474,7 +474,7 @@ def test_delivery_delay(connection, unique, require) -> None:
 
 
 @pytest.mark.known_bug(
-    "rabbitmq-stomp",
+    ("rabbitmq-stomp", "rabbitmq-amqp"),
     reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:

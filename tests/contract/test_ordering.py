@@ -243,6 +243,11 @@ def test_ord3_topic_each_subscription_keeps_order(make_connection, unique, drain
     "rabbitmq-stomp",
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
+@pytest.mark.known_bug(
+    "artemis-amqp",
+    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
+    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
+)
 def test_ord3_ord9_shared_subscription_holds_group(
     make_connection, unique, require, receive_any
 ) -> None:

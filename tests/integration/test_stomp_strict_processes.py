@@ -1,7 +1,7 @@
 """ORD-18 across processes on ActiveMQ Classic: a strictly ordered queue has one active
 consumer even when the consumers live in different processes.
 
-Within one process jmslike keeps ORD-18 itself (providers/jmslike_stomp/strict.py); across
+Within one process jmslike keeps ORD-18 itself (jmslike/spi/strict.py); across
 processes it relies on Classic's exclusive consumer (``activemq.exclusive``). Here a
 child process holds the queue with a CLIENT_ACKNOWLEDGE consumer that acknowledges the
 first message and keeps the next two; a strictly ordered consumer in this process must get

@@ -1,9 +1,10 @@
 """State that every connection of the process to one broker shares.
 
-jmslike keeps some rules for a whole process rather than per connection, since the broker
-cannot keep them over STOMP: how often a message was delivered (counts.py) and which
-consumer is active on a strictly ordered destination (strict.py). Both are looked up by
-the broker's address (``host:port``, or a failover list), through one ``PerBroker``.
+jmslike keeps some rules for a whole process rather than per connection, where the broker
+cannot keep them over the protocol (STOMP everywhere; AMQP 1.0 on RabbitMQ): how often a
+message was delivered (counts.py) and which consumer is active on a strictly ordered
+destination (strict.py). Both are looked up by the broker's address (``host:port``, or a
+failover list), through one ``PerBroker``, which any provider may use.
 """
 
 from __future__ import annotations

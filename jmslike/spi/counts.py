@@ -1,4 +1,5 @@
-"""Delivery counts kept by the client, because STOMP brokers do not send them.
+"""Delivery counts kept by the client, because STOMP brokers do not send them (nor does
+RabbitMQ over AMQP 1.0: its ``delivery-count`` stays 0, only ``first-acquirer`` changes).
 
 ActiveMQ Classic marks a redelivery only with ``redelivered:true``, Artemis likewise,
 RabbitMQ classic queues the same (and a new ``message-id`` each time). JMSXDeliveryCount
@@ -19,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from jmslike_stomp.perbroker import PerBroker
+from jmslike.spi.perbroker import PerBroker
 
 __all__ = ["DeliveryCounts", "counts_for"]
 

@@ -1,4 +1,5 @@
-"""Strictly ordered destinations over STOMP (ORD-18): one active consumer at a time.
+"""Strictly ordered destinations kept by the client (ORD-18): one active consumer at a
+time. Written for STOMP; any provider whose broker cannot keep ORD-18 may use it.
 
 No STOMP broker here can be asked "is this queue strictly ordered, and who consumes it"
 over STOMP itself, so the rules are kept by jmslike for every connection of the process
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jmslike.ordering import refuse_strict_consumer
-from jmslike_stomp.perbroker import PerBroker
+from jmslike.spi.perbroker import PerBroker
 
 __all__ = ["Claim", "StrictRegistry", "registry_for"]
 
