@@ -48,6 +48,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
+from jmslike.spi.strict import Claim, registry_for
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability
@@ -94,7 +95,11 @@ class _Token:
 
 
 class AmqpConsumer(ProviderConsumer):
-    """One receiver link; credit is what the API asked for."""
+    """One receiver link; credit is what the API asked for.
+
+    A standby of a strictly ordered destination (ORD-18) attaches no link until the
+    active consumer has given its messages back and detached (``promote``): credit asked
+    for meanwhile is kept and granted then."""
 
     def __init__(
         self,
@@ -107,8 +112,15 @@ class AmqpConsumer(ProviderConsumer):
         source_options: Sequence[Any] = (),
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
+        claim: Claim | None = None,
     ) -> None:
         self._session = session
+        self.claim = claim
+        self.exclusive = claim is not None and claim.strict
+        self._lock = threading.Lock()
+        self._credit_waiting = 0
+        """Credit asked for while a standby, granted once promoted."""
+        self._closed = False
         self._subscription = subscription
         """A durable subscription's name: closing detaches the link, which keeps it."""
         self.destination = destination
@@ -135,19 +147,39 @@ class AmqpConsumer(ProviderConsumer):
             else:
                 options.append(Selector(selector))  # Artemis reads the JMS names itself
         names = {"name": link_name} if link_name is not None else {}
-        self._link = connection.transport.open_receiver(
-            connection.address_of(destination), self._on_message, options=options, **names
-        )
+        address = connection.address_of(destination)
+
+        def attach() -> Any:
+            return connection.transport.open_receiver(
+                address, self._on_message, options=options, **names
+            )
+
+        self._attach = attach
+        self._link: Any = None if claim is not None and claim.waiting else attach()
         if subscription is not None:
             connection.subscriptions.active[subscription] += 1
+
+    def promote(self) -> None:
+        """The active consumer of the strictly ordered destination is gone: attach now
+        and grant what was asked for meanwhile (ORD-18)."""
+        with self._lock:
+            if self._closed or self._link is not None:
+                return
+            self._link = self._attach()
+            credit, self._credit_waiting = self._credit_waiting, 0
+        if credit > 0:
+            self.flow(credit)
 
     def flow(self, credit: int) -> None:
         """Grant ``credit`` more deliveries; 0 withdraws what is left (a drain: the broker
         sends what it has at once and gives the rest of the credit back). A grant made
         while a drain is on its way still counts: AMQP's flow arithmetic adds it to
         whatever the drain leaves."""
-        link = self._link
-
+        with self._lock:
+            if self._link is None:  # a standby: keep the credit for later
+                self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
+                return
+            link = self._link
         if credit <= 0 and self._session.connection.rabbitmq:
             # RabbitMQ 3.10 cannot drain a classic queue's link: the channel crashes
             # (function_clause in rabbit_classic_queue:handle_event({send_drained, ...}))
@@ -196,6 +228,12 @@ class AmqpConsumer(ProviderConsumer):
         the link stays attached, so that the broker keeps the group here, until commit
         accepts those messages or rollback gives them back."""
         session = self._session
+        with self._lock:
+            self._closed = True
+            standby = self._link is None
+        if standby:
+            self._release_claim()
+            return
         session.give_back(undelivered, seen=False)
         if session.transacted:
             session.zombies.append(self)
@@ -206,9 +244,18 @@ class AmqpConsumer(ProviderConsumer):
     def detach(self) -> None:
         connection = self._session.connection
         durable = self._subscription is not None
-        connection.transport.close_link(self._link, keep=durable)
-        if durable:
-            connection.subscriptions.active[self._subscription or ""] -= 1
+        try:
+            connection.transport.close_link(self._link, keep=durable)
+        finally:
+            if durable:
+                connection.subscriptions.active[self._subscription or ""] -= 1
+            self._release_claim()
+
+    def _release_claim(self) -> None:
+        """A standby may take over now: what this consumer held went back first."""
+        if self.claim is not None:
+            claim, self.claim = self.claim, None
+            self._session.connection.strict.detach(claim)
 
 
 class AmqpSession(ProviderSession):
@@ -281,7 +328,6 @@ class AmqpSession(ProviderSession):
         connection = self.connection
         capabilities = connection.capabilities
         for wanted, capability, have in (
-            (exclusive or standby, "exclusive_consumers", False),
             (durable, "durable_subscriptions", capabilities.durable_subscriptions),
             (shared, "shared_subscriptions", capabilities.shared_subscriptions),
             (no_local, "no_local", False),
@@ -292,27 +338,47 @@ class AmqpSession(ProviderSession):
                     f"(capability {capability})"
                 )
         connection.check_temporary(destination, consuming=True)
-        if not (durable or shared):
-            return AmqpConsumer(self, destination, sink, selector)
         name = subscription or ""
-        if durable and not shared and connection.client_id is None:
-            raise IllegalStateError(
-                f"durable subscription {name!r} needs a client id "
-                "(connection.client_id or the factory's client_id), as in JMS"
+        named = durable or shared
+        extra: dict[str, Any] = {}
+        if named:
+            if durable and not shared and connection.client_id is None:
+                raise IllegalStateError(
+                    f"durable subscription {name!r} needs a client id "
+                    "(connection.client_id or the factory's client_id), as in JMS"
+                )
+            link_name, options, source_capabilities = connection.subscriptions.link(
+                name, client_id=connection.client_id, durable=durable, shared=shared
             )
-        link_name, options, source_capabilities = connection.subscriptions.link(
-            name, client_id=connection.client_id, durable=durable, shared=shared
+            extra = {
+                "link_name": link_name,
+                "source_options": options,
+                "capabilities": source_capabilities,
+                "subscription": name if durable else None,
+            }
+        # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
+        # a subscription of its own). The broker keeps no exclusivity over AMQP here,
+        # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
+        cell: list[AmqpConsumer] = []  # the consumer, once made
+
+        def promote() -> None:
+            cell[0].promote()
+
+        claim = connection.strict.attach(
+            connection.address_of(destination),
+            name if named else f"own-{id(cell)}" if destination.is_topic else None,
+            exclusive=exclusive,
+            standby=standby,
+            promote=promote,
+            what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
-        return AmqpConsumer(
-            self,
-            destination,
-            sink,
-            selector,
-            link_name=link_name,
-            source_options=options,
-            capabilities=source_capabilities,
-            subscription=name if durable else None,
-        )
+        try:
+            consumer = AmqpConsumer(self, destination, sink, selector, claim=claim, **extra)
+        except BaseException:
+            connection.strict.detach(claim)
+            raise
+        cell.append(consumer)
+        return consumer
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
@@ -519,12 +585,13 @@ class AmqpConnection(ProviderConnection):
             shared_subscriptions=native,
             temporary_destinations=native,
             browsers=native,
-            exclusive_consumers=False,
+            exclusive_consumers=True,
             extra={"gate_scope": f"amqp://{self.transport.address}"},
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()
         self.counts = counts_for(self.transport.address) if self.rabbitmq else None
+        self.strict = registry_for(self.transport.address)
         """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
         self._temporary: dict[str, Any] = {}
         """Temporary destinations made here: name -> the dynamic sender link that keeps

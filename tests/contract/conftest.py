@@ -244,6 +244,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "browsers",
                 "delivery_count",
                 "dead_letter_queue",
+                "exclusive_consumers",
             }
         ),
     ),
@@ -254,7 +255,13 @@ PROVIDER_CASES: list[ProviderCase] = [
         marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
         prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
-            {"transactions", "time_to_live", "delivery_count", "dead_letter_queue"}
+            {
+                "transactions",
+                "time_to_live",
+                "delivery_count",
+                "dead_letter_queue",
+                "exclusive_consumers",
+            }
         ),
     ),
 ]

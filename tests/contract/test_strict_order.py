@@ -114,7 +114,8 @@ def test_ord18_standby_on_undeclared_destination_refused(make_connection, unique
     reason="BROKER-LIMIT: Classic's queue browser also lists delivered, unacknowledged messages",
 )
 @pytest.mark.known_bug(
-    "rabbitmq-stomp", reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)"
+    ("rabbitmq-stomp", "rabbitmq-amqp"),
+    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 @pytest.mark.parametrize("how", ["setting", "url-query", "code"])
 def test_ord18_declared_by_setting_url_or_code(provider_url, make_factory, unique, how) -> None:
@@ -211,13 +212,14 @@ def test_ord18_declaration_refused_over_undeclared_consumers(
     assert [m.text for m in drain(consumers[0], 0.1)] == ["m1"]
 
 
-def test_ord18_durable_subscription_standby(make_factory, unique, drain) -> None:
+def test_ord18_durable_subscription_standby(make_factory, unique, drain, require) -> None:
     """ORD-18: a strictly ordered durable subscription takes a standby consumer (where
     JMS alone would refuse a second consumer of a durable subscription); it takes over
     when the active one closes, with what that one left unacknowledged first."""
     topic = f"topic://{unique('t')}"
     factory = make_factory(client_id=unique("client"))
     with factory.create_connection() as conn:
+        require(conn, "durable_subscriptions")
         active_session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         active = active_session.create_durable_subscriber(topic, "d", strictly_ordered=True)
         with pytest.raises(jmslike.IllegalStateError) as info:
