@@ -27,6 +27,7 @@ import javax.jms.MessageProducer;
 import javax.jms.Queue;
 import javax.jms.Session;
 import javax.jms.TextMessage;
+import javax.jms.Topic;
 
 /**
  * The Java JMS peer of jmslike's interop tests (tests/interop/test_java_*.py).
@@ -42,6 +43,8 @@ import javax.jms.TextMessage;
  *                                 --queue Q --run R [--groups 3] [--per-group 6]
  * java -jar interop.jar consume   ... --queue Q --count N [--timeout 20]
  * java -jar interop.jar bookstore ... --queue Q [--seed S]      (until stdin closes)
+ * java -jar interop.jar subscribe ... --topic T --subscription S [--client-id C]
+ *                                 [--shared true] [--count N] [--unsubscribe true]
  * </pre>
  */
 public final class Interop {
@@ -59,10 +62,14 @@ public final class Interop {
         try (Connection connection = args.containsKey("user")
                 ? factory.createConnection(args.get("user"), args.get("password"))
                 : factory.createConnection()) {
+            if (args.containsKey("client-id")) {
+                connection.setClientID(args.get("client-id"));
+            }
             switch (argv[0]) {
                 case "produce" -> produce(connection, args, out);
                 case "consume" -> consume(connection, args, out);
                 case "bookstore" -> bookstore(connection, args, out);
+                case "subscribe" -> subscribe(connection, args, out);
                 default -> throw new IllegalArgumentException("unknown mode " + argv[0]);
             }
         }
@@ -175,6 +182,43 @@ public final class Interop {
             Map<String, Object> record = record(message);
             record.put("event", "received");
             out.println(Json.write(record));
+        }
+    }
+
+    // ---------------------------------------------------------------- subscribe
+
+    /**
+     * Opens a durable subscription (shared with {@code --shared true}), receives {@code count}
+     * messages from it and closes the consumer, which keeps the subscription; with
+     * {@code --unsubscribe true} it is deleted afterwards. A jmslike subscriber of the same
+     * client id and name must then see the same subscription.
+     */
+    static void subscribe(Connection connection, Map<String, String> args, PrintStream out)
+            throws JMSException {
+        int count = Integer.parseInt(args.getOrDefault("count", "0"));
+        long timeout = (long) (Double.parseDouble(args.getOrDefault("timeout", "20")) * 1000);
+        String name = args.get("subscription");
+        Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Topic topic = session.createTopic(args.get("topic"));
+        MessageConsumer consumer = Boolean.parseBoolean(args.getOrDefault("shared", "false"))
+                ? session.createSharedDurableConsumer(topic, name)
+                : session.createDurableSubscriber(topic, name);
+        connection.start();
+        out.println(Json.write(Map.of("event", "subscribed")));
+        for (int i = 0; i < count; i++) {
+            Message message = consumer.receive(timeout);
+            if (message == null) {
+                out.println(Json.write(Map.of("event", "timeout", "received", i)));
+                break;
+            }
+            Map<String, Object> record = record(message);
+            record.put("event", "received");
+            out.println(Json.write(record));
+        }
+        consumer.close();
+        if (Boolean.parseBoolean(args.getOrDefault("unsubscribe", "false"))) {
+            session.unsubscribe(name);
+            out.println(Json.write(Map.of("event", "unsubscribed")));
         }
     }
 
