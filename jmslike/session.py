@@ -30,6 +30,7 @@ from jmslike.destination import (
     parse_destination,
 )
 from jmslike.errors import (
+    ConnectionFailedError,
     IllegalStateError,
     InvalidArgumentError,
     InvalidDestinationError,
@@ -677,7 +678,12 @@ class Session:
                 consumer._listener = None
             dispatcher.wait_idle()
         if self.transacted:
-            self._provider.rollback()
+            try:
+                self._provider.rollback()
+            except ConnectionFailedError as exc:
+                # The connection is gone, and with it the broker's transaction (a broker
+                # discards what a lost connection never committed): closing still works.
+                log.info("closing %r: its transaction ended with the connection: %s", self, exc)
             orphans = self._take_all_held()
         else:
             orphans = []

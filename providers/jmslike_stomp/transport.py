@@ -331,7 +331,15 @@ class StompTransport:
                 target=self._reconnect_loop, name="jmslike-stomp-reconnect", daemon=True
             ).start()
             return
-        self._on_exception(ConnectionFailedError(f"STOMP connection to {self.address} was lost"))
+        self._on_exception(
+            ConnectionFailedError(f"STOMP connection to {self.address} was lost{self._why()}")
+        )
+
+    def _why(self) -> str:
+        """The broker's last ERROR, if it sent one: a broker that refuses a frame often
+        says why and then drops the connection, and the reason must not be lost."""
+        error = self._last_error
+        return f" (the broker's last error: {error})" if error is not None else ""
 
     def _reconnect_loop(self) -> None:
         """Connect again with back-off, resubscribe, and tell the owner; or give up."""
@@ -389,7 +397,9 @@ class StompTransport:
 
     def _send(self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool) -> None:
         if not self.connected:
-            raise ConnectionFailedError(f"STOMP connection to {self.address} is closed")
+            raise ConnectionFailedError(
+                f"STOMP connection to {self.address} is closed{self._why()}"
+            )
         waiter = None
         if confirm:
             receipt = f"r{self.next_id()}"

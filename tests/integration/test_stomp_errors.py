@@ -495,3 +495,33 @@ def test_oversize_persistent_send_raises_with_the_cause(broker: str, size: int) 
     assert not problems, verdict(
         f"a persistent send of {size} bytes", exc, elapsed, problems, reported, afterwards
     )
+
+
+# ------------------------------------------- 5. a refused commit, then closing
+
+
+@pytest.mark.artemis
+def test_refused_commit_says_why_and_close_still_works() -> None:
+    """Artemis refuses a transaction that repeats a committed ``_AMQ_DUPL_ID`` ("AMQ339013
+    Error committing") and drops the connection. The commit raises
+    TransactionRolledBackError carrying the broker's words (not only "connection closed"),
+    and closing the session and connection afterwards raises nothing: the broker ended the
+    transaction with the connection."""
+    url = url_of("artemis")
+    duplicate = unique("dup")
+    reported: list[jmslike.JMSException] = []
+    connection = factory(url).create_connection()
+    connection.set_exception_listener(reported.append)
+    session = connection.create_session(transacted=True)
+    producer = session.create_producer(Queue(unique("jmslike-dup")))
+    first = session.create_text_message("first")
+    first.set_string_property("_AMQ_DUPL_ID", duplicate)
+    producer.send(first)
+    session.commit()
+    again = session.create_text_message("again")
+    again.set_string_property("_AMQ_DUPL_ID", duplicate)
+    with pytest.raises(jmslike.TransactionRolledBackError) as info:
+        producer.send(again)
+        session.commit()
+    assert "AMQ339013" in str(info.value), str(info.value)
+    connection.close()  # must not raise
