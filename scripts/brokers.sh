@@ -172,6 +172,7 @@ write_env_file() {
 # Logins: ActiveMQ none, RabbitMQ guest/guest, Artemis admin/admin (also over OpenWire).
 JMSLIKE_TEST_ACTIVEMQ_STOMP_URL=stomp://127.0.0.1:61613
 JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL=tcp://127.0.0.1:61616
+JMSLIKE_TEST_ACTIVEMQ_AMQP_URL=amqp://127.0.0.1:5674
 JMSLIKE_TEST_RABBITMQ_STOMP_URL=stomp://guest:guest@127.0.0.1:61614
 JMSLIKE_TEST_RABBITMQ_AMQP_URL=amqp://guest:guest@127.0.0.1:5672
 JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15672

@@ -207,7 +207,12 @@ class AmqpConsumer(ProviderConsumer):
         key = message.jms_message_id or ""
         counts = connection.counts
         if counts is not None:
-            count = counts.count(key, not incoming.first_acquirer)
+            redelivered = (
+                not incoming.first_acquirer
+                if connection.rabbitmq
+                else (incoming.delivery_count or 0) > 0
+            )
+            count = counts.count(key, redelivered)
         else:
             count = int(incoming.delivery_count or 0) + 1
         message.jms_redelivered = count > 1
@@ -245,7 +250,7 @@ class AmqpConsumer(ProviderConsumer):
         connection = self._session.connection
         durable = self._subscription is not None
         try:
-            connection.transport.close_link(self._link, keep=durable)
+            connection.transport.close_link(self._link, keep=durable, wait=durable)
         finally:
             if durable:
                 connection.subscriptions.active[self._subscription or ""] -= 1
@@ -460,7 +465,7 @@ class AmqpSession(ProviderSession):
                 None, lambda _message, _delivery: None, options=[NullSource()], name=link_name
             )
             found = transport.call(partial(_remote_address, receiver))
-            transport.close_link(receiver, keep=not found)
+            transport.close_link(receiver, keep=not found, wait=True)
             if found:
                 return
         raise InvalidDestinationError(
@@ -561,9 +566,26 @@ class AmqpConnection(ProviderConnection):
         self.transport = connect(None)
         properties = self.transport.call(lambda: self.transport.connection.remote_properties)
         product = str((properties or {}).get("product", "")) if properties else ""
-        self.rabbitmq = "rabbitmq" in product.lower()
+        lowered = product.lower()
+        self.rabbitmq = "rabbitmq" in lowered
+        # Artemis says "apache-activemq-artemis", Classic "ActiveMQ".
+        self.classic = "activemq" in lowered and "artemis" not in lowered
         self.broker = (
-            "rabbitmq" if self.rabbitmq else "artemis" if "artemis" in product else product
+            "rabbitmq"
+            if self.rabbitmq
+            else "artemis"
+            if "artemis" in lowered
+            else "activemq"
+            if self.classic
+            else product
+        )
+        self._prefixes: tuple[str, str] = (
+            ("/queue/", "/topic/")
+            if self.rabbitmq
+            else (
+                str((properties or {}).get("queue-prefix") or ""),
+                str((properties or {}).get("topic-prefix") or ""),
+            )
         )
         native = not self.rabbitmq
         self.coordinated = not self.rabbitmq
@@ -582,7 +604,8 @@ class AmqpConnection(ProviderConnection):
             # RabbitMQ 3.10 drops a topic link's queue when the link detaches, and
             # refuses dynamic nodes ("amqp:not-implemented: Dynamic targets not supported").
             durable_subscriptions=native,
-            shared_subscriptions=native,
+            # Classic 5.x has no JMS 2.0 shared subscriptions, over any protocol.
+            shared_subscriptions=native and not self.classic,
             temporary_destinations=native,
             browsers=native,
             exclusive_consumers=True,
@@ -590,7 +613,10 @@ class AmqpConnection(ProviderConnection):
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()
-        self.counts = counts_for(self.transport.address) if self.rabbitmq else None
+        # Classic leaves delivery-count alone when a message comes back MODIFIED
+        # (delivery failed): it counts nothing a test or a redelivery policy could use.
+        counted_here = self.rabbitmq or self.classic
+        self.counts = counts_for(self.transport.address) if counted_here else None
         self.strict = registry_for(self.transport.address)
         """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
         self._temporary: dict[str, Any] = {}
@@ -642,10 +668,14 @@ class AmqpConnection(ProviderConnection):
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or
-        ``/topic/x``; Artemis takes the name (with the ``queue``/``topic`` capability)."""
-        if self.rabbitmq:
-            return ("/topic/" if destination.is_topic else "/queue/") + destination.name
-        return destination.name
+        ``/topic/x``; Classic announces ``queue://`` and ``topic://`` prefixes in its open
+        frame (as Qpid JMS reads them: without one a name is a queue there); Artemis
+        takes the name (with the ``queue``/``topic`` capability). A temporary
+        destination's address is the broker's own."""
+        if destination.is_temporary:
+            return destination.name
+        queue_prefix, topic_prefix = self._prefixes
+        return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
 
     def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
         """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
@@ -654,9 +684,11 @@ class AmqpConnection(ProviderConnection):
             return None
         annotations: dict[Any, Any] = incoming.annotations or {}
         kind = annotations.get(REPLY_TO_TYPE)
-        for prefix, topic in (("/queue/", False), ("/topic/", True)):
-            if self.rabbitmq and address.startswith(prefix):
-                return destination_for(1 if topic else 0, address[len(prefix) :])
+        queue_prefix, topic_prefix = self._prefixes
+        for prefix, topic in ((queue_prefix, False), (topic_prefix, True)):
+            if prefix and address.startswith(prefix):
+                code = kind if isinstance(kind, int) else 1 if topic else 0
+                return destination_for(code, address[len(prefix) :])
         return destination_for(kind if isinstance(kind, int) else None, address)
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:

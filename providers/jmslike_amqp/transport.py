@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from proton import Data, Delivery, Described, Link, Message, Terminus, symbol, ulong
+from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOption
 
@@ -79,6 +79,8 @@ class AmqpTransport:
         """Transaction control transfers (declare, discharge) -> their outcome."""
         self._attaching: dict[Link, Future[None]] = {}
         self._draining: dict[Link, Future[None]] = {}
+        self._detaching: dict[Link, Future[None]] = {}
+        """Links whose close or detach the caller waits for the broker to answer."""
         """Receivers asked to drain -> resolved once the broker has used up the credit."""
         self._opened: Future[None] = Future()
         self._closing = False
@@ -132,8 +134,11 @@ class AmqpTransport:
             self._opened.set_exception(error)
         futures: list[Future[Any]] = [future for _fn, future in self._drain_calls()]
         futures += [*self._outcomes.values(), *self._controls.values()]
+        futures += [*self._attaching.values(), *self._detaching.values()]
         self._outcomes.clear()
         self._controls.clear()
+        self._attaching.clear()
+        self._detaching.clear()
         for future in futures:
             if not future.done():
                 future.set_exception(error)
@@ -368,18 +373,32 @@ class AmqpTransport:
     def flow(self, receiver: Link, credit: int) -> None:
         self.call(lambda: receiver.flow(credit))
 
-    def close_link(self, link: Link, *, keep: bool = False) -> None:
+    def close_link(self, link: Link, *, keep: bool = False, wait: bool = False) -> None:
         """Close a link; with ``keep`` only detach it, so that the broker keeps what the
-        link stands for (a durable subscription)."""
+        link stands for (a durable subscription). With ``wait``, return once the broker
+        has answered: a link name used again (a durable subscription's) must not be
+        attached while the broker still holds the old link, or the attach is never
+        answered; and an unsubscribe is done only when the broker has deleted it."""
 
-        def close() -> None:
+        def close() -> Future[None] | None:
             self._receivers.pop(link, None)
+            answered: Future[None] | None = None
+            if wait and not link.state & Endpoint.REMOTE_CLOSED:
+                answered = self._detaching[link] = Future()
             if keep:
                 link.detach()
             else:
                 link.close()
+            return answered
 
-        self.call(close)
+        answered = self.call(close)
+        if answered is not None:
+            try:
+                answered.result(self._timeout)
+            except TimeoutError:
+                log.warning("AMQP broker %s did not answer a link's detach", self.address)
+            except JMSException:
+                pass  # the connection is gone, and the link with it
 
     def close(self) -> None:
         """Close the connection and let the container thread end (within the timeout),
@@ -454,6 +473,18 @@ class _Handler(MessagingHandler):
             link.drain_mode = False
             if not drained.done():
                 drained.set_result(None)
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        self._answered(event.link)
+
+    def on_link_remote_close(self, event: Any) -> None:
+        # Proton's own endpoint handler (a child of MessagingHandler) still gets the event.
+        self._answered(event.link)
+
+    def _answered(self, link: Link) -> None:
+        answered = self._transport._detaching.pop(link, None)
+        if answered is not None and not answered.done():
+            answered.set_result(None)
 
     def on_link_opened(self, event: Any) -> None:
         attached = self._transport._attaching.pop(event.link, None)

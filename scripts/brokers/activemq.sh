@@ -5,26 +5,55 @@ AMQ_DIR=$STATE/activemq
 AMQ_CONF=$AMQ_DIR/conf
 AMQ_DATA=$AMQ_DIR/data
 AMQ_HOME=/usr/share/activemq
+# Debian's build strips Classic's AMQP transport: the same release's jar and the proton-j it
+# was built with come from Maven Central and join the broker's classpath.
+AMQ_AMQP_JARS="org.apache.activemq:activemq-amqp:5.17.2 org.apache.qpid:proton-j:0.33.10"
+AMQ_LIB=$AMQ_DIR/lib-amqp
 
 activemq_pid() { listener_pid 61613 activemq.jar; }
-activemq_ports() { echo 61616 61613; } # main (STOMP) port last
+activemq_ports() { echo 61616 5674 61613; } # main (STOMP) port last
 activemq_pidfile() { echo "$AMQ_DIR/activemq.pid"; }
 activemq_answers() { stomp_ping 61613; }
 activemq_log() { echo "$AMQ_DATA/activemq.log (and $AMQ_DIR/console.log)"; }
 activemq_describe() {
-  echo "openwire 127.0.0.1:61616 stomp 127.0.0.1:61613 login: none  log: $AMQ_DATA/activemq.log"
+  echo "openwire 127.0.0.1:61616 stomp 127.0.0.1:61613 amqp 127.0.0.1:5674 login: none  log: $AMQ_DATA/activemq.log"
+}
+
+activemq_amqp_download() {
+  local gav
+  mkdir -p "$AMQ_LIB"
+  for gav in $AMQ_AMQP_JARS; do
+    mvn -q -B dependency:copy -Dartifact="$gav" -DoutputDirectory="$AMQ_LIB" || return 1
+  done
+}
+
+# The AMQP jars, separated by ':' for -Dactivemq.classpath.
+activemq_amqp_classpath() {
+  local gav name version out=""
+  for gav in $AMQ_AMQP_JARS; do
+    name=${gav#*:} version=${name#*:} name=${name%%:*}
+    out="$out:$AMQ_LIB/$name-$version.jar"
+  done
+  echo "${out#:}"
 }
 
 activemq_install() {
   apt_install activemq
+  command -v mvn >/dev/null || apt_install maven
+  local jar missing=""
+  for jar in $(activemq_amqp_classpath | tr ':' ' '); do
+    [ -f "$jar" ] || missing=1
+  done
+  [ -z "$missing" ] || step "download Classic's AMQP transport from Maven Central" activemq_amqp_download
 }
 
 # Debian's instance is not used: its activemq.xml has no STOMP and its log4j2.properties is
 # ignored by this build (log4j 1.2). Rewritten on every start so the file stays the one here.
 activemq_configure() {
   mkdir -p "$AMQ_CONF" "$AMQ_DATA" "$AMQ_DIR/tmp"
-  # Only OpenWire and STOMP: Debian's build lacks amqp/mqtt/http, and one unknown scheme
-  # makes the whole broker fail to start. No JMX, no web console: nothing else listens.
+  # OpenWire, STOMP, and AMQP from the jars activemq_install fetched (Debian's build lacks
+  # amqp/mqtt/http, and one unknown scheme makes the whole broker fail to start). No JMX,
+  # no web console: nothing else listens.
   cat >"$AMQ_CONF/activemq.xml" <<'EOF'
 <beans xmlns="http://www.springframework.org/schema/beans"
        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
@@ -80,6 +109,9 @@ activemq_configure() {
     <transportConnectors>
       <transportConnector name="openwire" uri="tcp://127.0.0.1:61616?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
       <transportConnector name="stomp" uri="stomp://127.0.0.1:61613?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
+      <!-- transformer=jms: an AMQP message becomes a JMS message of its type for OpenWire
+           consumers (the default, native, hands them a BytesMessage of raw AMQP bytes). -->
+      <transportConnector name="amqp" uri="amqp://127.0.0.1:5674?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms"/>
     </transportConnectors>
   </broker>
 </beans>
@@ -126,7 +158,7 @@ activemq_launch() {
     -Djava.io.tmpdir="$AMQ_DIR/tmp" \
     -Dactivemq.home="$AMQ_HOME" -Dactivemq.base="$AMQ_DIR" \
     -Dactivemq.conf="$AMQ_CONF" -Dactivemq.data="$AMQ_DATA" \
-    -Dactivemq.classpath="$AMQ_CONF" \
+    -Dactivemq.classpath="$AMQ_CONF:$(activemq_amqp_classpath)" \
     -jar "$AMQ_HOME/bin/activemq.jar" start "xbean:file:$AMQ_CONF/activemq.xml" \
     </dev/null >"$AMQ_DIR/console.log" 2>&1
 }
@@ -134,5 +166,5 @@ activemq_launch() {
 # `activemq.jar stop` needs JMX, which this configuration leaves off (one port less); the
 # broker's shutdown hook does the same clean stop on SIGTERM.
 activemq_halt() {
-  term_and_wait activemq "$1" 61613 61616
+  term_and_wait activemq "$1" 61613 61616 5674
 }

@@ -228,6 +228,26 @@ PROVIDER_CASES: list[ProviderCase] = [
         ),
     ),
     ProviderCase(
+        id="activemq-amqp",
+        url_factory=lambda: broker_url("JMSLIKE_TEST_ACTIVEMQ_AMQP_URL"),
+        marks=(pytest.mark.amqp, pytest.mark.activemq),
+        prepare=_empty_dead_letter_queue,
+        capabilities_expected=frozenset(
+            {
+                "native_groups",
+                "selectors",
+                "transactions",
+                "time_to_live",
+                "durable_subscriptions",
+                "temporary_destinations",
+                "browsers",
+                "delivery_count",
+                "dead_letter_queue",
+                "exclusive_consumers",
+            }
+        ),
+    ),
+    ProviderCase(
         id="artemis-amqp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
         marks=(pytest.mark.amqp, pytest.mark.artemis),

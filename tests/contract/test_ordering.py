@@ -759,7 +759,7 @@ def test_ord10_auto_receive_finished_by_consumer_close(make_connection, unique, 
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> None:
@@ -792,7 +792,7 @@ def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> 
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
@@ -1111,7 +1111,7 @@ def test_ord13_dead_lettered_message_group_moves_on(
 
 
 @pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp"),
+    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
     reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
 )
 def test_ord14_selector_consumer_gets_matching_in_order_and_warns_once(

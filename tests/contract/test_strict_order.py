@@ -110,7 +110,7 @@ def test_ord18_standby_on_undeclared_destination_refused(make_connection, unique
 
 
 @pytest.mark.known_bug(
-    "activemq-stomp",
+    ("activemq-stomp", "activemq-amqp"),
     reason="BROKER-LIMIT: Classic's queue browser also lists delivered, unacknowledged messages",
 )
 @pytest.mark.known_bug(

@@ -65,6 +65,7 @@ C = (pytest.mark.java, pytest.mark.activemq)
 AMQP, STOMP = pytest.mark.amqp, pytest.mark.stomp
 ART_AMQP, ART_STOMP = "JMSLIKE_TEST_ARTEMIS_AMQP_URL", "JMSLIKE_TEST_ARTEMIS_STOMP_URL"
 CLS_STOMP, CLS_OPENWIRE = "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL"
+CLS_AMQP = "JMSLIKE_TEST_ACTIVEMQ_AMQP_URL"
 
 R = (pytest.mark.java, pytest.mark.rabbitmq, pytest.mark.amqp)
 RAB_AMQP = "JMSLIKE_TEST_RABBITMQ_AMQP_URL"
@@ -84,11 +85,29 @@ ROUTES = [
         (*C, STOMP),
     ),
     Route("java-amqp-to-jmslike-amqp-rabbitmq", "java", RAB_AMQP, "amqp", RAB_AMQP, R, "/queue/"),
+    Route("java-amqp-to-jmslike-amqp-classic", "java", CLS_AMQP, "amqp", CLS_AMQP, (*C, AMQP)),
+    Route(
+        "java-openwire-to-jmslike-amqp-classic",
+        "java",
+        CLS_AMQP,
+        "openwire",
+        CLS_OPENWIRE,
+        (*C, AMQP),
+    ),
     # item 2: jmslike produces, Java consumes
     Route("jmslike-amqp-to-java-amqp", "jmslike", ART_AMQP, "amqp", ART_AMQP, (*A, AMQP)),
     Route("jmslike-amqp-to-java-core", "jmslike", ART_AMQP, "core", ART_AMQP, (*A, AMQP)),
     Route(
         "jmslike-amqp-to-java-amqp-rabbitmq", "jmslike", RAB_AMQP, "amqp", RAB_AMQP, R, "/queue/"
+    ),
+    Route("jmslike-amqp-to-java-amqp-classic", "jmslike", CLS_AMQP, "amqp", CLS_AMQP, (*C, AMQP)),
+    Route(
+        "jmslike-amqp-to-java-openwire-classic",
+        "jmslike",
+        CLS_AMQP,
+        "openwire",
+        CLS_OPENWIRE,
+        (*C, AMQP),
     ),
     Route(
         "jmslike-stomp-to-java-openwire-classic",
