@@ -71,8 +71,13 @@ class MessageProducer:
         self.disable_message_timestamp = False
         self._binding: GroupBinding | None = None
         self._closed = False
+        # "ID:<connection>:<session>:<producer>:<n>", the shape of an OpenWire message id:
+        # ActiveMQ Classic keeps an AMQP sender's message id and parses it when a STOMP
+        # or OpenWire client acknowledges the message (any other shape made it drop that
+        # client's connection: NumberFormatException). Everything before the last colon
+        # names the producer (the client gate relies on that).
         self._id_prefix = (
-            f"ID:{session._connection._id_prefix}-{session._id}-{session._connection._next_id()}:"
+            f"ID:{session._connection._id_prefix}:{session._id}:{session._connection._next_id()}:"
         )
         self._counter = itertools.count(1)
 

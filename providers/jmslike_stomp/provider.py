@@ -17,6 +17,7 @@ SPI call onto STOMP frames the way the connected broker reads them (its
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -497,9 +498,12 @@ class StompSession(ProviderSession):
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
             self.acknowledge(later)
         except JMSException as exc:
+            # The broker's reason is what the caller needs, not the next BEGIN's failure
+            # on a connection the broker closed after refusing the COMMIT.
+            with contextlib.suppress(JMSException):
+                self._begin()
             raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
-        finally:
-            self._begin()
+        self._begin()
         for token in tokens:
             self.connection.forget(token.key)
         self._detach_zombies()

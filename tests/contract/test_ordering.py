@@ -706,9 +706,10 @@ def test_ord10_auto_receive_finished_by_next_receive(
     # waits there, so A gets nothing and B gets g:2; elsewhere A may get it.
     holder, held_by, other = a, ca, cb
     nxt = ca.receive(0.05)
-    if nxt is None:
-        holder, held_by, other = b, cb, ca
-        nxt = cb.receive(2.0)
+    if nxt is None:  # g:2 goes to either consumer now (slowly, on a loaded broker)
+        index, nxt = receive_any([ca, cb])
+        if index == 1:
+            holder, held_by, other = b, cb, ca
     assert nxt is not None and _flags([nxt]) == [("g:2", False, 1)]
     if holder is b:
         a.recover()  # g:1 was finished by the receive: nothing comes back to A
