@@ -194,7 +194,7 @@ class AmqpConsumer(ProviderConsumer):
             elif link.credit > 0:
                 link.drain(0)
 
-        self._session.connection.transport.call(adjust)
+        self._session.connection.transport.post(adjust)
 
     def _on_message(self, incoming: AmqpMessage, delivery: Delivery) -> None:
         """The container thread: decode and hand to the API (which never blocks)."""
