@@ -149,9 +149,10 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
             ("groups / unordered", "groups-4", "unordered-4", GOALS["groups"]),
             ("concurrency 8 / 1", "container-8", "container-1", GOALS["container"]),
         ):
-            a = _figure(_median(document, name, ordered, "jmslike"))
-            b = _figure(_median(document, name, unordered, "jmslike"))
-            if ordered in workloads and unordered in workloads:
+            first = _median(document, name, ordered, "jmslike")
+            second = _median(document, name, unordered, "jmslike")
+            if first is not None and second is not None:
+                a, b = _figure(first), _figure(second)
                 add(check, name, ordered, a / b if a and b else None, goal)
     return found
 

@@ -62,13 +62,16 @@ class JavaRunner(Runner):
         if self.protocol != "core":
             url += f"?jms.prefetchPolicy.all={sizes.prefetch}"
         self.url = url
+        # The OpenWire/core URLs in brokers.env carry no login: the broker's is in the
+        # jmslike URL of the same broker (Artemis wants one on every protocol).
+        login = parsed if parsed.username else urllib.parse.urlsplit(target.url)
         self.credentials: list[str] = []
-        if parsed.username:
+        if login.username:
             self.credentials = [
                 "--user",
-                urllib.parse.unquote(parsed.username),
+                urllib.parse.unquote(login.username),
                 "--password",
-                urllib.parse.unquote(parsed.password or ""),
+                urllib.parse.unquote(login.password or ""),
             ]
 
     def _queue(self, queue: str) -> str:
