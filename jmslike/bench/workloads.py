@@ -93,7 +93,7 @@ class Sizes:
     latency_count: int = 1_000
     rate: float = 500.0
     """Offered rate of the latency workload, messages per second."""
-    container_count: int = 2_000
+    container_count: int = 4_000
     handler_ms: float = 1.0
     size: int = 1024
     prefetch: int = 100

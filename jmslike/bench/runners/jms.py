@@ -26,18 +26,26 @@ class JmslikeRunner(Runner):
 
     def __init__(self, target: Target, sizes: Sizes) -> None:
         super().__init__(target, sizes)
-        options: dict[str, Any] = {"prefetch": sizes.prefetch, "request_timeout": 60.0}
-        if target.protocol == "stomp":
-            options["clientWindow"] = sizes.prefetch  # Artemis' consumer-window-size
         url = target.url
         if target.protocol == "embedded":
             url = f"embedded://bench-{id(self):x}"  # one broker per runner, kept by the pool
-        self.factory = ConnectionFactory(url, **options)
+        self.factory = self._factory(url, sizes.prefetch)
+        # The container keeps jmslike's default prefetch of 1: a larger window lets the
+        # first consumer take (and, on Artemis, pin) every group before the others start,
+        # which is what ORD-9's default avoids.
+        self.container_factory = self._factory(url, 1)
         self._keep: Any = None
         if target.protocol == "embedded":
             # The embedded broker lives while a connection holds it: keep one open so that
             # a receive finds what the send before it wrote.
             self._keep = self.factory.create_connection()
+
+    @staticmethod
+    def _factory(url: str, prefetch: int) -> ConnectionFactory:
+        options: dict[str, Any] = {"prefetch": prefetch, "request_timeout": 60.0}
+        if url.startswith("stomp"):
+            options["clientWindow"] = prefetch  # Artemis' consumer-window-size
+        return ConnectionFactory(url, **options)
 
     def supports(self, workload: Workload) -> bool:
         return True
@@ -195,7 +203,7 @@ class JmslikeRunner(Runner):
 
         started = time.perf_counter()
         with MessageListenerContainer(
-            self.factory, f"queue://{queue}", handle, concurrency=workload.consumers
+            self.container_factory, f"queue://{queue}", handle, concurrency=workload.consumers
         ):
             done.wait("jmslike container")
             elapsed = time.perf_counter() - started
