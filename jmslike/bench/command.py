@@ -5,15 +5,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from jmslike.bench.report import format_table, to_json
+from jmslike.bench.report import checks, format_table, to_json
 from jmslike.bench.suite import CLIENTS, run_suite
-from jmslike.bench.targets import BROKERS, PROTOCOLS, discover
+from jmslike.bench.targets import BROKERS, PROTOCOLS, Target, discover
 from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
 
 __all__ = ["add_arguments", "run"]
+
+log = logging.getLogger("jmslike.bench.command")
 
 
 def _names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -73,6 +79,70 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick", action="store_true", help="tiny counts, one run, no warm-up: a smoke test"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="measure each broker and protocol in a process of its own (a crash in a "
+        "native library then costs one target, not the run)",
+    )
+
+
+_PASSED = (
+    "clients",
+    "workloads",
+    "count",
+    "persistent_count",
+    "latency_count",
+    "rate",
+    "container_count",
+    "prefetch",
+    "runs",
+    "warmup",
+)
+
+
+def _isolated(args: argparse.Namespace, targets: list[Target]) -> dict[str, Any]:
+    """Each target measured by a child ``jmslike bench``, the documents merged; a child
+    that dies is reported as a skipped target with its exit code."""
+    merged: dict[str, Any] | None = None
+    extra: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="jmslike-bench-") as folder:
+        for index, target in enumerate(targets):
+            if target.skipped:
+                extra.append({"name": target.name, "skipped": target.skipped})
+                continue
+            out = Path(folder) / f"{index}.json"
+            command = [sys.executable, "-m", "jmslike", "bench", "--brokers", target.broker]
+            command += ["--protocols", target.protocol, "--json", str(out)]
+            for name in _PASSED:
+                value = getattr(args, name)
+                if value is not None:
+                    command += [f"--{name.replace('_', '-')}", str(value)]
+            if args.quick:
+                command.append("--quick")
+            if args.no_progress:
+                command.append("--no-progress")
+            log.info("running %s", " ".join(command))
+            done = subprocess.run(command, stdout=subprocess.DEVNULL, check=False)
+            if done.returncode != 0 or not out.exists():
+                extra.append(
+                    {"name": target.name, "skipped": f"bench process died ({done.returncode})"}
+                )
+                continue
+            document = json.loads(out.read_text(encoding="utf-8"))
+            if merged is None:
+                merged = document
+            else:
+                merged["targets"] += document["targets"]
+                merged["lines"] += document["lines"]
+    if merged is None:
+        raise SystemExit("jmslike bench: no target could be measured")
+    for skipped in extra:
+        merged["targets"].append({**skipped, "clients": {}, "skipped_clients": {}})
+    order = [t.name for t in targets]
+    merged["targets"].sort(key=lambda t: order.index(t["name"]))
+    merged["checks"] = checks(merged)
+    return merged
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,16 +170,20 @@ def run(args: argparse.Namespace) -> int:
         sizes = dataclasses.replace(sizes, **{k: v for k, v in overrides.items() if v})
         runs = 1 if args.quick and args.runs == 3 else args.runs
         warmup = args.warmup if args.warmup is not None else (0 if args.quick else 2000)
-        results = run_suite(
-            discover(brokers, protocols),
-            workloads,
-            sizes,
-            runs,
-            clients,
-            warmup=warmup,
-            progress=not args.no_progress and sys.stderr.isatty(),
-        )
-        document = to_json(results)
+        targets = discover(brokers, protocols)
+        if args.isolate and len(targets) > 1:
+            document = _isolated(args, targets)
+        else:
+            results = run_suite(
+                targets,
+                workloads,
+                sizes,
+                runs,
+                clients,
+                warmup=warmup,
+                progress=not args.no_progress and sys.stderr.isatty(),
+            )
+            document = to_json(results)
     print(format_table(document))
     if args.json is not None and args.from_json is None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
