@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import faulthandler
 import json
 import logging
 import subprocess
@@ -72,8 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--from-json",
         type=Path,
+        nargs="+",
         default=None,
-        help="measure nothing: print the table and draw the plots of a saved --json file",
+        metavar="FILE",
+        help="measure nothing: print the table and draw the plots of saved --json files "
+        "(several: their targets merged, e.g. a target measured again on its own)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="tiny counts, one run, no warm-up: a smoke test"
@@ -104,7 +108,7 @@ _PASSED = (
 def _isolated(args: argparse.Namespace, targets: list[Target]) -> dict[str, Any]:
     """Each target measured by a child ``jmslike bench``, the documents merged; a child
     that dies is reported as a skipped target with its exit code."""
-    merged: dict[str, Any] | None = None
+    documents: list[dict[str, Any]] = []
     extra: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="jmslike-bench-") as folder:
         for index, target in enumerate(targets):
@@ -129,14 +133,10 @@ def _isolated(args: argparse.Namespace, targets: list[Target]) -> dict[str, Any]
                     {"name": target.name, "skipped": f"bench process died ({done.returncode})"}
                 )
                 continue
-            document = json.loads(out.read_text(encoding="utf-8"))
-            if merged is None:
-                merged = document
-            else:
-                merged["targets"] += document["targets"]
-                merged["lines"] += document["lines"]
-    if merged is None:
+            documents.append(json.loads(out.read_text(encoding="utf-8")))
+    if not documents:
         raise SystemExit("jmslike bench: no target could be measured")
+    merged = merge(documents)
     for skipped in extra:
         merged["targets"].append({**skipped, "clients": {}, "skipped_clients": {}})
     order = [t.name for t in targets]
@@ -145,10 +145,31 @@ def _isolated(args: argparse.Namespace, targets: list[Target]) -> dict[str, Any]
     return merged
 
 
+def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document from several (the first one's sizes and runs): a target measured in
+    a later document replaces the same target of an earlier one, so that a target run
+    again on its own can stand in for a failed one."""
+    merged = dict(documents[0])
+    for document in documents[1:]:
+        names = {t["name"] for t in document["targets"] if not t["skipped"]}
+        merged["targets"] = [t for t in merged["targets"] if t["name"] not in names] + [
+            t for t in document["targets"] if t["name"] in names
+        ]
+        merged["lines"] = [line for line in merged["lines"] if line["target"] not in names] + [
+            line for line in document["lines"] if line["target"] in names
+        ]
+    merged["checks"] = checks(merged)
+    return merged
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure (or load), then print the table, write the JSON and the plots."""
+    # Proton and the JVM clients' peers are native code: a crash should say where it was.
+    faulthandler.enable()
     if args.from_json is not None:
-        document = json.loads(args.from_json.read_text(encoding="utf-8"))
+        document = merge([json.loads(p.read_text(encoding="utf-8")) for p in args.from_json])
+        if args.json is not None:
+            args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     else:
         try:
             brokers = _names(args.brokers, BROKERS, "brokers")

@@ -20,6 +20,9 @@ __all__ = ["write_plots"]
 
 log = logging.getLogger("jmslike.bench.plots")
 
+_RATIO_CLIP = 2.0
+"""The ratio figure's axis ends here; a larger ratio is written beside its bar."""
+
 _COLOURS = {"jmslike": "#1f77b4", "raw": "#ff7f0e", "java": "#7f7f7f"}
 
 
@@ -129,9 +132,14 @@ def write_plots(document: dict[str, Any], folder: Path) -> list[Path]:
     if ratios:
         figure, axes = plt.subplots(figsize=(8, max(3.0, 0.22 * len(ratios) + 1)))
         labels = [f"{c['target']} {c['workload']}" for c in ratios]
-        heights = [c["value"] or 0.0 for c in ratios]
+        measured: list[float] = [c["value"] or 0.0 for c in ratios]
+        heights = [min(value, _RATIO_CLIP) for value in measured]
         colours = ["#2ca02c" if c["met"] else "#d62728" for c in ratios]
         axes.barh(range(len(ratios)), heights, color=colours)
+        axes.set_xlim(0, _RATIO_CLIP + 0.3)
+        for position, value in enumerate(measured):
+            if value > _RATIO_CLIP:  # one outlier must not squash every other bar
+                axes.text(_RATIO_CLIP, position, f" {value:.1f}", va="center", fontsize="small")
         axes.set_yticks(range(len(ratios)))
         axes.set_yticklabels(labels, fontsize="small")
         axes.invert_yaxis()

@@ -211,16 +211,17 @@ def format_table(document: dict[str, Any]) -> str:
         for client, reason in target["skipped_clients"].items():
             out.append(f"{'':<16}({client} skipped: {reason})")
     out.append("")
-    out.append("libraries: " + "; ".join(
-        f"{t['name']}: " + ", ".join(f"{c}={lib}" for c, lib in t["clients"].items())
-        for t in document["targets"]
-        if t["clients"]
-    ))
+    out.append(
+        "libraries: "
+        + "; ".join(
+            f"{t['name']}: " + ", ".join(f"{c}={lib}" for c, lib in t["clients"].items())
+            for t in document["targets"]
+            if t["clients"]
+        )
+    )
     out.append("")
     missed = [c for c in document["checks"] if not c["met"]]
-    out.append(
-        f"targets: {len(document['checks']) - len(missed)} of {len(document['checks'])} met"
-    )
+    out.append(f"targets: {len(document['checks']) - len(missed)} of {len(document['checks'])} met")
     for check in missed:
         shown = "no figure" if check["value"] is None else f"{check['value']:.2f}"
         out.append(

@@ -52,9 +52,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("receive-p", Kind.RECEIVE, True, description="receive N persistent ones"),
         Workload("sendrecv", Kind.SEND_RECEIVE, description="send and receive at once"),
         Workload("sendrecv-p", Kind.SEND_RECEIVE, True, description="the same, persistent"),
-        Workload(
-            "unordered-4", Kind.COMPETING, consumers=4, description="4 consumers, no groups"
-        ),
+        Workload("unordered-4", Kind.COMPETING, consumers=4, description="4 consumers, no groups"),
         Workload(
             "groups-4",
             Kind.COMPETING,
@@ -128,9 +126,7 @@ def select(names: str | None) -> list[Workload]:
     wanted = {name.strip() for name in names.split(",") if name.strip()}
     unknown = wanted - set(WORKLOADS)
     if unknown:
-        raise ValueError(
-            f"unknown workloads {sorted(unknown)}; choose from {', '.join(WORKLOADS)}"
-        )
+        raise ValueError(f"unknown workloads {sorted(unknown)}; choose from {', '.join(WORKLOADS)}")
     for receive, send in (("receive", "send"), ("receive-p", "send-p")):
         if receive in wanted:
             wanted.add(send)

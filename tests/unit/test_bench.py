@@ -142,3 +142,19 @@ def test_cli_redraws_from_saved_json(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--brokers", "nope"]) == 2
     assert "unknown brokers" in capsys.readouterr().err
+
+
+def test_merge_lets_a_later_run_replace_a_target() -> None:
+    from jmslike.bench.command import merge
+
+    first = to_json(_results())
+    again = to_json(_results())
+    for line in again["lines"]:
+        if line["msgs_per_s"] is not None:
+            line["msgs_per_s"]["median"] *= 2
+    merged = merge([first, again])
+    names = [t["name"] for t in merged["targets"]]
+    assert sorted(names) == ["artemis/stomp", "rabbitmq/stomp"]  # the skipped one is kept
+    assert len(merged["lines"]) == len(first["lines"])
+    send = next(x for x in merged["lines"] if (x["workload"], x["client"]) == ("send", "raw"))
+    assert send["msgs_per_s"]["median"] == 200.0

@@ -92,9 +92,7 @@ class JmslikeRunner(Runner):
             width = len(producers)
             started = time.perf_counter()
             for index in range(count):
-                producers[index % width].send(
-                    session.create_text_message(body), delivery_mode=mode
-                )
+                producers[index % width].send(session.create_text_message(body), delivery_mode=mode)
             connection.close()
             return count / (time.perf_counter() - started)
         finally:

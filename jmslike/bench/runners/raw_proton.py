@@ -213,14 +213,10 @@ class RawProtonRunner(Runner):
             )
         elif kind is Kind.COMPETING:
             self._run(_Job(self, address, to_send=count, groups=workload.groups))
-            job = self._run(
-                _Job(self, address, to_receive=count, receivers=workload.consumers)
-            )
+            job = self._run(_Job(self, address, to_receive=count, receivers=workload.consumers))
         elif kind is Kind.LATENCY:
             job = self._run(
-                _Job(
-                    self, address, to_send=count, to_receive=count, interval=1 / self.sizes.rate
-                )
+                _Job(self, address, to_send=count, to_receive=count, interval=1 / self.sizes.rate)
             )
             return Measurement(
                 count / (job.finished - job.started),
