@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import faulthandler
 import json
@@ -165,7 +166,9 @@ def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Measure (or load), then print the table, write the JSON and the plots."""
     # Proton and the JVM clients' peers are native code: a crash should say where it was.
-    faulthandler.enable()
+    if not faulthandler.is_enabled() and sys.__stderr__ is not None:
+        with contextlib.suppress(OSError, ValueError):
+            faulthandler.enable(file=sys.__stderr__)
     if args.from_json is not None:
         document = merge([json.loads(p.read_text(encoding="utf-8")) for p in args.from_json])
         if args.json is not None:
