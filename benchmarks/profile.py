@@ -38,11 +38,20 @@ def _library(file: str) -> str:
     return "stdlib/other"
 
 
+def _short(frame: str) -> str:
+    """``function (file:line)`` -> ``function (file)``: lines apart, one function."""
+    match = _FRAME.match(frame)
+    if match is None:
+        return frame
+    return f"{match.group('function')} ({Path(match.group('file')).name})"
+
+
 def summarize(raw: Path, top: int = 15) -> str:
     """A text summary of py-spy's raw (collapsed) stacks."""
     threads: Counter[str] = Counter()
     libraries: Counter[str] = Counter()
     own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
     total = 0
     for line in raw.read_text(encoding="utf-8").splitlines():
         stack, _, count_text = line.rpartition(" ")
@@ -51,12 +60,13 @@ def summarize(raw: Path, top: int = 15) -> str:
         count = int(count_text)
         frames = stack.split(";")
         total += count
-        threads[frames[0].split(" (")[0]] += count
+        threads[frames[0]] += count
+        for frame in {f for f in frames[1:] if "jmslike" in f and "bench" not in f}:
+            inclusive[_short(frame)] += count
         match = _FRAME.match(frames[-1])
         file = match.group("file") if match else ""
-        function = match.group("function") if match else frames[-1]
         libraries[_library(file)] += count
-        own[f"{function} ({Path(file).name})"] += count
+        own[_short(frames[-1])] += count
     out = [f"{total} samples"]
     out.append("threads: " + ", ".join(f"{n} {c / total:.0%}" for n, c in threads.most_common()))
     out.append(
@@ -65,6 +75,8 @@ def summarize(raw: Path, top: int = 15) -> str:
     )
     out.append("top functions by self time:")
     out += [f"  {c / total:5.1%}  {name}" for name, c in own.most_common(top)]
+    out.append("jmslike functions by inclusive time (their callees counted):")
+    out += [f"  {c / total:5.1%}  {name}" for name, c in inclusive.most_common(top)]
     return "\n".join(out)
 
 
