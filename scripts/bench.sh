@@ -16,8 +16,10 @@ fi
 # --isolate: one process per broker and protocol, so that a crash in a native library
 # (seen once: "malloc_consolidate(): invalid chunk size" with Proton) costs one target.
 # Issue 8: every workload, every reachable broker and protocol, three clients.
-.venv/bin/jmslike bench --isolate --runs 3 --json "$out/bench.json" --plots "$out" "$@" \
+.venv/bin/jmslike bench --isolate --runs 3 --json "$out/bench.json" --plots "$out" \
+  --markdown "$out/bench.md" "$@" \
   | tee "$out/bench.txt"
 # Issue 5: AMQP, 20,000 x 1 KiB sent then received, jmslike against raw Proton and Qpid JMS.
 .venv/bin/jmslike bench --isolate --protocols amqp --workloads send,receive --count 20000 --runs 3 \
-  --json "$out/amqp-20k.json" --plots "$out/amqp-20k" "$@" | tee "$out/amqp-20k.txt"
+  --json "$out/amqp-20k.json" --plots "$out/amqp-20k" \
+  --markdown "$out/amqp-20k.md" "$@" | tee "$out/amqp-20k.txt"

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jmslike.bench.report import checks, format_table, to_json
+from jmslike.bench.report import checks, format_markdown, format_table, to_json
 from jmslike.bench.suite import CLIENTS, run_suite
 from jmslike.bench.targets import BROKERS, PROTOCOLS, Target, discover
 from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots here")
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="write the tables as Markdown here"
+    )
     parser.add_argument(
         "--from-json",
         type=Path,
@@ -212,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None and args.from_json is None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(format_markdown(document), encoding="utf-8")
     if args.plots is not None:
         from jmslike.bench.plots import write_plots
 

@@ -13,7 +13,7 @@ from jmslike.bench.stats import Summary, summarize
 from jmslike.bench.suite import CLIENTS, Results
 from jmslike.bench.workloads import Kind
 
-__all__ = ["GOALS", "checks", "format_table", "to_json"]
+__all__ = ["GOALS", "checks", "format_markdown", "format_table", "to_json"]
 
 GOALS = {
     "raw": 0.9,
@@ -236,3 +236,56 @@ def format_table(document: dict[str, Any]) -> str:
     for target_name, client, workload_name, failure in failures:
         out.append(f"  FAILED {target_name} {client} {workload_name}: {failure[:200]}")
     return "\n".join(out)
+
+
+def _markdown_cell(line: dict[str, Any] | None, latency: bool) -> str:
+    if line is None:
+        return ""
+    if latency:
+        p50, p99 = line.get("p50_ms"), line.get("p99_ms")
+        if not p50 or not p99:
+            return "failed"
+        return f"{p50['median']:.1f} / {p99['median']:.1f} ms"
+    summary = line.get("msgs_per_s")
+    if not summary:
+        return "failed"
+    return f"{summary['median']:,.0f} ({summary['low']:,.0f}-{summary['high']:,.0f})"
+
+
+def format_markdown(document: dict[str, Any]) -> str:
+    """The figures as Markdown tables for docs/performance.md: every line (median and
+    lowest-highest run; latency p50 / p99), then the checks against the goals."""
+    out = [
+        "| target | workload | N | jmslike | raw | Java | jmslike / raw | jmslike / Java |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for target in document["targets"]:
+        name = target["name"]
+        if target["skipped"]:
+            out.append(f"| {name} | skipped: {target['skipped']} | | | | | | |")
+            continue
+        for workload in document["workloads"]:
+            latency = workload["kind"] == Kind.LATENCY.value
+            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
+            if not any(lines.values()):
+                continue
+            ratios = []
+            for other in ("raw", "java"):
+                key = "p50_ms" if latency else "msgs_per_s"
+                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
+                value = (o / j if latency else j / o) if j and o else None
+                ratios.append(f"{value:.2f}" if value is not None else "")
+            cells = " | ".join(_markdown_cell(lines[c], latency) for c in CLIENTS)
+            out.append(
+                f"| {name} | {workload['name']} | {workload['count']:,} | {cells} | "
+                f"{ratios[0]} | {ratios[1]} |"
+            )
+    out += ["", "| check | target | value | goal | met |", "| --- | --- | ---: | ---: | --- |"]
+    for check in document["checks"]:
+        shown = "no figure" if check["value"] is None else f"{check['value']:.2f}"
+        met = "yes" if check["met"] else "**no**"
+        out.append(
+            f"| {check['check']}, {check['workload']} | {check['target']} | {shown} | "
+            f"{check['goal']:g} | {met} |"
+        )
+    return "\n".join(out) + "\n"

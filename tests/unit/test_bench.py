@@ -158,3 +158,12 @@ def test_merge_lets_a_later_run_replace_a_target() -> None:
     assert len(merged["lines"]) == len(first["lines"])
     send = next(x for x in merged["lines"] if (x["workload"], x["client"]) == ("send", "raw"))
     assert send["msgs_per_s"]["median"] == 200.0
+
+
+def test_markdown_tables() -> None:
+    from jmslike.bench.report import format_markdown
+
+    text = format_markdown(to_json(_results()))
+    assert "| artemis/stomp | send | 200 | 95 (90-100) | 100 (100-100) |  | 0.95 |  |" in text
+    assert "| rabbitmq/stomp | skipped: not reachable |" in text
+    assert "| jmslike / raw, receive | artemis/stomp | 0.50 | 0.9 | **no** |" in text
