@@ -11,6 +11,10 @@ accepted the last message (the examples' ``simple_send``).
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import subprocess
+import sys
 import time
 import urllib.parse
 from typing import Any
@@ -199,6 +203,30 @@ class RawProtonRunner(Runner):
         return job
 
     def run(self, workload: Workload, queue: str) -> Measurement:
+        """One child process per run (its start-up untimed): two Proton containers on
+        two threads of one process, jmslike's and this one, have crashed the interpreter
+        here (docs/performance.md), and a child has no jmslike threads competing for the
+        GIL either."""
+        spec = {
+            "target": dataclasses.asdict(self.target),
+            "sizes": dataclasses.asdict(self.sizes),
+            "workload": workload.name,
+            "queue": queue,
+        }
+        command = [sys.executable, "-m", "jmslike.bench.runners.raw_proton", json.dumps(spec)]
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=IDLE * 15, check=False
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            raise RuntimeError(
+                f"raw proton exited with {done.returncode}: {done.stderr.strip()[-2000:]}"
+            )
+        result = json.loads(lines[-1])
+        return Measurement(result["msgs_per_s"], result["p50_ms"], result["p99_ms"])
+
+    def measure(self, workload: Workload, queue: str) -> Measurement:
+        """The run itself, in the child process."""
         count = self.sizes.count_for(workload)
         address = self._address(queue)
         persistent = workload.persistent
@@ -226,3 +254,17 @@ class RawProtonRunner(Runner):
         else:
             raise ValueError(f"raw proton has no {workload.name}")
         return Measurement(count / (job.finished - job.started))
+
+
+def _child(spec_text: str) -> None:
+    """``python -m jmslike.bench.runners.raw_proton SPEC``: one run, one JSON line."""
+    from jmslike.bench.workloads import WORKLOADS
+
+    spec = json.loads(spec_text)
+    runner = RawProtonRunner(Target(**spec["target"]), Sizes(**spec["sizes"]))
+    measured = runner.measure(WORKLOADS[spec["workload"]], spec["queue"])
+    print(json.dumps(dataclasses.asdict(measured)), flush=True)
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
