@@ -59,31 +59,27 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 
 import argparse
 import contextlib
-import importlib
 import json
-import os
 import statistics
-import threading
 import time
 import traceback
-import urllib.parse
-import urllib.request
 import uuid
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jmslike import ConnectionFactory, DeliveryMode, Session
+from jmslike import DeliveryMode, Session
+from jmslike.bench.env import broker_settings, delete_rabbitmq_queue
+from jmslike.bench.runners.raw_stomp import (
+    BODY,
+    Broker,
+    declare,
+    drain,
+    raw_receive,
+    raw_receive_handoff,
+    raw_send,
+)
 
-# Not "import stomp": type checkers take this file for the stomp module it is named after.
-stomp: Any = importlib.import_module("stomp")
-
-BODY = "x" * 1024
 BROKERS = ("activemq", "artemis", "rabbitmq")
-ENV_FILE = Path(__file__).resolve().parent.parent / ".brokers" / "brokers.env"
-TIMEOUT = 60.0
-"""Seconds a receipt may take before a run fails."""
 IDLE = 10.0
 """Seconds without a message before a receive run fails."""
 
@@ -91,281 +87,25 @@ IDLE = 10.0
 # --------------------------------------------------------------------------- brokers
 def broker_urls(names: list[str]) -> dict[str, str]:
     """``JMSLIKE_TEST_<BROKER>_STOMP_URL`` from the environment, else from brokers.env."""
-    from_file: dict[str, str] = {}
-    if ENV_FILE.exists():
-        for line in ENV_FILE.read_text(encoding="utf-8").splitlines():
-            key, sep, value = line.strip().partition("=")
-            if sep and not key.startswith("#"):
-                from_file[key] = value
+    settings = broker_settings()
     urls = {}
     for name in names:
         key = f"JMSLIKE_TEST_{name.upper()}_STOMP_URL"
-        url = os.environ.get(key) or from_file.get(key)
+        url = settings.get(key)
         if not url:
             raise SystemExit(f"no URL for {name}: set {key} or run scripts/brokers.sh start")
         urls[name] = url
     return urls
 
 
-def management_url() -> str | None:
-    key = "JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"
-    if os.environ.get(key):
-        return os.environ[key]
-    if ENV_FILE.exists():
-        for line in ENV_FILE.read_text(encoding="utf-8").splitlines():
-            if line.startswith(key + "="):
-                return line.partition("=")[2].strip()
-    return None
-
-
-@dataclass(frozen=True)
-class Broker:
-    """What raw stomp.py must write to do what jmslike's dialect for this broker does."""
-
-    name: str
-    url: str
-    prefetch: int
-    predeclare: bool = True
-
-    @property
-    def parsed(self) -> urllib.parse.SplitResult:
-        return urllib.parse.urlsplit(self.url)
-
-    def destination(self, queue: str) -> str:
-        return queue if self.name == "artemis" else f"/queue/{queue}"
-
-    def send_headers(self, persistent: bool) -> dict[str, str]:
-        # Non-persistent is every broker's default over STOMP. Not "persistent:false",
-        # which RabbitMQ 3.10 reads as durable:false for the queue (see the docstring).
-        headers = {"persistent": "true"} if persistent else {}
-        if self.name == "artemis":
-            headers["destination-type"] = "ANYCAST"
-        return headers
-
-    def subscribe_headers(self) -> dict[str, str]:
-        # As jmslike_stomp's Dialect.prefetch_headers writes them.
-        if self.name == "activemq":
-            return {"activemq.prefetchSize": str(self.prefetch)}
-        if self.name == "artemis":  # bytes, not messages; the provider uses -1 above 1
-            return {
-                "subscription-type": "ANYCAST",
-                "consumer-window-size": "1" if self.prefetch <= 1 else "-1",
-            }
-        return {"prefetch-count": str(self.prefetch)}
-
-    def factory(self) -> ConnectionFactory:
-        return ConnectionFactory(
-            self.url,
-            prefetch=self.prefetch,
-            clientWindow=self.prefetch,
-            request_timeout=TIMEOUT,
-        )
-
-
 def fresh_queue(tag: str) -> str:
     return f"bench-{tag}-{uuid.uuid4().hex[:10]}"
 
 
-# ------------------------------------------------------------------------ raw stomp.py
-class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
-    """Receipts as events, errors kept, messages handed to ``handler``."""
-
-    def __init__(self) -> None:
-        self.receipts: dict[str, threading.Event] = {}
-        self.errors: list[str] = []
-        self.handler: Callable[[Any], None] | None = None
-
-    def expect(self, receipt: str) -> threading.Event:
-        event = self.receipts[receipt] = threading.Event()
-        return event
-
-    def on_receipt(self, frame: Any) -> None:
-        event = self.receipts.pop(frame.headers.get("receipt-id", ""), None)
-        if event is not None:
-            event.set()
-
-    def on_error(self, frame: Any) -> None:
-        self.errors.append(f"{frame.headers.get('message')}: {frame.body!r}"[:500])
-        for event in list(self.receipts.values()):
-            event.set()
-
-    def on_message(self, frame: Any) -> None:
-        if self.handler is not None:
-            self.handler(frame)
-
-
-def _wait(listener: _Listener, event: threading.Event, what: str) -> None:
-    if not event.wait(TIMEOUT):
-        raise RuntimeError(f"raw stomp.py: no receipt for {what} within {TIMEOUT} s")
-    if listener.errors:
-        raise RuntimeError(f"raw stomp.py: ERROR frame: {listener.errors[0]}")
-
-
-@contextlib.contextmanager
-def raw_connection(broker: Broker) -> Any:
-    parsed = broker.parsed
-    # RabbitMQ reads the CONNECT frame's host header as the virtual host; stomp.py sends
-    # the host name there unless told a vhost.
-    conn = stomp.Connection12(
-        [(parsed.hostname or "127.0.0.1", parsed.port or 61613)],
-        vhost="/" if broker.name == "rabbitmq" else None,
-    )
-    listener = _Listener()
-    conn.set_listener("bench", listener)
-    user = urllib.parse.unquote(parsed.username) if parsed.username else None
-    password = urllib.parse.unquote(parsed.password) if parsed.password else None
-    conn.connect(user, password, wait=True)
-    try:
-        yield conn, listener
-    finally:
-        with contextlib.suppress(Exception):
-            conn.disconnect(receipt=f"bye-{uuid.uuid4().hex[:8]}")
-
-
-def raw_send(broker: Broker, queue: str, count: int, persistent: bool, sync: bool) -> float:
-    """msg/s: pipelined (receipt on the last message) or sync (receipt on every one)."""
-    destination = broker.destination(queue)
-    headers = broker.send_headers(persistent)
-    with raw_connection(broker) as (conn, listener):
-        started = time.perf_counter()
-        if sync:
-            for index in range(count):
-                receipt = f"s{index}"
-                event = listener.expect(receipt)
-                conn.send(destination, BODY, headers=headers, receipt=receipt)
-                _wait(listener, event, f"message {index}")
-        else:
-            for _ in range(count - 1):
-                conn.send(destination, BODY, headers=headers)
-            event = listener.expect("last")
-            conn.send(destination, BODY, headers=headers, receipt="last")
-            _wait(listener, event, "the last message")
-        return count / (time.perf_counter() - started)
-
-
-def raw_receive_handoff(broker: Broker, queue: str, count: int) -> float:
-    """msg/s: ack:client-individual, frames handed from stomp.py's thread to this one
-    (a deque and a condition, as a synchronous receive() must), conn.ack per message."""
-    buffer: deque[Any] = deque()
-    ready = threading.Condition()
-    waiting = False
-    with raw_connection(broker) as (conn, listener):
-
-        def on_message(frame: Any) -> None:
-            with ready:
-                buffer.append(frame)
-                if waiting:
-                    ready.notify()
-
-        listener.handler = on_message
-        started = time.perf_counter()
-        _subscribe_client_individual(conn, broker, queue)
-        for index in range(count):
-            if not buffer:
-                with ready:
-                    waiting = True
-                    if not buffer and not ready.wait(IDLE):
-                        raise RuntimeError(f"raw stomp.py: received {index} of {count}")
-                    waiting = False
-            conn.ack(buffer.popleft().headers["ack"])
-        event = listener.expect("unsub")
-        conn.unsubscribe("bench", receipt="unsub")
-        _wait(listener, event, "UNSUBSCRIBE")
-        return count / (time.perf_counter() - started)
-
-
-def _subscribe_client_individual(conn: Any, broker: Broker, queue: str) -> None:
-    """The raw subscription both raw receive variants time: per-message ACKs, and the
-    same prefetch headers jmslike's dialect writes."""
-    conn.subscribe(
-        broker.destination(queue),
-        id="bench",
-        ack="client-individual",
-        headers=broker.subscribe_headers(),
-    )
-
-
-def raw_receive(broker: Broker, queue: str, count: int) -> float:
-    """msg/s: ack:client-individual, conn.ack per message in the listener."""
-    done = threading.Event()
-    received = 0
-    with raw_connection(broker) as (conn, listener):
-
-        def on_message(frame: Any) -> None:
-            nonlocal received
-            conn.ack(frame.headers["ack"])
-            received += 1
-            if received >= count:
-                done.set()
-
-        listener.handler = on_message
-        started = time.perf_counter()
-        _subscribe_client_individual(conn, broker, queue)
-        deadline = time.monotonic() + IDLE
-        last = -1
-        while not done.wait(1.0):  # fail only when nothing comes for IDLE seconds
-            if received != last:
-                last, deadline = received, time.monotonic() + IDLE
-            elif time.monotonic() > deadline:
-                raise RuntimeError(f"raw stomp.py: received {received} of {count}")
-        event = listener.expect("unsub")
-        conn.unsubscribe("bench", receipt="unsub")
-        _wait(listener, event, "UNSUBSCRIBE")
-        return count / (time.perf_counter() - started)
-
-
-def drain(broker: Broker, queue: str, idle: float = 1.0) -> int:
-    """Take (auto-ack) whatever is left on ``queue``; how many there were."""
-    taken = 0
-    seen = threading.Event()
-    with raw_connection(broker) as (conn, listener):
-
-        def on_message(frame: Any) -> None:
-            nonlocal taken
-            taken += 1
-            seen.set()
-
-        listener.handler = on_message
-        headers = broker.subscribe_headers()
-        if broker.name == "activemq":
-            headers["activemq.prefetchSize"] = "1000"
-        elif broker.name == "rabbitmq":
-            headers["prefetch-count"] = "1000"
-        conn.subscribe(broker.destination(queue), id="drain", ack="auto", headers=headers)
-        while seen.wait(idle):
-            seen.clear()
-        event = listener.expect("undrain")
-        conn.unsubscribe("drain", receipt="undrain")
-        event.wait(10.0)
-    return taken
-
-
-def declare(broker: Broker, queue: str) -> None:
-    """RabbitMQ: declare ``queue`` as a consumer's SUBSCRIBE does (durable, shared)."""
-    if broker.name != "rabbitmq" or not broker.predeclare:
-        return
-    with raw_connection(broker) as (conn, listener):
-        conn.subscribe(broker.destination(queue), id="declare", ack="auto")
-        event = listener.expect("declared")
-        conn.unsubscribe("declare", receipt="declared")
-        _wait(listener, event, "declaring the queue")
-
-
 def delete_queue(broker: Broker, queue: str) -> None:
     """RabbitMQ keeps /queue/x queues (durable) for ever: delete them, best effort."""
-    if broker.name != "rabbitmq":
-        return  # Artemis auto-deletes empty auto-created queues; Classic keeps empty ones
-    base = management_url()
-    if not base:
-        return
-    parsed = urllib.parse.urlsplit(base)
-    url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}/api/queues/%2F/{queue}"
-    request = urllib.request.Request(url, method="DELETE")
-    manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
-    manager.add_password(None, url, parsed.username or "guest", parsed.password or "guest")
-    opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
-    with contextlib.suppress(Exception):
-        opener.open(request, timeout=5).close()
+    if broker.name == "rabbitmq":
+        delete_rabbitmq_queue(queue)
 
 
 # ---------------------------------------------------------------------------- jmslike

@@ -179,6 +179,16 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the config file (default: $JMSLIKE_CONFIG, else ./jmslike.toml if present)",
     )
     config.add_argument("--json", action="store_true", help="one JSON object")
+
+    bench = sub.add_parser(
+        "bench",
+        help="jmslike beside the raw libraries and the Java JMS client (docs/performance.md)",
+        description="Run the same workloads with jmslike, the raw library it wraps and the "
+        "Java JMS client on every reachable broker; print a table, write JSON and plots.",
+    )
+    from jmslike.bench.command import add_arguments
+
+    add_arguments(bench)
     return parser
 
 
@@ -201,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "browse": _browse,
         "providers": _providers,
         "config": _config,
+        "bench": _bench,
     }
     try:
         return commands[args.command](args)
@@ -214,6 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+# --------------------------------------------------------------------------- bench
+def _bench(args: argparse.Namespace) -> int:
+    """The benchmark suite lives in its own package; imported only when asked for."""
+    from jmslike.bench.command import run
+
+    return run(args)
 
 
 # ---------------------------------------------------------------------------- demo

@@ -17,10 +17,7 @@ with Maven's output; it never skips.
 from __future__ import annotations
 
 import base64
-import fcntl
-import hashlib
 import json
-import shutil
 import subprocess
 import time
 from collections import defaultdict
@@ -32,6 +29,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from jmslike import BytesMessage, MapMessage, Message, TextMessage
+from jmslike.bench import javabuild
 
 __all__ = [
     "ASPECTS",
@@ -47,9 +45,7 @@ __all__ = [
 ]
 
 JAVA_DIR = Path(__file__).parent / "java"
-JAR = JAVA_DIR / "target" / "interop.jar"
-STAMP = JAVA_DIR / "target" / "interop.jar.sources-sha256"
-BUILD_TIMEOUT = 900.0
+BUILD_TIMEOUT = javabuild.BUILD_TIMEOUT
 """Seconds for a cold build: Maven downloads the three clients and the shade plugin."""
 
 KINDS = ("text", "bytes", "map")
@@ -64,50 +60,14 @@ JMSDeliveryMode, JMSPriority."""
 # ----------------------------------------------------------------------- the jar
 
 
-def _sources_hash(java_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted([java_dir / "pom.xml", *(java_dir / "src").rglob("*")]):
-        if path.is_file():
-            digest.update(str(path.relative_to(java_dir)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def build_jar(java_dir: Path = JAVA_DIR) -> Path:
-    """The interop jar, built with one ``mvn package`` unless an up-to-date one is there.
-
-    A file lock keeps two test sessions of one checkout from building at once."""
-    wanted = _sources_hash(java_dir)
-    jar = java_dir / "target" / JAR.name
-    stamp = java_dir / "target" / STAMP.name
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with (jar.parent / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if jar.exists() and stamp.exists() and stamp.read_text().strip() == wanted:
-            return jar
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            pytest.fail("mvn is not installed: the Java interop tests need Maven and Java 17")
-        started = time.monotonic()
-        try:
-            done = subprocess.run(
-                [mvn, "-B", "-q", "package"],
-                cwd=java_dir,
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"mvn package took over {BUILD_TIMEOUT:.0f} s:\n{exc.stdout!r}")
-        if done.returncode != 0 or not jar.exists():
-            pytest.fail(
-                f"mvn package failed ({done.returncode}) in {java_dir}:\n"
-                f"{(done.stdout + done.stderr)[-8000:]}"
-            )
-        stamp.write_text(wanted + "\n")
-        print(f"built {jar} in {time.monotonic() - started:.1f} s")
-        return jar
+    """The interop jar, built with one ``mvn package`` unless an up-to-date one is there
+    (jmslike.bench.javabuild, shared with ``jmslike bench``); a failed build fails the test
+    with Maven's output."""
+    try:
+        return javabuild.build_jar(java_dir)
+    except javabuild.JavaBuildError as exc:
+        pytest.fail(str(exc))
 
 
 # --------------------------------------------------------------------- endpoints

@@ -1,0 +1,76 @@
+"""Where the brokers listen: the ``JMSLIKE_TEST_*`` variables the test suite uses.
+
+The bench reads the same settings as the broker tests (``tests/brokerenv.py``), so that
+``scripts/brokers.sh start`` is all the setup either needs: the environment first, then
+``$JMSLIKE_BROKERS_DIR/brokers.env`` (default ``.brokers/brokers.env`` in the checkout or
+the current folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+__all__ = ["broker_settings", "delete_rabbitmq_queue", "reachable"]
+
+log = logging.getLogger("jmslike.bench.env")
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _env_file() -> Path:
+    folder = os.environ.get("JMSLIKE_BROKERS_DIR")
+    if folder:
+        return Path(folder) / "brokers.env"
+    for base in (Path.cwd(), _CHECKOUT):
+        if (base / ".brokers" / "brokers.env").exists():
+            return base / ".brokers" / "brokers.env"
+    return _CHECKOUT / ".brokers" / "brokers.env"
+
+
+def broker_settings() -> dict[str, str]:
+    """``JMSLIKE_TEST_*`` settings: the environment over ``brokers.env``."""
+    settings: dict[str, str] = {}
+    path = _env_file()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and not key.startswith("#"):
+                settings[key.strip()] = value.strip()
+    settings.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
+    return settings
+
+
+def reachable(url: str, timeout: float = 1.0) -> bool:
+    """Whether something accepts TCP connections at ``url``'s host and port: the cheap
+    check that turns a stopped broker into a "skipped" line instead of a minute of
+    connect timeouts."""
+    parsed = urllib.parse.urlsplit(url)
+    if not parsed.hostname or not parsed.port:
+        return False
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def delete_rabbitmq_queue(name: str) -> None:
+    """RabbitMQ keeps ``/queue/x`` queues declared durable for ever: delete one through the
+    management API, best effort (a bench must not fill the broker it measures)."""
+    base = broker_settings().get("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")
+    if not base:
+        return
+    parsed = urllib.parse.urlsplit(base)
+    url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}/api/queues/%2F/{name}"
+    request = urllib.request.Request(url, method="DELETE")
+    manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
+    manager.add_password(None, url, parsed.username or "guest", parsed.password or "guest")
+    opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
+    with contextlib.suppress(Exception):
+        opener.open(request, timeout=5).close()

@@ -1,0 +1,291 @@
+"""Results as JSON (the one format everything else is made from) and as a terminal table.
+
+The table and the plots read the JSON document, not the live results, so that
+``jmslike bench --from-json FILE`` redraws both from a saved run without measuring again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from jmslike.bench.stats import Summary, summarize
+from jmslike.bench.suite import CLIENTS, Results
+from jmslike.bench.workloads import Kind
+
+__all__ = ["GOALS", "checks", "format_markdown", "format_table", "to_json"]
+
+GOALS = {
+    "raw": 0.9,
+    "groups": 0.8,
+    "container": 6.0,
+}
+"""Issue 8's targets: jmslike / raw library on every workload; ordered (1,000 groups) /
+unordered consumption with 4 consumers; listener container concurrency 8 / 1."""
+
+
+def _summary(summary: Summary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {
+        "median": round(summary.median, 3),
+        "low": round(summary.low, 3),
+        "high": round(summary.high, 3),
+        "samples": [round(x, 3) for x in summary.samples],
+    }
+
+
+def to_json(results: Results) -> dict[str, Any]:
+    """The whole bench as one JSON-ready document."""
+    lines = []
+    for target in results.targets:
+        if target.skipped:
+            continue
+        for workload in results.workloads:
+            for client in CLIENTS:
+                cell = results.cells.get((target.name, client, workload.name))
+                if cell is None:
+                    continue
+                samples = cell.samples
+                latency = workload.kind is Kind.LATENCY
+                lines.append(
+                    {
+                        "target": target.name,
+                        "workload": workload.name,
+                        "kind": workload.kind.value,
+                        "delivery": workload.delivery,
+                        "client": client,
+                        "msgs_per_s": _summary(summarize([m.msgs_per_s for m in samples])),
+                        "p50_ms": _summary(
+                            summarize([m.p50_ms for m in samples if m.p50_ms is not None])
+                        )
+                        if latency
+                        else None,
+                        "p99_ms": _summary(
+                            summarize([m.p99_ms for m in samples if m.p99_ms is not None])
+                        )
+                        if latency
+                        else None,
+                        "failures": cell.failures,
+                    }
+                )
+    document: dict[str, Any] = {
+        "sizes": dataclasses.asdict(results.sizes),
+        "runs": results.runs,
+        "workloads": [
+            {
+                "name": w.name,
+                "kind": w.kind.value,
+                "delivery": w.delivery,
+                "count": results.sizes.count_for(w),
+                "description": w.description,
+            }
+            for w in results.workloads
+        ],
+        "targets": [
+            {
+                "name": t.name,
+                "skipped": t.skipped,
+                "clients": results.libraries.get(t.name, {}),
+                "skipped_clients": results.skipped.get(t.name, {}),
+            }
+            for t in results.targets
+        ],
+        "lines": lines,
+    }
+    document["checks"] = checks(document)
+    return document
+
+
+def _median(document: dict[str, Any], target: str, workload: str, client: str) -> Any:
+    for line in document["lines"]:
+        if (line["target"], line["workload"], line["client"]) == (target, workload, client):
+            return line
+    return None
+
+
+def _figure(line: dict[str, Any] | None, key: str = "msgs_per_s") -> float | None:
+    if line is None or line.get(key) is None:
+        return None
+    value = line[key]["median"]
+    return float(value) if value else None
+
+
+def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 8's targets, each with its measured value and whether it is met."""
+    found: list[dict[str, Any]] = []
+
+    def add(name: str, target: str, workload: str, value: float | None, goal: float) -> None:
+        found.append(
+            {
+                "check": name,
+                "target": target,
+                "workload": workload,
+                "value": None if value is None else round(value, 3),
+                "goal": goal,
+                "met": value is not None and value >= goal,
+            }
+        )
+
+    workloads = {w["name"]: w for w in document["workloads"]}
+    for target in document["targets"]:
+        if target["skipped"]:
+            continue
+        name = target["name"]
+        for workload in workloads.values():
+            jms = _median(document, name, workload["name"], "jmslike")
+            raw = _median(document, name, workload["name"], "raw")
+            if jms is None or raw is None:
+                continue
+            if workload["kind"] == Kind.LATENCY.value:
+                # Lower is better: raw's p50 over jmslike's, so 0.9 means the same thing.
+                j, r = _figure(jms, "p50_ms"), _figure(raw, "p50_ms")
+                value = r / j if j and r else None
+            else:
+                j, r = _figure(jms), _figure(raw)
+                value = j / r if j and r else None
+            add("jmslike / raw", name, workload["name"], value, GOALS["raw"])
+        for check, ordered, unordered, goal in (
+            ("groups / unordered", "groups-4", "unordered-4", GOALS["groups"]),
+            ("concurrency 8 / 1", "container-8", "container-1", GOALS["container"]),
+        ):
+            first = _median(document, name, ordered, "jmslike")
+            second = _median(document, name, unordered, "jmslike")
+            if first is not None and second is not None:
+                a, b = _figure(first), _figure(second)
+                add(check, name, ordered, a / b if a and b else None, goal)
+    return found
+
+
+def _cell(line: dict[str, Any] | None, latency: bool) -> str:
+    if line is None:
+        return "-"
+    if latency:
+        p50, p99 = line.get("p50_ms"), line.get("p99_ms")
+        if not p50 or not p99:
+            return "FAILED"
+        return f"{p50['median']:.1f}/{p99['median']:.1f} ms"
+    summary = line.get("msgs_per_s")
+    if not summary:
+        return "FAILED"
+    median = summary["median"]
+    spread = (summary["high"] - summary["low"]) / median * 100 if median else 0.0
+    return f"{median:,.0f} ±{spread / 2:.0f}%"
+
+
+def format_table(document: dict[str, Any]) -> str:
+    """The terminal table: one line per target and workload, a column per client (median
+    msg/s, ± half the run-to-run range; latency as p50/p99), ratios, then the checks."""
+    out = []
+    sizes = document["sizes"]
+    out.append(
+        f"{sizes['size']} B messages, prefetch {sizes['prefetch']}, median of "
+        f"{document['runs']} run(s); latency at {sizes['rate']:g} msg/s offered"
+    )
+    header = (
+        f"{'target':<16}{'workload':<13}{'count':>6}  {'jmslike':>17}{'raw':>17}"
+        f"{'java':>17}{'j/raw':>7}{'j/java':>7}"
+    )
+    out += ["", header, "-" * len(header)]
+    for target in document["targets"]:
+        name = target["name"]
+        if target["skipped"]:
+            out.append(f"{name:<16}skipped: {target['skipped']}")
+            continue
+        for workload in document["workloads"]:
+            latency = workload["kind"] == Kind.LATENCY.value
+            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
+            if not any(lines.values()):
+                continue
+            ratios = []
+            for other in ("raw", "java"):
+                key = "p50_ms" if latency else "msgs_per_s"
+                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
+                figure = (o / j if latency else j / o) if j and o else None
+                ratios.append(f"{figure:.2f}" if figure is not None else "-")
+            out.append(
+                f"{name:<16}{workload['name']:<13}{workload['count']:>6}  "
+                + "".join(f"{_cell(lines[c], latency):>17}" for c in CLIENTS)
+                + f"{ratios[0]:>7}{ratios[1]:>7}"
+            )
+        for client, reason in target["skipped_clients"].items():
+            out.append(f"{'':<16}({client} skipped: {reason})")
+    out.append("")
+    out.append(
+        "libraries: "
+        + "; ".join(
+            f"{t['name']}: " + ", ".join(f"{c}={lib}" for c, lib in t["clients"].items())
+            for t in document["targets"]
+            if t["clients"]
+        )
+    )
+    out.append("")
+    missed = [c for c in document["checks"] if not c["met"]]
+    out.append(f"targets: {len(document['checks']) - len(missed)} of {len(document['checks'])} met")
+    for check in missed:
+        shown = "no figure" if check["value"] is None else f"{check['value']:.2f}"
+        out.append(
+            f"  MISSED {check['target']:<16}{check['workload']:<13}{check['check']}: "
+            f"{shown} (goal {check['goal']:g})"
+        )
+    failures = [
+        (line["target"], line["client"], line["workload"], f)
+        for line in document["lines"]
+        for f in line["failures"]
+    ]
+    for target_name, client, workload_name, failure in failures:
+        out.append(f"  FAILED {target_name} {client} {workload_name}: {failure[:200]}")
+    return "\n".join(out)
+
+
+def _markdown_cell(line: dict[str, Any] | None, latency: bool) -> str:
+    if line is None:
+        return ""
+    if latency:
+        p50, p99 = line.get("p50_ms"), line.get("p99_ms")
+        if not p50 or not p99:
+            return "failed"
+        return f"{p50['median']:.1f} / {p99['median']:.1f} ms"
+    summary = line.get("msgs_per_s")
+    if not summary:
+        return "failed"
+    return f"{summary['median']:,.0f} ({summary['low']:,.0f}-{summary['high']:,.0f})"
+
+
+def format_markdown(document: dict[str, Any]) -> str:
+    """The figures as Markdown tables for docs/performance.md: every line (median and
+    lowest-highest run; latency p50 / p99), then the checks against the goals."""
+    out = [
+        "| target | workload | N | jmslike | raw | Java | jmslike / raw | jmslike / Java |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for target in document["targets"]:
+        name = target["name"]
+        if target["skipped"]:
+            out.append(f"| {name} | skipped: {target['skipped']} | | | | | | |")
+            continue
+        for workload in document["workloads"]:
+            latency = workload["kind"] == Kind.LATENCY.value
+            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
+            if not any(lines.values()):
+                continue
+            ratios = []
+            for other in ("raw", "java"):
+                key = "p50_ms" if latency else "msgs_per_s"
+                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
+                value = (o / j if latency else j / o) if j and o else None
+                ratios.append(f"{value:.2f}" if value is not None else "")
+            cells = " | ".join(_markdown_cell(lines[c], latency) for c in CLIENTS)
+            out.append(
+                f"| {name} | {workload['name']} | {workload['count']:,} | {cells} | "
+                f"{ratios[0]} | {ratios[1]} |"
+            )
+    out += ["", "| check | target | value | goal | met |", "| --- | --- | ---: | ---: | --- |"]
+    for check in document["checks"]:
+        shown = "no figure" if check["value"] is None else f"{check['value']:.2f}"
+        met = "yes" if check["met"] else "**no**"
+        out.append(
+            f"| {check['check']}, {check['workload']} | {check['target']} | {shown} | "
+            f"{check['goal']:g} | {met} |"
+        )
+    return "\n".join(out) + "\n"

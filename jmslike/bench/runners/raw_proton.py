@@ -1,0 +1,270 @@
+"""Raw python-qpid-proton, the way its documentation's examples do throughput: one
+``proton.reactor.Container`` running a ``MessagingHandler``; the sender sends while it
+has credit (``on_sendable``) and counts ``on_accepted``, the receiver keeps a credit
+window (``prefetch``) and accepts each message as it arrives (``auto_accept``).
+
+A persistent send keeps one message in flight, waiting for the broker's outcome before
+the next: the guarantee a persistent JMS send gives (jmslike's and Qpid JMS' alike). A
+non-persistent one is sent while credit lasts, and the run ends when the broker has
+accepted the last message (the examples' ``simple_send``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+from typing import Any
+
+import proton
+from jmslike_amqp.transport import Capability
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+from jmslike.bench.env import delete_rabbitmq_queue
+from jmslike.bench.runners.base import IDLE, Measurement, Runner
+from jmslike.bench.stats import percentile
+from jmslike.bench.targets import Target
+from jmslike.bench.workloads import Kind, Sizes, Workload
+
+__all__ = ["RawProtonRunner"]
+
+
+class _Job(MessagingHandler):
+    """Sends ``to_send`` messages and/or receives ``to_receive`` on one connection per
+    direction; ``interval`` > 0 sends at that pace instead (the latency workload)."""
+
+    def __init__(
+        self,
+        runner: RawProtonRunner,
+        address: str,
+        *,
+        to_send: int = 0,
+        to_receive: int = 0,
+        receivers: int = 1,
+        persistent: bool = False,
+        groups: int = 0,
+        interval: float = 0.0,
+    ) -> None:
+        super().__init__(prefetch=runner.sizes.prefetch, auto_accept=True)
+        self.runner = runner
+        self.address = address
+        self.to_send, self.to_receive = to_send, to_receive
+        self.receivers = receivers
+        self.persistent, self.groups, self.interval = persistent, groups, interval
+        self.sent = self.confirmed = self.received = 0
+        self.latencies: list[float] = []
+        self.started = self.finished = 0.0
+        self.sender: Any = None
+        self.connections: list[Any] = []
+        self.error: str | None = None
+        self.last_progress = time.monotonic()
+
+    def _connect(self, container: Any) -> Any:
+        parsed = urllib.parse.urlsplit(self.runner.target.url)
+        user = urllib.parse.unquote(parsed.username) if parsed.username else None
+        password = urllib.parse.unquote(parsed.password) if parsed.password else None
+        connection = container.connect(
+            url=f"amqp://{parsed.hostname}:{parsed.port}",
+            user=user,
+            password=password,
+            allowed_mechs="PLAIN" if user else "ANONYMOUS",
+            reconnect=False,
+        )
+        self.connections.append(connection)
+        return connection
+
+    def on_start(self, event: Any) -> None:
+        container = event.container
+        kind = Capability("queue")
+        self.started = time.perf_counter()
+        for _ in range(self.receivers if self.to_receive else 0):
+            container.create_receiver(self._connect(container), self.address, options=kind)
+        if self.to_send:
+            self.sender = container.create_sender(
+                self._connect(container), self.address, options=kind
+            )
+        if self.interval:
+            container.schedule(self.interval, self)
+        container.schedule(1.0, _Watchdog(self))
+
+    def _message(self) -> proton.Message:
+        message = proton.Message(
+            body=self.runner.sizes.body,
+            durable=self.persistent,
+            properties={"sentNanos": time.perf_counter_ns()} if self.interval else None,
+        )
+        if self.groups:
+            message.group_id = f"group-{self.sent % self.groups}"
+        return message
+
+    def on_sendable(self, event: Any) -> None:
+        if self.interval:
+            return  # paced by on_timer_task
+        sender = event.sender
+        while sender.credit and self.sent < self.to_send:
+            if self.persistent and self.sent > self.confirmed:
+                return  # one in flight: the next goes on_accepted
+            sender.send(self._message())
+            self.sent += 1
+
+    def on_timer_task(self, event: Any) -> None:
+        """The latency workload's pacing: send what is due by now, then wake again."""
+        due = min(self.to_send, int((time.perf_counter() - self.started) / self.interval) + 1)
+        while self.sent < due and self.sender.credit:
+            self.sender.send(self._message())
+            self.sent += 1
+        if self.sent < self.to_send:
+            event.container.schedule(self.interval, self)
+
+    def on_accepted(self, event: Any) -> None:
+        self.confirmed += 1
+        self.last_progress = time.monotonic()
+        if self.persistent and not self.interval:
+            self.on_sendable(event)
+        self._maybe_done()
+
+    def on_message(self, event: Any) -> None:
+        if self.interval:
+            sent = event.message.properties["sentNanos"]
+            self.latencies.append(time.perf_counter_ns() - sent)
+        self.received += 1
+        self.last_progress = time.monotonic()
+        self._maybe_done()
+
+    def _maybe_done(self) -> None:
+        if self.confirmed >= self.to_send and self.received >= self.to_receive:
+            if not self.finished:
+                self.finished = time.perf_counter()
+            self.stop()
+
+    def stop(self) -> None:
+        for connection in self.connections:
+            connection.close()
+
+    def on_transport_error(self, event: Any) -> None:
+        self.error = f"transport error: {event.transport.condition}"
+        self.stop()
+
+    def on_link_error(self, event: Any) -> None:
+        self.error = f"link error: {event.link.remote_condition}"
+        self.stop()
+
+    def on_rejected(self, event: Any) -> None:
+        self.error = f"rejected: {event.delivery.remote.condition}"
+        self.stop()
+
+
+class _Watchdog:
+    """Ends a job that made no progress for :data:`IDLE` seconds."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
+
+    def on_timer_task(self, event: Any) -> None:
+        job = self.job
+        if job.finished:
+            return
+        if time.monotonic() - job.last_progress > IDLE:
+            job.error = (
+                f"no progress for {IDLE} s: sent {job.sent}, accepted {job.confirmed}, "
+                f"received {job.received}"
+            )
+            job.stop()
+            return
+        event.container.schedule(1.0, self)
+
+
+class RawProtonRunner(Runner):
+    """Raw python-qpid-proton for one AMQP 1.0 target."""
+
+    client = "raw"
+    library = f"python-qpid-proton {'.'.join(map(str, proton.VERSION))}"
+
+    def __init__(self, target: Target, sizes: Sizes) -> None:
+        super().__init__(target, sizes)
+        self.rabbitmq = target.broker == "rabbitmq"
+
+    def cleanup(self, queue: str) -> None:
+        if self.rabbitmq:
+            delete_rabbitmq_queue(queue)
+
+    def _address(self, queue: str) -> str:
+        # As jmslike_amqp addresses a queue: RabbitMQ's plugin wants /queue/x.
+        return f"/queue/{queue}" if self.rabbitmq else queue
+
+    def _run(self, job: _Job) -> _Job:
+        Container(job).run()  # on this thread, as the examples do; returns when closed
+        if job.error or not job.finished:
+            raise RuntimeError(f"raw proton: {job.error or 'ended before the work was done'}")
+        return job
+
+    def run(self, workload: Workload, queue: str) -> Measurement:
+        """One child process per run (its start-up untimed): two Proton containers on
+        two threads of one process, jmslike's and this one, have crashed the interpreter
+        here (docs/performance.md), and a child has no jmslike threads competing for the
+        GIL either."""
+        spec = {
+            "target": dataclasses.asdict(self.target),
+            "sizes": dataclasses.asdict(self.sizes),
+            "workload": workload.name,
+            "queue": queue,
+        }
+        command = [sys.executable, "-m", "jmslike.bench.runners.raw_proton", json.dumps(spec)]
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=IDLE * 15, check=False
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            raise RuntimeError(
+                f"raw proton exited with {done.returncode}: {done.stderr.strip()[-2000:]}"
+            )
+        result = json.loads(lines[-1])
+        return Measurement(result["msgs_per_s"], result["p50_ms"], result["p99_ms"])
+
+    def measure(self, workload: Workload, queue: str) -> Measurement:
+        """The run itself, in the child process."""
+        count = self.sizes.count_for(workload)
+        address = self._address(queue)
+        persistent = workload.persistent
+        kind = workload.kind
+        if kind is Kind.SEND:
+            job = self._run(_Job(self, address, to_send=count, persistent=persistent))
+        elif kind is Kind.RECEIVE:
+            job = self._run(_Job(self, address, to_receive=count))
+        elif kind is Kind.SEND_RECEIVE:
+            job = self._run(
+                _Job(self, address, to_send=count, to_receive=count, persistent=persistent)
+            )
+        elif kind is Kind.COMPETING:
+            self._run(_Job(self, address, to_send=count, groups=workload.groups))
+            job = self._run(_Job(self, address, to_receive=count, receivers=workload.consumers))
+        elif kind is Kind.LATENCY:
+            job = self._run(
+                _Job(self, address, to_send=count, to_receive=count, interval=1 / self.sizes.rate)
+            )
+            return Measurement(
+                count / (job.finished - job.started),
+                percentile(job.latencies, 0.5) / 1e6,
+                percentile(job.latencies, 0.99) / 1e6,
+            )
+        else:
+            raise ValueError(f"raw proton has no {workload.name}")
+        return Measurement(count / (job.finished - job.started))
+
+
+def _child(spec_text: str) -> None:
+    """``python -m jmslike.bench.runners.raw_proton SPEC``: one run, one JSON line."""
+    from jmslike.bench.workloads import WORKLOADS
+
+    spec = json.loads(spec_text)
+    runner = RawProtonRunner(Target(**spec["target"]), Sizes(**spec["sizes"]))
+    measured = runner.measure(WORKLOADS[spec["workload"]], spec["queue"])
+    print(json.dumps(dataclasses.asdict(measured)), flush=True)
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])

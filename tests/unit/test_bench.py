@@ -1,0 +1,169 @@
+"""jmslike bench's arithmetic and output, without a broker: stats, the report built from a
+hand-made result, the checks against issue 8's goals, the table, the plots, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jmslike.bench.report import checks, format_table, to_json
+from jmslike.bench.runners.base import Measurement
+from jmslike.bench.stats import percentile, ratio, summarize
+from jmslike.bench.suite import Results
+from jmslike.bench.targets import Target
+from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
+from jmslike.cli import main
+
+
+def test_summary_is_median_and_range() -> None:
+    summary = summarize([3.0, 1.0, 2.0, 10.0])
+    assert summary is not None
+    assert (summary.median, summary.low, summary.high) == (2.5, 1.0, 10.0)
+    assert summary.spread == pytest.approx(9.0 / 2.5)
+    assert summarize([]) is None
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(100, 0, -1)]  # unsorted on purpose
+    assert percentile(values, 0.5) == 50.0
+    assert percentile(values, 0.99) == 99.0
+    assert percentile([7.0], 0.99) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 0.5)
+
+
+def test_ratio_of_missing_figures_is_none() -> None:
+    a, b = summarize([2.0]), summarize([4.0])
+    assert ratio(a, b) == 0.5
+    assert ratio(None, b) is None
+    assert ratio(a, summarize([0.0])) is None
+
+
+def test_select_pulls_in_the_send_a_receive_needs() -> None:
+    assert [w.name for w in select("receive-p")] == ["send-p", "receive-p"]
+    assert [w.name for w in select(None)] == list(WORKLOADS)
+    with pytest.raises(ValueError, match="unknown workloads"):
+        select("send,nope")
+
+
+def test_sizes_give_each_kind_its_count() -> None:
+    sizes = Sizes(count=10, persistent_count=3, latency_count=4, container_count=5)
+    assert sizes.count_for(WORKLOADS["send"]) == 10
+    assert sizes.count_for(WORKLOADS["sendrecv-p"]) == 3
+    assert sizes.count_for(WORKLOADS["latency"]) == 4
+    assert sizes.count_for(WORKLOADS["container-8"]) == 5
+    assert len(Sizes(size=1024).body) == 1024
+    assert QUICK.count < Sizes().count
+
+
+def _results() -> Results:
+    """Two targets, one skipped; jmslike at 0.95 of raw on send, 0.5 on receive."""
+    live = Target("artemis", "stomp", "stomp://h:1", "core", "tcp://h:2")
+    gone = Target("rabbitmq", "stomp", "stomp://h:3", skipped="not reachable")
+    workloads = select("send,receive,unordered-4,groups-4,latency,container-1,container-8")
+    results = Results(QUICK, 3, workloads, [live, gone])
+    results.libraries[live.name] = {"jmslike": "jmslike", "raw": "stomp.py 9"}
+    results.skipped[live.name] = {"java": "no java on PATH"}
+    figures = {
+        ("jmslike", "send"): [95.0, 90.0, 100.0],
+        ("raw", "send"): [100.0, 100.0, 100.0],
+        ("jmslike", "receive"): [50.0],
+        ("raw", "receive"): [100.0],
+        ("jmslike", "unordered-4"): [100.0],
+        ("jmslike", "groups-4"): [85.0],
+        ("jmslike", "container-1"): [100.0],
+        ("jmslike", "container-8"): [500.0],
+    }
+    for (client, workload), samples in figures.items():
+        cell = results.cell(live.name, client, workload)
+        cell.samples.extend(Measurement(x) for x in samples)
+    results.cell(live.name, "jmslike", "latency").samples.append(Measurement(100.0, 2.0, 8.0))
+    results.cell(live.name, "raw", "latency").samples.append(Measurement(100.0, 1.0, 4.0))
+    results.cell(live.name, "raw", "groups-4").failures.append("RuntimeError: boom")
+    return results
+
+
+def test_json_has_every_line_and_the_checks() -> None:
+    document = to_json(_results())
+    json.dumps(document)  # JSON-ready as it is
+    send = next(
+        line
+        for line in document["lines"]
+        if (line["workload"], line["client"]) == ("send", "jmslike")
+    )
+    assert send["msgs_per_s"] == {
+        "median": 95.0,
+        "low": 90.0,
+        "high": 100.0,
+        "samples": [95.0, 90.0, 100.0],
+    }
+    found = {(c["check"], c["workload"]): (c["value"], c["met"]) for c in document["checks"]}
+    assert found[("jmslike / raw", "send")] == (0.95, True)
+    assert found[("jmslike / raw", "receive")] == (0.5, False)
+    assert found[("jmslike / raw", "latency")] == (0.5, False)  # raw p50 / jmslike p50
+    assert found[("groups / unordered", "groups-4")] == (0.85, True)
+    assert found[("concurrency 8 / 1", "container-8")] == (5.0, False)
+    assert ("jmslike / raw", "groups-4") in found
+    assert found[("jmslike / raw", "groups-4")] == (None, False)  # raw failed: no figure
+    assert checks(document) == document["checks"]
+
+
+def test_table_says_what_was_skipped_and_missed() -> None:
+    table = format_table(to_json(_results()))
+    assert "rabbitmq/stomp  skipped: not reachable" in table
+    assert "(java skipped: no java on PATH)" in table
+    assert "95 ±5%" in table
+    assert "2.0/8.0 ms" in table
+    assert "MISSED artemis/stomp   receive" in table
+    assert "FAILED artemis/stomp raw groups-4: RuntimeError: boom" in table
+
+
+def test_plots_are_written(tmp_path: Path) -> None:
+    from jmslike.bench.plots import write_plots
+
+    written = write_plots(to_json(_results()), tmp_path / "img")
+    names = sorted(p.name for p in written)
+    assert names == ["latency.png", "ratios.png", "throughput-artemis-stomp.png"]
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_redraws_from_saved_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps(to_json(_results())))
+    assert main(["bench", "--from-json", str(saved), "--plots", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "artemis/stomp" in out
+    assert (tmp_path / "p" / "ratios.png").exists()
+
+
+def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--brokers", "nope"]) == 2
+    assert "unknown brokers" in capsys.readouterr().err
+
+
+def test_merge_lets_a_later_run_replace_a_target() -> None:
+    from jmslike.bench.command import merge
+
+    first = to_json(_results())
+    again = to_json(_results())
+    for line in again["lines"]:
+        if line["msgs_per_s"] is not None:
+            line["msgs_per_s"]["median"] *= 2
+    merged = merge([first, again])
+    names = [t["name"] for t in merged["targets"]]
+    assert sorted(names) == ["artemis/stomp", "rabbitmq/stomp"]  # the skipped one is kept
+    assert len(merged["lines"]) == len(first["lines"])
+    send = next(x for x in merged["lines"] if (x["workload"], x["client"]) == ("send", "raw"))
+    assert send["msgs_per_s"]["median"] == 200.0
+
+
+def test_markdown_tables() -> None:
+    from jmslike.bench.report import format_markdown
+
+    text = format_markdown(to_json(_results()))
+    assert "| artemis/stomp | send | 200 | 95 (90-100) | 100 (100-100) |  | 0.95 |  |" in text
+    assert "| rabbitmq/stomp | skipped: not reachable |" in text
+    assert "| jmslike / raw, receive | artemis/stomp | 0.50 | 0.9 | **no** |" in text
