@@ -249,8 +249,11 @@ class AmqpConsumer(ProviderConsumer):
     def detach(self) -> None:
         connection = self._session.connection
         durable = self._subscription is not None
+        # A standby promoted while the broker still holds this link could be given
+        # messages that come after the ones this link gives back (seen on Classic, ORD-18).
+        wait = durable or self.claim is not None
         try:
-            connection.transport.close_link(self._link, keep=durable, wait=durable)
+            connection.transport.close_link(self._link, keep=durable, wait=wait)
         finally:
             if durable:
                 connection.subscriptions.active[self._subscription or ""] -= 1
