@@ -85,6 +85,12 @@ class AmqpTransport:
         """Receivers asked to drain -> resolved once the broker has used up the credit."""
         self._detaching: dict[Link, Future[None]] = {}
         """Links whose close or detach the caller waits for the broker to answer."""
+        self._credit: dict[Link, threading.Event] = {}
+        """Senders -> set while the broker's credit lasts; a send waits while it is clear."""
+        self._unsettled: dict[Link, set[Delivery]] = {}
+        """Senders -> their transfers outside transactions the broker has not answered."""
+        self._flushing: dict[Link, Future[None]] = {}
+        """Senders being closed -> resolved once the broker has answered every transfer."""
         self._opened: Future[None] = Future()
         self._closing = False
         self._handler = _Handler(self)
@@ -138,6 +144,10 @@ class AmqpTransport:
         futures: list[Future[Any]] = [future for _fn, future in self._drain_calls()]
         futures += [*self._outcomes.values(), *self._controls.values()]
         futures += [*self._attaching.values(), *self._detaching.values()]
+        futures += self._flushing.values()
+        self._flushing.clear()
+        for gate in self._credit.values():
+            gate.set()  # a send waiting for credit goes on, and fails on the closed connection
         self._outcomes.clear()
         self._controls.clear()
         self._attaching.clear()
@@ -218,6 +228,8 @@ class AmqpTransport:
         def attach() -> tuple[Link, Future[None]]:
             options.setdefault("name", self.link_name("sender"))
             sender = self._container.create_sender(self.connection, target, **options)
+            self._credit[sender] = threading.Event()
+            self._unsettled[sender] = set()
             return sender, self._attach_future(sender)
 
         sender, attached = self.call(attach)
@@ -250,13 +262,27 @@ class AmqpTransport:
         discharge confirms every transfer of the transaction at once."""
 
         outcome: Future[None] | None = Future() if confirm and txn is None else None
+        gate = self._credit.get(sender)
+        if gate is not None and not gate.wait(self._timeout):
+            raise ConnectionFailedError(
+                f"AMQP broker {self.address} gave no credit to send to {sender.target.address}"
+                f" within {self._timeout} s; the message was not sent"
+            )
 
         def transfer() -> None:
             delivery = sender.send(message)
+            if sender.credit <= 0 and gate is not None:
+                # Proton would queue the next ones until the broker grants more (Artemis
+                # grants 1,000 at a time): the sender waits instead, as Qpid JMS does.
+                gate.clear()
             if txn is not None:
                 delivery.local.data = [txn]
                 delivery.update(TRANSACTIONAL_STATE)
-            elif outcome is not None:
+                return
+            unsettled = self._unsettled.get(sender)
+            if unsettled is not None:
+                unsettled.add(delivery)
+            if outcome is not None:
                 self._outcomes[delivery] = outcome
 
         # Posted, not called: the only wait is for the broker's outcome, where there is one.
@@ -392,6 +418,49 @@ class AmqpTransport:
     def flow(self, receiver: Link, credit: int) -> None:
         self.post(lambda: receiver.flow(credit))
 
+    def flush(self, sender: Link) -> None:
+        """Return once the broker has answered every transfer on ``sender`` (outside a
+        transaction). Proton keeps a transfer that has no credit yet and drops it when
+        its link or connection closes, and RabbitMQ drops transfers it has read but not
+        routed when the connection closes: without this wait a producer closed right
+        after a burst of non-persistent sends lost the end of it (seen: 1,000 of 3,000
+        on Artemis, 1,336 of 3,000 on RabbitMQ). One round trip, at close only."""
+
+        def check() -> Future[None] | None:
+            if not self._unsettled.get(sender) or sender.state & Endpoint.REMOTE_CLOSED:
+                return None
+            return self._flushing.setdefault(sender, Future())
+
+        try:
+            flushed = self.call(check)
+        except JMSException:
+            return  # the connection is gone: nothing more can be sent
+        if flushed is None:
+            return
+        try:
+            flushed.result(self._timeout)
+        except TimeoutError:
+            log.error(
+                "AMQP broker %s did not answer %d sends to %s within %s s",
+                self.address,
+                len(self._unsettled.get(sender, ())),
+                sender.target.address,
+                self._timeout,
+            )
+        except JMSException:
+            pass  # the connection went: the application has been told
+
+    def _answered_transfer(self, delivery: Delivery) -> None:
+        link = delivery.link
+        unsettled = self._unsettled.get(link)
+        if unsettled is None:
+            return
+        unsettled.discard(delivery)
+        flushed = self._flushing.get(link)
+        if flushed is not None and not unsettled:
+            del self._flushing[link]
+            flushed.set_result(None)
+
     def close_link(self, link: Link, *, keep: bool = False, wait: bool = False) -> None:
         """Close a link; with ``keep`` only detach it, so that the broker keeps what the
         link stands for (a durable subscription). With ``wait``, return once the broker
@@ -401,6 +470,8 @@ class AmqpTransport:
 
         def close() -> Future[None] | None:
             self._receivers.pop(link, None)
+            self._credit.pop(link, None)
+            self._unsettled.pop(link, None)
             answered: Future[None] | None = None
             if wait and not link.state & Endpoint.REMOTE_CLOSED:
                 answered = self._detaching[link] = Future()
@@ -410,6 +481,8 @@ class AmqpTransport:
                 link.close()
             return answered
 
+        if link.is_sender:
+            self.flush(link)
         answered = self.call(close)
         if answered is not None:
             try:
@@ -424,6 +497,8 @@ class AmqpTransport:
         then free the injector's pipe, which Proton leaves open."""
         if self._closing:
             return
+        for sender in list(self._credit):
+            self.flush(sender)
         self._closing = True
 
         def shut_down() -> None:
@@ -493,6 +568,11 @@ class _Handler(MessagingHandler):
 
     def on_link_flow(self, event: Any) -> None:
         link = event.link
+        if link.is_sender:
+            gate = self._transport._credit.get(link)
+            if gate is not None and link.credit > 0:
+                gate.set()
+            return
         drained = self._transport._draining.get(link)
         if drained is not None and link.credit == 0:
             del self._transport._draining[link]
@@ -546,6 +626,8 @@ class _Handler(MessagingHandler):
         delivery = event.delivery
         if not delivery.link.is_sender or not delivery.updated:
             return
+        if delivery.remote_state:
+            self._transport._answered_transfer(delivery)
         outcome = self._transport._controls.pop(delivery, None)
         if outcome is None or outcome.done():
             return

@@ -61,6 +61,27 @@ def test_queue_keeps_messages_until_a_consumer_comes(connection, unique, drain) 
     assert [m.text for m in drain(consumer)] == ["a", "b", "c"]
 
 
+def test_burst_of_non_persistent_sends_then_close_loses_nothing(
+    make_connection, unique, drain
+) -> None:
+    """JMS: a send that returned is the provider's to deliver, even when the connection
+    closes at once. 3,000 is more than a broker grants an AMQP sender at a time (Artemis:
+    1,000), so sends outrun the broker's credit; a client that queues them locally must
+    not drop the queue at close."""
+    queue = f"queue://{unique('burst')}"
+    receiver = make_connection()  # first: an embedded broker lives while a connection does
+    sender = make_connection()
+    session = sender.create_session()
+    producer = session.create_producer(queue)
+    message = session.create_text_message("x" * 1024)
+    for _ in range(3000):
+        producer.send(message, delivery_mode=DeliveryMode.NON_PERSISTENT)
+    sender.close()
+    consumer = receiver.create_session().create_consumer(queue)
+    receiver.start()
+    assert len(drain(consumer, 2.0)) == 3000
+
+
 # --------------------------------------------------------------------------- topics
 
 
