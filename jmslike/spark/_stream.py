@@ -21,11 +21,15 @@ session cannot get a later message of those groups first (ORD-9, ORD-10): a grou
 messages appear in micro-batches in send order.
 
 Spark commits batch N only when it plans batch N+1. If a fresh session gets nothing
-(every waiting message belongs to groups batch N holds, or the broker offers them only
-to batch N's consumer, as ActiveMQ does), batch N+1 is read from batch N's session
-instead, else the stream would wait forever. That session's acknowledgement then also
-covers batch N+1 when Spark commits N: by then N+1 is in Spark's offset log and in the
-state dir, so a failed N+1 is still read again, from the state dir.
+while batch N is uncommitted (every waiting message may belong to groups batch N holds,
+or the broker offers them only to batch N's consumer, as ActiveMQ does), ``latestOffset``
+answers an empty batch: the offset's ``tick`` moves, ``seq`` does not. Spark plans it,
+commits batch N on the way (its session is acknowledged and closed, its groups are free)
+and runs the empty batch; the next ``latestOffset`` gets the messages on a fresh session.
+So a session only ever holds one batch, acknowledged exactly when Spark commits that
+batch, and the last batch of a run is committed by the empty batch after it, without
+waiting for more data. An idle stream makes at most one empty batch: with nothing
+pending, an empty receive leaves the offset as it was.
 """
 
 from __future__ import annotations
@@ -63,10 +67,7 @@ class _Pending:
     """An unacknowledged batch session; acknowledged once Spark commits ``ack_at``."""
 
     session: Session
-    consumer: MessageConsumer
-    first_end: int
     ack_at: int
-    extended: bool = False
 
 
 class _RowsPartition(InputPartition):
@@ -91,7 +92,8 @@ def _decode(row: list[Any]) -> tuple[Any, ...]:
 
 
 class _StateDir:
-    """``committed.json`` ({"seq": n}) plus ``batch-<end>.json`` per uncommitted batch."""
+    """``committed.json`` (the committed offset, ``{"seq": n, "tick": t}``) plus
+    ``batch-<end>.json`` per uncommitted batch."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
@@ -110,14 +112,15 @@ class _StateDir:
         finally:
             os.close(fd)
 
-    def committed(self) -> int:
+    def committed(self) -> dict[str, int]:
         file = self.path / "committed.json"
         if not file.exists():
-            return 0
-        return int(json.loads(file.read_text(encoding="utf-8"))["seq"])
+            return {"seq": 0, "tick": 0}
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return {"seq": int(data["seq"]), "tick": int(data.get("tick", 0))}
 
-    def set_committed(self, seq: int) -> None:
-        self._write("committed.json", {"seq": seq})
+    def set_committed(self, offset: dict[str, int]) -> None:
+        self._write("committed.json", offset)
 
     def batches(self) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
@@ -161,7 +164,10 @@ class JmsStreamReader(DataSourceStreamReader):
             for row in data["rows"]:
                 if row[_MESSAGE_ID] is not None:
                     self._known[row[_MESSAGE_ID]] = end
-        self._seq = max([self._state.committed(), *spooled])
+        committed = self._state.committed()
+        self._seq = max([committed["seq"], *spooled])
+        self._tick = committed["tick"]
+        """Counts the empty batches that let Spark commit a pending one (module docstring)."""
 
     def _open(self) -> Connection:
         if self._connection is None:
@@ -170,7 +176,7 @@ class JmsStreamReader(DataSourceStreamReader):
         return self._connection
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802
-        return {"seq": self._state.committed()}
+        return self._state.committed()
 
     # No (start, limit) arguments: PySpark 4.0 and 4.1 call it so, 4.2+ still do for a
     # reader that declares none (then maxMessagesPerBatch is the read limit).
@@ -179,30 +185,23 @@ class JmsStreamReader(DataSourceStreamReader):
         session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(self.options.destination)
         start = self._seq
-        # With a batch pending, a fresh session often gets nothing (next paragraph): ask
-        # it only briefly, and wait the full receiveTimeout on the fallback.
+        # With a batch pending, a fresh session often gets nothing (module docstring):
+        # ask it only briefly, then let Spark commit the pending batch first.
         first_wait = min(self.options.receive_timeout, 0.1) if self._pending else None
         rows, ack_at = self._receive(consumer, start, first_wait)
-        if ack_at == 0 and self._pending:
-            # Every waiting message may belong to groups the uncommitted batch holds
-            # (ORD-9): only its session can take them, so the next batch comes from it.
+        if ack_at == 0:
             session.close()
-            newest = self._pending[-1]
-            rows, ack_at = self._receive(newest.consumer, start)
-            if ack_at:
-                newest.ack_at = max(newest.ack_at, ack_at)
-                newest.extended = True
-        elif ack_at == 0:
-            session.close()
-        elif ack_at <= self._state.committed():
+            if self._pending:
+                self._tick += 1  # an empty batch, so that Spark commits the pending one
+        elif ack_at <= self._state.committed()["seq"]:
             session.acknowledge()  # only copies of batches Spark already committed
             session.close()
         else:
-            self._pending.append(_Pending(session, consumer, ack_at, ack_at))
+            self._pending.append(_Pending(session, ack_at))
         if rows:
             self._seq = start + len(rows)
             self._state.add_batch(start, self._seq, rows)
-        return {"seq": self._seq}
+        return {"seq": self._seq, "tick": self._tick}
 
     def _receive(
         self, consumer: MessageConsumer, start: int, first_wait: float | None = None
@@ -240,16 +239,13 @@ class JmsStreamReader(DataSourceStreamReader):
         upto = int(end["seq"])
         keep: list[_Pending] = []
         for pending in self._pending:
-            if pending.ack_at <= upto or (pending.extended and pending.first_end <= upto):
-                # An extended session also holds later batches' messages: those are
-                # already in Spark's offset log and in the state dir, so a replay of
-                # them is served from there.
+            if pending.ack_at <= upto:
                 pending.session.acknowledge()
                 pending.session.close()
             else:
                 keep.append(pending)
         self._pending = keep
-        self._state.set_committed(upto)
+        self._state.set_committed({"seq": upto, "tick": int(end.get("tick", 0))})
         self._state.drop_batches(upto)
 
     def stop(self) -> None:
