@@ -157,6 +157,40 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+@dataclasses.dataclass
+class _Row:
+    """One target and workload: each client's median line and jmslike's two ratios."""
+
+    target: str
+    workload: dict[str, Any]
+    latency: bool
+    lines: dict[str, Any]
+    ratios: list[float | None]
+
+
+def _rows(document: dict[str, Any]) -> list[_Row | tuple[str, str]]:
+    """The table's rows, a skipped target as (name, reason); ratios are jmslike over the
+    other client (latency: the other's p50 over jmslike's, so above 1 favours jmslike)."""
+    rows: list[_Row | tuple[str, str]] = []
+    for target in document["targets"]:
+        name = target["name"]
+        if target["skipped"]:
+            rows.append((name, target["skipped"]))
+            continue
+        for workload in document["workloads"]:
+            latency = workload["kind"] == Kind.LATENCY.value
+            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
+            if not any(lines.values()):
+                continue
+            key = "p50_ms" if latency else "msgs_per_s"
+            ratios: list[float | None] = []
+            for other in ("raw", "java"):
+                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
+                ratios.append((o / j if latency else j / o) if j and o else None)
+            rows.append(_Row(name, workload, latency, lines, ratios))
+    return rows
+
+
 def _cell(line: dict[str, Any] | None, latency: bool) -> str:
     if line is None:
         return "-"
@@ -187,29 +221,19 @@ def format_table(document: dict[str, Any]) -> str:
         f"{'java':>17}{'j/raw':>7}{'j/java':>7}"
     )
     out += ["", header, "-" * len(header)]
-    for target in document["targets"]:
-        name = target["name"]
-        if target["skipped"]:
-            out.append(f"{name:<16}skipped: {target['skipped']}")
+    for row in _rows(document):
+        if isinstance(row, tuple):
+            out.append(f"{row[0]:<16}skipped: {row[1]}")
             continue
-        for workload in document["workloads"]:
-            latency = workload["kind"] == Kind.LATENCY.value
-            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
-            if not any(lines.values()):
-                continue
-            ratios = []
-            for other in ("raw", "java"):
-                key = "p50_ms" if latency else "msgs_per_s"
-                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
-                figure = (o / j if latency else j / o) if j and o else None
-                ratios.append(f"{figure:.2f}" if figure is not None else "-")
-            out.append(
-                f"{name:<16}{workload['name']:<13}{workload['count']:>6}  "
-                + "".join(f"{_cell(lines[c], latency):>17}" for c in CLIENTS)
-                + f"{ratios[0]:>7}{ratios[1]:>7}"
-            )
+        ratios = [f"{r:.2f}" if r is not None else "-" for r in row.ratios]
+        out.append(
+            f"{row.target:<16}{row.workload['name']:<13}{row.workload['count']:>6}  "
+            + "".join(f"{_cell(row.lines[c], row.latency):>17}" for c in CLIENTS)
+            + f"{ratios[0]:>7}{ratios[1]:>7}"
+        )
+    for target in document["targets"]:
         for client, reason in target["skipped_clients"].items():
-            out.append(f"{'':<16}({client} skipped: {reason})")
+            out.append(f"{target['name']:<16}({client} skipped: {reason})")
     out.append("")
     out.append(
         "libraries: "
@@ -259,27 +283,16 @@ def format_markdown(document: dict[str, Any]) -> str:
         "| target | workload | N | jmslike | raw | Java | jmslike / raw | jmslike / Java |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for target in document["targets"]:
-        name = target["name"]
-        if target["skipped"]:
-            out.append(f"| {name} | skipped: {target['skipped']} | | | | | | |")
+    for row in _rows(document):
+        if isinstance(row, tuple):
+            out.append(f"| {row[0]} | skipped: {row[1]} | | | | | | |")
             continue
-        for workload in document["workloads"]:
-            latency = workload["kind"] == Kind.LATENCY.value
-            lines = {c: _median(document, name, workload["name"], c) for c in CLIENTS}
-            if not any(lines.values()):
-                continue
-            ratios = []
-            for other in ("raw", "java"):
-                key = "p50_ms" if latency else "msgs_per_s"
-                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
-                value = (o / j if latency else j / o) if j and o else None
-                ratios.append(f"{value:.2f}" if value is not None else "")
-            cells = " | ".join(_markdown_cell(lines[c], latency) for c in CLIENTS)
-            out.append(
-                f"| {name} | {workload['name']} | {workload['count']:,} | {cells} | "
-                f"{ratios[0]} | {ratios[1]} |"
-            )
+        ratios = [f"{r:.2f}" if r is not None else "" for r in row.ratios]
+        cells = " | ".join(_markdown_cell(row.lines[c], row.latency) for c in CLIENTS)
+        out.append(
+            f"| {row.target} | {row.workload['name']} | {row.workload['count']:,} | {cells} | "
+            f"{ratios[0]} | {ratios[1]} |"
+        )
     out += ["", "| check | target | value | goal | met |", "| --- | --- | ---: | ---: | --- |"]
     for check in document["checks"]:
         shown = "no figure" if check["value"] is None else f"{check['value']:.2f}"
