@@ -76,6 +76,8 @@ class AmqpTransport:
         self._timeout = timeout
         self._on_lost = on_lost
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._woken = False
+        """A wake-up of the container thread is on its way (``post``)."""
         self._receivers: dict[Link, MessageCallback] = {}
         self._outcomes: dict[Delivery, Future[None]] = {}
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
@@ -160,8 +162,10 @@ class AmqpTransport:
             self._on_lost(error)
 
     def _drain_calls(self) -> list[tuple[Callable[[], Any], Future[Any]]]:
-        calls = list(self._calls)
-        self._calls.clear()
+        calls = []
+        with contextlib.suppress(IndexError):  # popleft, so that no call queued meanwhile is lost
+            while True:
+                calls.append(self._calls.popleft())
         return calls
 
     # ------------------------------------------------------------------ calls
@@ -181,7 +185,11 @@ class AmqpTransport:
         if self._closing:
             raise ConnectionFailedError(f"AMQP connection to {self.address} is closed")
         self._calls.append((fn, future))
-        self._injector.trigger(ApplicationEvent("jmslike_call"))
+        if not self._woken:
+            # One wake-up for calls queued faster than the thread runs them: a trigger is
+            # a pipe write and an event, and costs more than a settlement.
+            self._woken = True
+            self._injector.trigger(ApplicationEvent("jmslike_call"))
         return future
 
     def call(self, fn: Callable[[], T]) -> T:
@@ -197,6 +205,7 @@ class AmqpTransport:
             ) from None
 
     def _run_calls(self) -> None:
+        self._woken = False  # before draining: a call queued from now on wakes us again
         while self._calls:
             fn, future = self._calls.popleft()
             if future.set_running_or_notify_cancel():
