@@ -11,8 +11,8 @@
   What is left on the queues is drained at the end.
 
 One queue holds all the written rows until they are drained: the suite's ActiveMQ
-(memoryUsage 256 MB) stops producers by flow control at about 200,000 such messages,
-so the issue's 1,000,000 rows need a broker with more room (or ``--rows 200000``).
+(memoryUsage 3 GB, scripts/brokers/activemq.sh) holds the issue's 1,000,000; the
+suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` there.
 
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
