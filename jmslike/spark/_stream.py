@@ -164,9 +164,10 @@ class JmsStreamReader(DataSourceStreamReader):
             for row in data["rows"]:
                 if row[_MESSAGE_ID] is not None:
                     self._known[row[_MESSAGE_ID]] = end
-        committed = self._state.committed()
-        self._seq = max([committed["seq"], *spooled])
-        self._tick = committed["tick"]
+        self._committed = self._state.committed()
+        """The committed offset, as in committed.json (read once, kept by ``commit``)."""
+        self._seq = max([self._committed["seq"], *spooled])
+        self._tick = self._committed["tick"]
         """Counts the empty batches that let Spark commit a pending one (module docstring)."""
 
     def _open(self) -> Connection:
@@ -176,7 +177,7 @@ class JmsStreamReader(DataSourceStreamReader):
         return self._connection
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802
-        return self._state.committed()
+        return dict(self._committed)
 
     # No (start, limit) arguments: PySpark 4.0 and 4.1 call it so, 4.2+ still do for a
     # reader that declares none (then maxMessagesPerBatch is the read limit).
@@ -193,7 +194,7 @@ class JmsStreamReader(DataSourceStreamReader):
             session.close()
             if self._pending:
                 self._tick += 1  # an empty batch, so that Spark commits the pending one
-        elif ack_at <= self._state.committed()["seq"]:
+        elif ack_at <= self._committed["seq"]:
             session.acknowledge()  # only copies of batches Spark already committed
             session.close()
         else:
@@ -245,7 +246,8 @@ class JmsStreamReader(DataSourceStreamReader):
             else:
                 keep.append(pending)
         self._pending = keep
-        self._state.set_committed({"seq": upto, "tick": int(end.get("tick", 0))})
+        self._committed = {"seq": upto, "tick": int(end.get("tick", 0))}
+        self._state.set_committed(self._committed)
         self._state.drop_batches(upto)
 
     def stop(self) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jmslike.bench.targets import Target
 from jmslike.bench.workloads import Kind, Sizes, Workload
 
-__all__ = ["IDLE", "Countdown", "Measurement", "Runner"]
+__all__ = ["IDLE", "Countdown", "Measurement", "Runner", "paced", "run_child"]
 
 IDLE = 20.0
 """Seconds without progress before a run is declared failed."""
@@ -80,3 +83,26 @@ class Countdown:
                 last, deadline = self.count, time.monotonic() + IDLE
             elif time.monotonic() > deadline:
                 raise RuntimeError(f"{what}: received {self.count} of {self.total}")
+
+
+def paced(count: int, rate: float) -> Iterator[int]:
+    """Yield 0..count-1, each at its slot of a fixed offered ``rate`` (msg/s): the
+    latency workload's schedule, so that a slow send does not lower the offered rate."""
+    interval = 1.0 / rate
+    started = time.perf_counter()
+    for index in range(count):
+        delay = started + index * interval - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        yield index
+
+
+def run_child(command: list[str], what: str) -> Measurement:
+    """Run a measuring child process (the Java client, raw Proton) and read the JSON line
+    it prints last: ``msgs_per_s`` and, for latency, ``p50_ms`` and ``p99_ms``."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=IDLE * 15, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{what} exited with {done.returncode}: {done.stderr.strip()[-2000:]}")
+    result = json.loads(lines[-1])
+    return Measurement(result["msgs_per_s"], result.get("p50_ms"), result.get("p99_ms"))

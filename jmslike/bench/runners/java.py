@@ -9,16 +9,14 @@ thousand 1 KiB messages). The JVM's start-up is outside the timed part.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
-import subprocess
 import urllib.parse
 from pathlib import Path
 
 from jmslike.bench.env import delete_rabbitmq_queue
 from jmslike.bench.javabuild import build_jar
-from jmslike.bench.runners.base import IDLE, Measurement, Runner
+from jmslike.bench.runners.base import Measurement, Runner, run_child
 from jmslike.bench.targets import Target
 from jmslike.bench.workloads import Kind, Sizes, Workload
 
@@ -119,13 +117,4 @@ class JavaRunner(Runner):
             "--rate",
             str(sizes.rate),
         ]
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=IDLE * 15, check=False
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or not lines:
-            raise RuntimeError(
-                f"java Bench {mode} exited with {done.returncode}: {done.stderr[-2000:]}"
-            )
-        result = json.loads(lines[-1])
-        return Measurement(result["msgs_per_s"], result.get("p50_ms"), result.get("p99_ms"))
+        return run_child(command, f"java Bench {mode}")

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer
-from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner
+from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
 from jmslike.bench.stats import percentile
 from jmslike.bench.targets import Target
 from jmslike.bench.workloads import Kind, Sizes, Workload
@@ -171,12 +171,8 @@ class JmslikeRunner(Runner):
                 out = sending.create_session()
                 producer = out.create_producer(out.create_queue(queue))
                 body = self.sizes.body
-                interval = 1.0 / self.sizes.rate
                 started = time.perf_counter()
-                for index in range(count):
-                    delay = started + index * interval - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
+                for _ in paced(count, self.sizes.rate):
                     message = out.create_text_message(body)
                     message.set_long_property("sentNanos", time.perf_counter_ns())
                     producer.send(message, delivery_mode=DeliveryMode.NON_PERSISTENT)

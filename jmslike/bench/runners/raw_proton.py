@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -25,7 +24,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
 from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.runners.base import IDLE, Measurement, Runner
+from jmslike.bench.runners.base import IDLE, Measurement, Runner, run_child
 from jmslike.bench.stats import percentile
 from jmslike.bench.targets import Target
 from jmslike.bench.workloads import Kind, Sizes, Workload
@@ -214,16 +213,7 @@ class RawProtonRunner(Runner):
             "queue": queue,
         }
         command = [sys.executable, "-m", "jmslike.bench.runners.raw_proton", json.dumps(spec)]
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=IDLE * 15, check=False
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or not lines:
-            raise RuntimeError(
-                f"raw proton exited with {done.returncode}: {done.stderr.strip()[-2000:]}"
-            )
-        result = json.loads(lines[-1])
-        return Measurement(result["msgs_per_s"], result["p50_ms"], result["p99_ms"])
+        return run_child(command, "raw proton")
 
     def measure(self, workload: Workload, queue: str) -> Measurement:
         """The run itself, in the child process."""

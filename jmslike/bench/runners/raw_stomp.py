@@ -24,7 +24,7 @@ import stomp
 
 from jmslike import ConnectionFactory
 from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner
+from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
 from jmslike.bench.stats import percentile
 from jmslike.bench.targets import Target
 from jmslike.bench.workloads import Kind, Sizes, Workload
@@ -360,12 +360,8 @@ class RawStompRunner(Runner):
             with raw_connection(broker) as (outbound, _):
                 destination = broker.destination(queue)
                 headers = broker.send_headers(False)
-                interval = 1.0 / self.sizes.rate
                 started = time.perf_counter()
-                for index in range(count):
-                    delay = started + index * interval - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
+                for _ in paced(count, self.sizes.rate):
                     outbound.send(
                         destination,
                         self.sizes.body,
