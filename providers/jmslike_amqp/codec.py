@@ -200,6 +200,11 @@ def decode(
     return message
 
 
+def message_key(incoming: proton.Message) -> str:
+    """The key jmslike counts deliveries by: the JMS message id, as :func:`decode` reads it."""
+    return _id_text(incoming.id) or ""
+
+
 def _id_text(value: object) -> str | None:
     """JMSMessageID / JMSCorrelationID text of an AMQP id, as Qpid JMS writes it."""
     if value is None:

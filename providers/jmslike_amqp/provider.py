@@ -49,7 +49,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike.spi.strict import Claim, registry_for
-from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode
+from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability
 
@@ -253,11 +253,38 @@ class AmqpConsumer(ProviderConsumer):
         # messages that come after the ones this link gives back (seen on Classic, ORD-18).
         wait = durable or self.claim is not None
         try:
-            connection.transport.close_link(self._link, keep=durable, wait=wait)
+            connection.transport.close_link(
+                self._link,
+                keep=durable,
+                wait=wait,
+                before=self._return_late,
+                on_late=self._arrived_late,
+            )
         finally:
             if durable:
                 connection.subscriptions.active[self._subscription or ""] -= 1
             self._release_claim()
+
+    def _return_late(self) -> None:
+        """On the container thread, as the link closes: deliveries that arrived after
+        the API gave back what it held were never seen by the application; back to the
+        queue, uncounted, in the order they came (ORD-10, ORD-11)."""
+        counts = self._session.connection.counts
+        late, self.outstanding = list(self.outstanding.values()), {}
+        for token in late:
+            if counts is not None:
+                counts.returned_unseen(token.key)
+            if not token.delivery.settled:
+                token.delivery.update(Delivery.RELEASED)
+                token.delivery.settle()
+
+    def _arrived_late(self, incoming: AmqpMessage) -> None:
+        """The container thread: a transfer the broker sent before it read the detach.
+        It was never seen here; where jmslike counts, its redelivery must not count it
+        (seen on Classic: such a message came back flagged redelivered, count 2)."""
+        counts = self._session.connection.counts
+        if counts is not None:
+            counts.returned_unseen(message_key(incoming))
 
     def _release_claim(self) -> None:
         """A standby may take over now: what this consumer held went back first."""

@@ -82,6 +82,9 @@ class AmqpTransport:
         self._outcomes: dict[Delivery, Future[None]] = {}
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
+        self._late: dict[Link, Callable[[Message], None]] = {}
+        """Receivers closed here and not yet by the broker -> told of transfers that
+        were on their way (released unseen)."""
         self._attaching: dict[Link, Future[None]] = {}
         self._draining: dict[Link, Future[None]] = {}
         """Receivers asked to drain -> resolved once the broker has used up the credit."""
@@ -406,19 +409,11 @@ class AmqpTransport:
             while True:
                 before = len(seen)
 
-                def drain() -> Future[None]:
-                    drained: Future[None] = Future()
-                    self._draining[receiver] = drained
-                    receiver.drain(batch)
-                    return drained
-
-                try:
-                    self.call(drain).result(self._timeout)
-                except TimeoutError:
+                if not self.drain(receiver, batch):
                     raise ConnectionFailedError(
                         f"AMQP broker {self.address} did not answer a browse of {source!r} "
                         f"within {self._timeout} s"
-                    ) from None
+                    )
                 if len(seen) - before < batch:
                     return list(seen)
         finally:
@@ -426,6 +421,28 @@ class AmqpTransport:
 
     def flow(self, receiver: Link, credit: int) -> None:
         self.post(lambda: receiver.flow(credit))
+
+    def drain(self, receiver: Link, credit: int = 0) -> bool:
+        """Grant ``credit`` more in drain mode and return once the broker has answered
+        (True), or after the timeout (False): the broker then has sent everything it will
+        send for the credit, and gives the rest back. With ``credit`` 0 this takes back
+        what the receiver has; a receiver without credit returns at once."""
+
+        def start() -> Future[None] | None:
+            if receiver.state & Endpoint.REMOTE_CLOSED or receiver.credit + credit <= 0:
+                return None
+            drained = self._draining.setdefault(receiver, Future())
+            receiver.drain(credit)
+            return drained
+
+        drained = self.call(start)
+        if drained is None:
+            return True
+        try:
+            drained.result(self._timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def flush(self, sender: Link) -> None:
         """Return once the broker has answered every transfer on ``sender`` (outside a
@@ -470,15 +487,30 @@ class AmqpTransport:
             del self._flushing[link]
             flushed.set_result(None)
 
-    def close_link(self, link: Link, *, keep: bool = False, wait: bool = False) -> None:
+    def close_link(
+        self,
+        link: Link,
+        *,
+        keep: bool = False,
+        wait: bool = False,
+        before: Callable[[], None] | None = None,
+        on_late: Callable[[Message], None] | None = None,
+    ) -> None:
         """Close a link; with ``keep`` only detach it, so that the broker keeps what the
         link stands for (a durable subscription). With ``wait``, return once the broker
         has answered: a link name used again (a durable subscription's) must not be
         attached while the broker still holds the old link, or the attach is never
-        answered; and an unsubscribe is done only when the broker has deleted it."""
+        answered; and an unsubscribe is done only when the broker has deleted it.
+        ``before`` runs on the container thread right before the close, so that no
+        delivery can arrive between the two; ``on_late`` is told of each transfer the
+        broker sent before it read the close (it is released, unseen)."""
 
         def close() -> Future[None] | None:
+            if before is not None:
+                before()
             self._receivers.pop(link, None)
+            if on_late is not None and not link.state & Endpoint.REMOTE_CLOSED:
+                self._late[link] = on_late
             self._credit.pop(link, None)
             self._unsettled.pop(link, None)
             answered: Future[None] | None = None
@@ -597,6 +629,7 @@ class _Handler(MessagingHandler):
         self._answered(event.link)
 
     def _answered(self, link: Link) -> None:
+        self._transport._late.pop(link, None)
         answered = self._transport._detaching.pop(link, None)
         if answered is not None and not answered.done():
             answered.set_result(None)
@@ -630,10 +663,22 @@ class _Handler(MessagingHandler):
             )
 
     def on_delivery(self, event: Any) -> None:
-        """Outcomes of transaction requests (declared, accepted, rejected); ordinary
-        transfers are left to MessagingHandler's own handlers."""
+        """Outcomes of transaction requests (declared, accepted, rejected), and
+        transfers to receivers closed here; ordinary transfers are left to
+        MessagingHandler's own handlers."""
         delivery = event.delivery
-        if not delivery.link.is_sender or not delivery.updated:
+        link = event.link
+        if link.is_receiver:
+            late = self._transport._late.get(link)
+            if late is not None and delivery.readable and not delivery.partial:
+                message = Message()
+                message.decode(link.recv(delivery.pending))
+                link.advance()
+                late(message)
+                delivery.update(Delivery.RELEASED)
+                delivery.settle()
+            return
+        if not delivery.updated:
             return
         if delivery.remote_state:
             self._transport._answered_transfer(delivery)
