@@ -24,6 +24,7 @@ import uuid
 from typing import Any
 
 import proton
+from cproton import PN_OVERFLOW, pn_message_encode
 
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import MessageFormatError
@@ -64,6 +65,24 @@ _RESERVED = frozenset({GROUP_ID, GROUP_SEQ, DELIVERY_COUNT})
 """JMSX properties that travel in AMQP's own fields, never as application properties."""
 
 
+class OutgoingMessage(proton.Message):
+    """A Proton message that encodes in one pass. Proton's own ``encode`` starts with a
+    16-byte buffer and doubles it until the message fits, encoding the whole message
+    each time: eight times for a 1 KiB message, a quarter of a send's time."""
+
+    size_hint = 512
+
+    def encode(self) -> bytes:
+        self._pre_encode()
+        size = self.size_hint
+        while True:
+            error, data = pn_message_encode(self._msg, size)
+            if error != PN_OVERFLOW:
+                self._check(error)
+                return data  # type: ignore[no-any-return]
+            size *= 2
+
+
 def kind_of(destination: Destination) -> int:
     """The ``x-opt-jms-dest`` code of a destination (Qpid JMS' AmqpDestinationHelper)."""
     if isinstance(destination, TemporaryQueue):
@@ -80,7 +99,7 @@ def encode(
     address of its JMSReplyTo, if it has one. Without ``wire_priority`` (a broker that
     would let a higher priority overtake within a group, ORD-12) the header says 4 and
     the JMS priority travels in ``jmslikePriority``, as over STOMP."""
-    out = proton.Message()
+    out = OutgoingMessage()
     out.address = address
     out.durable = message.jms_delivery_mode == DeliveryMode.PERSISTENT
     out.priority = message.jms_priority if wire_priority else 4
@@ -125,13 +144,16 @@ def encode(
     return out
 
 
-def _encode_body(message: Message, out: proton.Message) -> None:
+def _encode_body(message: Message, out: OutgoingMessage) -> None:
     if isinstance(message, TextMessage):
-        out.body = message.text
+        out.body = text = message.text
+        if text is not None:
+            out.size_hint += len(text)
     elif isinstance(message, BytesMessage):
         out.content_type = OCTET_STREAM
         out.inferred = True  # bytes as a data section, not an amqp-value binary
-        out.body = bytes(message.body)
+        out.body = body = bytes(message.body)
+        out.size_hint += len(body)
     elif isinstance(message, MapMessage):
         out.body = dict(message._map)
     else:

@@ -1,13 +1,19 @@
-"""The SPI classes of the AMQP 1.0 provider (work in progress, issue 5).
+"""The SPI classes of the AMQP 1.0 provider: JMS over AMQP as Qpid JMS maps it.
 
-What works so far: queues and topics, sends (persistent ones wait for the broker's
-outcome), consumers with credit granted as the API asks for messages, acknowledgement by
-settlement (ACCEPTED), recover and rollback by local redelivery, giving messages back by
-settling them RELEASED, dead-lettering by a send to the DLQ. Groups are the broker's on
-Artemis (``group-id``) and the client gate's on RabbitMQ. Not yet: transactions (the
-transaction coordinator), selectors (the ``apache.org:selector-filter:string`` filter),
-durable and shared subscriptions, temporary queues, browsing, strictly ordered
-destinations: the capabilities say so, and the API refuses them with IllegalStateError.
+Sends are transfers (a persistent one waits for the broker's outcome); a consumer is a
+receiver link whose credit is what the API asks for; acknowledging is settling ACCEPTED,
+giving back is RELEASED (unseen) or MODIFIED with delivery-failed (seen, counted);
+recover and rollback redeliver locally, in order. Transactions use the broker's
+transaction coordinator where it has one (Artemis, Classic) and are kept by jmslike
+where it has none (RabbitMQ 3.10). Selectors are the ``apache.org:selector-filter:string``
+filter; durable and shared subscriptions are named as Qpid JMS names them; temporary
+destinations are dynamic nodes; browsers are ``copy`` receivers. Groups are the broker's
+(``group-id``) on Artemis and Classic, the client gate's on RabbitMQ. What a broker lacks
+is in ``Capabilities`` (docs/providers.md has the matrix).
+
+Threads: these classes run on the application's threads and on the connection's
+container thread (``AmqpConsumer._on_message`` and what it calls); they hold Proton
+objects only through the transport's handles and delivery numbers.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 from proton import Delivery
@@ -51,7 +56,7 @@ from jmslike.spi.provider import (
 from jmslike.spi.strict import Claim, registry_for
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
-from jmslike_amqp.transport import AmqpTransport, Capability
+from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
 
 __all__ = ["AmqpProvider"]
 
@@ -69,26 +74,23 @@ _DELETED_TEMPORARY: set[str] = set()
 DLQ_REASON = "dlqDeliveryFailureCause"
 
 
-def _remote_address(link: Any) -> str | None:
-    return link.remote_source.address  # type: ignore[no-any-return]
-
-
 class _Token:
-    """One delivery: the AMQP message as it came (a redelivery carries what was sent)."""
+    """One delivery: the AMQP message as it came (a redelivery carries what was sent)
+    and its number on the consumer's link (the transport keeps the Proton delivery)."""
 
-    __slots__ = ("consumer", "count", "delivery", "incoming", "key")
+    __slots__ = ("consumer", "count", "incoming", "key", "number")
 
     def __init__(
         self,
         consumer: AmqpConsumer,
         incoming: AmqpMessage,
-        delivery: Delivery,
+        number: int,
         count: int,
         key: str,
     ) -> None:
         self.consumer = consumer
         self.incoming = incoming
-        self.delivery = delivery
+        self.number = number
         self.count = count
         self.key = key
         """The message id: what jmslike counts deliveries by where the broker does not."""
@@ -125,7 +127,7 @@ class AmqpConsumer(ProviderConsumer):
         """A durable subscription's name: closing detaches the link, which keeps it."""
         self.destination = destination
         self._sink = sink
-        self.outstanding: dict[Delivery, _Token] = {}
+        self.outstanding: dict[int, _Token] = {}
         """Deliveries pushed up and not settled yet, in delivery order (the container
         thread adds, settling removes)."""
         connection = session.connection
@@ -149,13 +151,13 @@ class AmqpConsumer(ProviderConsumer):
         names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
 
-        def attach() -> Any:
+        def attach() -> LinkHandle:
             return connection.transport.open_receiver(
                 address, self._on_message, options=options, **names
             )
 
         self._attach = attach
-        self._link: Any = None if claim is not None and claim.waiting else attach()
+        self._link: LinkHandle | None = None if claim is not None and claim.waiting else attach()
         if subscription is not None:
             connection.subscriptions.active[subscription] += 1
 
@@ -180,23 +182,25 @@ class AmqpConsumer(ProviderConsumer):
                 self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
                 return
             link = self._link
-        if credit <= 0 and self._session.connection.rabbitmq:
-            # RabbitMQ 3.10 cannot drain a classic queue's link: the channel crashes
-            # (function_clause in rabbit_classic_queue:handle_event({send_drained, ...}))
-            # and takes the connection down. The credit stays; what it brings waits in
-            # the consumer's buffer, like a STOMP window (docs/providers.md, limits).
-            return
+        transport = self._session.connection.transport
+        if credit > 0:
+            transport.flow(link, credit)
+        elif not self._session.connection.rabbitmq:
+            transport.withdraw(link)
+        # RabbitMQ 3.10 cannot drain a classic queue's link: the channel crashes
+        # (function_clause in rabbit_classic_queue:handle_event({send_drained, ...}))
+        # and takes the connection down. The credit stays; what it brings waits in the
+        # consumer's buffer, like a STOMP window (docs/providers.md, limits).
 
-        def adjust() -> None:
-            if credit > 0:
-                link.drain_mode = False
-                link.flow(credit)
-            elif link.credit > 0:
-                link.drain(0)
+    @property
+    def link(self) -> LinkHandle:
+        """The receiver link (a consumer that has messages has one)."""
+        link = self._link
+        if link is None:
+            raise IllegalStateError(f"consumer on {self.destination} has no link yet")
+        return link
 
-        self._session.connection.transport.post(adjust)
-
-    def _on_message(self, incoming: AmqpMessage, delivery: Delivery) -> None:
+    def _on_message(self, incoming: AmqpMessage, number: int) -> None:
         """The container thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
@@ -218,12 +222,12 @@ class AmqpConsumer(ProviderConsumer):
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
-            connection.transport.settle(delivery, Delivery.ACCEPTED)  # not for this subscriber
+            connection.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
             connection.forget(key)
             self.flow(1)  # the credit it used is given back
             return
-        token = _Token(self, incoming, delivery, count, key)
-        self.outstanding[delivery] = token
+        token = _Token(self, incoming, number, count, key)
+        self.outstanding[number] = token
         self._sink(message, token)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
@@ -254,7 +258,7 @@ class AmqpConsumer(ProviderConsumer):
         wait = durable or self.claim is not None
         try:
             connection.transport.close_link(
-                self._link,
+                self.link,
                 keep=durable,
                 wait=wait,
                 before=self._return_late,
@@ -269,14 +273,13 @@ class AmqpConsumer(ProviderConsumer):
         """On the container thread, as the link closes: deliveries that arrived after
         the API gave back what it held were never seen by the application; back to the
         queue, uncounted, in the order they came (ORD-10, ORD-11)."""
-        counts = self._session.connection.counts
+        connection = self._session.connection
+        counts = connection.counts
         late, self.outstanding = list(self.outstanding.values()), {}
         for token in late:
             if counts is not None:
                 counts.returned_unseen(token.key)
-            if not token.delivery.settled:
-                token.delivery.update(Delivery.RELEASED)
-                token.delivery.settle()
+            connection.transport.settle(self.link, token.number, Delivery.RELEASED)
 
     def _arrived_late(self, incoming: AmqpMessage) -> None:
         """The container thread: a transfer the broker sent before it read the detach.
@@ -303,8 +306,8 @@ class AmqpSession(ProviderSession):
     def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
         self.connection = connection
         self.transacted = transacted
-        self._senders: dict[str, Any] = {}
-        self._coordinator: Any = None
+        self._senders: dict[str, LinkHandle] = {}
+        self._coordinator: LinkHandle | None = None
         if transacted and connection.coordinated:
             self._coordinator = connection.transport.open_coordinator()
         self._txn: Any = None
@@ -315,6 +318,7 @@ class AmqpSession(ProviderSession):
 
     def _transaction(self) -> Any:
         if self._txn is None:
+            assert self._coordinator is not None
             self._txn = self.connection.transport.declare(self._coordinator)
         return self._txn
 
@@ -416,9 +420,11 @@ class AmqpSession(ProviderSession):
         return consumer
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
+        transport = self.connection.transport
         for token in tokens:
-            token.consumer.outstanding.pop(token.delivery, None)
-            self.connection.transport.settle(token.delivery, Delivery.ACCEPTED)
+            consumer = token.consumer
+            consumer.outstanding.pop(token.number, None)
+            transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
@@ -440,13 +446,14 @@ class AmqpSession(ProviderSession):
         counted = seen and not self.connection.rabbitmq
         counts = self.connection.counts
         for token in tokens:
-            token.consumer.outstanding.pop(token.delivery, None)
+            consumer = token.consumer
+            consumer.outstanding.pop(token.number, None)
             if counts is not None and not seen:
                 counts.returned_unseen(token.key)
             if counted:
-                transport.settle(token.delivery, Delivery.MODIFIED, failed=True)
+                transport.settle(consumer.link, token.number, Delivery.MODIFIED, failed=True)
             else:
-                transport.settle(token.delivery, Delivery.RELEASED)
+                transport.settle(consumer.link, token.number, Delivery.RELEASED)
 
     def dead_letter(self, token: Any, reason: str) -> None:
         message = decode(token.incoming, token.consumer.destination, None)
@@ -494,7 +501,7 @@ class AmqpSession(ProviderSession):
             receiver = transport.open_receiver(
                 None, lambda _message, _delivery: None, options=[NullSource()], name=link_name
             )
-            found = transport.call(partial(_remote_address, receiver))
+            found = transport.remote_source(receiver)
             transport.close_link(receiver, keep=not found, wait=True)
             if found:
                 return
@@ -523,9 +530,9 @@ class AmqpSession(ProviderSession):
             txn = self._transaction()
             self._txn = None
             for token in tokens:
-                token.consumer.outstanding.pop(token.delivery, None)
+                token.consumer.outstanding.pop(token.number, None)
                 self.connection.forget(token.key)
-            transport.settle_all([token.delivery for token in tokens], txn=txn)
+            transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
             transport.discharge(self._coordinator, txn, fail=False)
         self._detach_zombies(give_back=False)
 
@@ -544,7 +551,7 @@ class AmqpSession(ProviderSession):
             raise IllegalStateError("rollback on a session that is not transacted")
         self._pending.clear()
         try:
-            if self._txn is not None:
+            if self._txn is not None and self._coordinator is not None:
                 txn, self._txn = self._txn, None
                 self.connection.transport.discharge(self._coordinator, txn, fail=True)
         finally:
@@ -594,7 +601,7 @@ class AmqpConnection(ProviderConnection):
 
         self._connect = connect
         self.transport = connect(None)
-        properties = self.transport.call(lambda: self.transport.connection.remote_properties)
+        properties = self.transport.remote_properties()
         product = str((properties or {}).get("product", "")) if properties else ""
         lowered = product.lower()
         self.rabbitmq = "rabbitmq" in lowered
@@ -649,7 +656,7 @@ class AmqpConnection(ProviderConnection):
         self.counts = counts_for(self.transport.address) if counted_here else None
         self.strict = registry_for(self.transport.address)
         """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
-        self._temporary: dict[str, Any] = {}
+        self._temporary: dict[str, LinkHandle] = {}
         """Temporary destinations made here: name -> the dynamic sender link that keeps
         it alive (Artemis deletes it when the link or the connection closes)."""
 
@@ -679,7 +686,7 @@ class AmqpConnection(ProviderConnection):
                 "(capability temporary_destinations)"
             )
         sender = self.transport.open_sender(None, options=TemporaryTarget(kind))
-        name = str(self.transport.call(lambda: sender.remote_target.address))
+        name = str(self.transport.remote_target(sender))
         self._temporary[name] = sender
         return name
 

@@ -1,14 +1,25 @@
 """One AMQP 1.0 connection, driven by a Proton container on a thread of its own.
 
 Proton is single-threaded: its objects may only be touched by the thread running the
-container. Every other thread (the application's, jmslike's dispatchers) hands work to it
-with ``call(fn)``: the function is queued, the container is woken through Proton's
-``EventInjector``, runs it, and ``call`` returns its result or raises its error.
-Settlements, credit and transfers use ``post(fn)`` instead, which queues the same way but
-does not wait (calls run in queue order, so nothing overtakes them). Incoming
-messages are handed to the consumer's ``on_message`` callback on the container thread;
-those callbacks only decode and buffer (the API's delivery sink never blocks and never
-runs user code), so no application code runs there (docs/threading.md).
+container. That includes letting go of them: a Proton wrapper's ``__del__`` lowers the C
+object's reference count, without a lock and (cffi releases the GIL around C calls) at
+the same time as the container thread works on it. So no Proton link or delivery ever
+leaves this module: other threads hold a :class:`LinkHandle` and delivery numbers, and
+the objects behind them live and die on the container thread. (Twice a process using the
+provider died in ``malloc_consolidate`` before it was built this way.)
+
+Every other thread (the application's, jmslike's dispatchers) hands work to the container
+thread with ``post(fn)``, which queues ``fn`` and returns at once, or ``call(fn)``, which
+waits for its result. Calls run in the order they were queued, so a settlement or a
+credit grant is on the wire before anything queued after it. A queued call wakes the
+container through Proton's ``EventInjector``, once for all the calls queued before it
+runs. Incoming messages go to the receiver's callback on the container thread; those
+callbacks only decode and buffer (the API's delivery sink never blocks and never runs
+user code), so no application code runs there (docs/threading.md).
+
+The container's events go to :class:`_Events`, one plain handler, rather than Proton's
+``MessagingHandler``: that one passes every event through four helper handlers, and in
+a receive of 20,000 messages it cost a quarter of the container thread's time.
 """
 
 from __future__ import annotations
@@ -19,14 +30,12 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from functools import partial
 from typing import Any, TypeVar
 
 from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
-from proton.handlers import MessagingHandler
-from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOption
+from proton.reactor import LinkOption
 
 from jmslike.errors import (
     ConnectionFailedError,
@@ -35,13 +44,15 @@ from jmslike.errors import (
     JMSSecurityError,
     TransactionRolledBackError,
 )
+from jmslike_amqp.driver import Driver
 
-__all__ = ["AmqpTransport", "Capability"]
+__all__ = ["AmqpTransport", "Capability", "LinkHandle", "MessageCallback"]
 
 log = logging.getLogger("jmslike.amqp")
 
 T = TypeVar("T")
-MessageCallback = Callable[[Message, Delivery], None]
+MessageCallback = Callable[[Message, int], None]
+"""A receiver's callback: the message and its delivery number (for ``settle``)."""
 
 SOLE_CONNECTION = symbol("sole-connection-for-container")
 _ESTABLISHMENT_FAILED = symbol("amqp:connection-establishment-failed")
@@ -50,8 +61,53 @@ TRANSACTIONAL_STATE = 0x34
 _DECLARE = symbol("amqp:declare:list")
 _DISCHARGE = symbol("amqp:discharge:list")
 _ACCEPTED_OUTCOME = Described(ulong(Delivery.ACCEPTED), [])
+_LOCAL_CLOSED = Endpoint.LOCAL_CLOSED
+_REMOTE_CLOSED = Endpoint.REMOTE_CLOSED
 
 _NUMBERS = itertools.count(1)
+
+
+class LinkHandle:
+    """A link as the threads outside the container know it.
+
+    ``name``, ``address`` and the credit gate may be read anywhere; the fields with a
+    leading underscore belong to the container thread, which also clears ``_link`` when
+    the link closes, so that the last reference to the Proton object goes there."""
+
+    __slots__ = (
+        "_closed",
+        "_deliveries",
+        "_late",
+        "_link",
+        "_on_message",
+        "_unsettled",
+        "address",
+        "credit",
+        "is_sender",
+        "name",
+    )
+
+    def __init__(self, link: Link, address: str | None, on_message: MessageCallback | None):
+        self.name: str = link.name
+        self.address = address or ""
+        self.is_sender: bool = link.is_sender
+        self.credit = threading.Event()
+        """Senders: set while the broker's credit lasts; a send waits while it is clear."""
+        self._link: Link | None = link
+        self._closed = False
+        """Closed (or detached) here: let go of once the broker has answered."""
+        self._on_message = on_message
+        self._late: Callable[[Message], None] | None = None
+        """A receiver closed here, not yet by the broker: told of transfers that were on
+        their way (they are released unseen)."""
+        self._deliveries: dict[int, Delivery] = {}
+        """Receivers: deliveries handed up and not settled yet, by number."""
+        self._unsettled: set[Delivery] = set()
+        """Senders: transfers outside transactions the broker has not answered."""
+
+    def __repr__(self) -> str:
+        kind = "sender" if self.is_sender else "receiver"
+        return f"<LinkHandle {kind} {self.name} {self.address!r}>"
 
 
 class AmqpTransport:
@@ -75,37 +131,30 @@ class AmqpTransport:
         self.container_id = container_id
         self._timeout = timeout
         self._on_lost = on_lost
-        self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._calls: deque[tuple[Callable[[], Any], Callable[[BaseException], None] | None]]
+        self._calls = deque()
         self._woken = False
         """A wake-up of the container thread is on its way (``post``)."""
-        self._receivers: dict[Link, MessageCallback] = {}
+        self._delivery_numbers = itertools.count(1)
+        # The rest is the container thread's, keyed by Proton objects.
+        self._handles: dict[Link, LinkHandle] = {}
         self._outcomes: dict[Delivery, Future[None]] = {}
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
-        self._late: dict[Link, Callable[[Message], None]] = {}
-        """Receivers closed here and not yet by the broker -> told of transfers that
-        were on their way (released unseen)."""
         self._attaching: dict[Link, Future[None]] = {}
         self._draining: dict[Link, Future[None]] = {}
         """Receivers asked to drain -> resolved once the broker has used up the credit."""
         self._detaching: dict[Link, Future[None]] = {}
         """Links whose close or detach the caller waits for the broker to answer."""
-        self._credit: dict[Link, threading.Event] = {}
-        """Senders -> set while the broker's credit lasts; a send waits while it is clear."""
-        self._unsettled: dict[Link, set[Delivery]] = {}
-        """Senders -> their transfers outside transactions the broker has not answered."""
         self._flushing: dict[Link, Future[None]] = {}
         """Senders being closed -> resolved once the broker has answered every transfer."""
         self._opened: Future[None] = Future()
         self._closing = False
-        self._handler = _Handler(self)
-        self._container = Container(self._handler)
-        self._container.container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
-        self._injector = EventInjector()
-        self._container.selectable(self._injector)
-        scheme = "amqps" if ssl else "amqp"
-        self._url = f"{scheme}://{host}:{port}"
-        self._user, self._password = user, password
+        self._container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
+        self._connect_to = (host, port, user, password, ssl)
+        self._driver: Driver | None = None
+        """The engine and socket, made and dropped on the connection's thread."""
+        self._wake: Callable[[], None] | None = None
         self.connection: Any = None
         self._thread = threading.Thread(
             target=self._run, name=f"jmslike-amqp-{self.address}", daemon=True
@@ -121,42 +170,61 @@ class AmqpTransport:
 
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
+        """The connection's thread: make the engine here, open the connection, run the
+        loop until the connection ends, then let go of every Proton object here."""
+        host, port, user, password, ssl = self._connect_to
         try:
-            self._container.run()
+            driver = Driver(
+                host,
+                port,
+                _Events(self),
+                container_id=self._container_id,
+                user=user,
+                password=password,
+                ssl=ssl,
+                # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
+                virtual_host=self._virtual_host,
+                # A JMS client id is the container id; Artemis then refuses a second
+                # connection with it, in any process (Qpid JMS asks the same).
+                desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
+                timeout=self._timeout,
+            )
+            self._driver, self.connection = driver, driver.connection
+            driver.open()
+            self._wake = driver.wake
+            self._run_calls()  # any queued before the wake-up existed
+            driver.run()
+            self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
         except Exception as exc:  # the loop must report, not die silently
-            log.exception("AMQP container for %s stopped", self.address)
+            log.exception("AMQP connection thread for %s stopped", self.address)
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address}: {exc}"))
-
-    def _start(self) -> None:
-        """On the container thread, at start: open the connection."""
-        self.connection = self._container.connect(
-            url=self._url,
-            user=self._user,
-            password=self._password,
-            allowed_mechs="PLAIN" if self._user else "ANONYMOUS",
-            reconnect=False,
-            # A JMS client id is the container id; Artemis then refuses a second
-            # connection with it, in any process (Qpid JMS asks the same).
-            desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
-            # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
-            virtual_host=self._virtual_host,
-        )
+        finally:
+            self._closing = True
+            self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
+            self._forget_links()
+            self._driver = self.connection = None
 
     def _fail(self, error: JMSException) -> None:
         opened = self._opened.done() and self._opened.exception() is None
         if not self._opened.done():
             self._opened.set_exception(error)
-        futures: list[Future[Any]] = [future for _fn, future in self._drain_calls()]
-        futures += [*self._outcomes.values(), *self._controls.values()]
+        for _fn, on_error in self._drain_calls():
+            if on_error is not None:
+                on_error(error)
+        futures: list[Future[Any]] = [*self._outcomes.values(), *self._controls.values()]
         futures += [*self._attaching.values(), *self._detaching.values()]
-        futures += self._flushing.values()
-        self._flushing.clear()
-        for gate in self._credit.values():
-            gate.set()  # a send waiting for credit goes on, and fails on the closed connection
-        self._outcomes.clear()
-        self._controls.clear()
-        self._attaching.clear()
-        self._detaching.clear()
+        futures += [*self._flushing.values(), *self._draining.values()]
+        for registry in (
+            self._outcomes,
+            self._controls,
+            self._attaching,
+            self._detaching,
+            self._flushing,
+            self._draining,
+        ):
+            registry.clear()
+        for handle in self._handles.values():
+            handle.credit.set()  # a send waiting for credit goes on, and fails: no link
         for future in futures:
             if not future.done():
                 future.set_exception(error)
@@ -164,7 +232,18 @@ class AmqpTransport:
             self._closing = True  # once: the connection is gone
             self._on_lost(error)
 
-    def _drain_calls(self) -> list[tuple[Callable[[], Any], Future[Any]]]:
+    def _forget_links(self) -> None:
+        """The container has stopped: let go of every Proton object on its thread."""
+        for handle in self._handles.values():
+            handle._link = None
+            handle._deliveries.clear()
+            handle._unsettled.clear()
+            handle.credit.set()
+        self._handles.clear()
+        self._outcomes.clear()
+        self._controls.clear()
+
+    def _drain_calls(self) -> list[tuple[Callable[[], Any], Any]]:
         calls = []
         with contextlib.suppress(IndexError):  # popleft, so that no call queued meanwhile is lost
             while True:
@@ -172,34 +251,44 @@ class AmqpTransport:
         return calls
 
     # ------------------------------------------------------------------ calls
-    def post(self, fn: Callable[[], T]) -> Future[T]:
-        """Queue ``fn`` for the container thread and return at once; the future tells how
-        it went. Calls run in the order they were queued, so a posted settlement or credit
-        grant is on the wire before anything queued after it. Waiting for the thread on
-        every settlement and grant cost more than the work itself (about half of a
-        receive's time)."""
-        future: Future[T] = Future()
+    def post(
+        self, fn: Callable[[], object], on_error: Callable[[BaseException], None] | None = None
+    ) -> None:
+        """Queue ``fn`` for the container thread and return at once (on the container
+        thread itself, run it now); ``on_error`` hears of its failure. Waiting for the
+        thread on every settlement and grant cost more than the work itself (about half
+        of a receive's time)."""
         if threading.current_thread() is self._thread:
             try:
-                future.set_result(fn())
-            except BaseException as exc:  # handed to whoever reads the future
-                future.set_exception(exc)
-            return future
+                fn()
+            except Exception as exc:  # an event handler must not stop the loop
+                if on_error is not None:
+                    on_error(exc)
+                else:
+                    log.debug("AMQP call on %s failed: %r", self.address, exc)
+            return
         if self._closing:
             raise ConnectionFailedError(f"AMQP connection to {self.address} is closed")
-        self._calls.append((fn, future))
+        self._calls.append((fn, on_error))
         if not self._woken:
-            # One wake-up for calls queued faster than the thread runs them: a trigger is
-            # a pipe write and an event, and costs more than a settlement.
-            self._woken = True
-            self._injector.trigger(ApplicationEvent("jmslike_call"))
-        return future
+            # One wake-up for calls queued faster than the thread runs them: a wake-up is
+            # a pipe write and a turn of the loop, and costs more than a settlement.
+            wake = self._wake
+            if wake is not None:  # else the thread runs the queue once it has one
+                self._woken = True
+                wake()
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the container thread and return its result (or raise its error)."""
         if threading.current_thread() is self._thread:
             return fn()
-        future = self.post(fn)
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if future.set_running_or_notify_cancel():
+                future.set_result(fn())
+
+        self.post(run, future.set_exception)
         try:
             return future.result(self._timeout)
         except TimeoutError:
@@ -209,55 +298,85 @@ class AmqpTransport:
 
     def _run_calls(self) -> None:
         self._woken = False  # before draining: a call queued from now on wakes us again
-        while self._calls:
-            fn, future = self._calls.popleft()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # handed to the caller, if one waits
+        calls = self._calls
+        while calls:
+            fn, on_error = calls.popleft()
+            try:
+                fn()
+            except BaseException as exc:  # handed to whoever asked, if anyone
+                if on_error is not None:
+                    on_error(exc)
+                else:
                     log.debug("AMQP call on %s failed: %r", self.address, exc)
-                    future.set_exception(exc)
+
+    def _link_of(self, handle: LinkHandle) -> Link:
+        """The container thread: the Proton link behind ``handle``, while it is open."""
+        link = handle._link
+        if link is None:
+            raise ConnectionFailedError(
+                f"AMQP link {handle.name} to {handle.address!r} on {self.address} is closed"
+            )
+        return link
 
     # ---------------------------------------------------------------- links
     def open_receiver(
-        self, source: str | None, on_message: MessageCallback, **options: Any
-    ) -> Link:
+        self,
+        source: str | None,
+        on_message: MessageCallback,
+        *,
+        name: str | None = None,
+        options: LinkOption | list[LinkOption] | None = None,
+    ) -> LinkHandle:
         """A receiver link with no credit yet (``flow`` grants it), once the broker has
         attached it: a JMS consumer exists from its creation, so a message sent after it
         must reach it."""
 
-        def attach() -> tuple[Link, Future[None]]:
-            options.setdefault("name", self.link_name("receiver"))
-            receiver = self._container.create_receiver(self.connection, source, **options)
-            self._receivers[receiver] = on_message
-            return receiver, self._attach_future(receiver)
+        def attach() -> tuple[LinkHandle, Future[None]]:
+            receiver = self._engine.create_receiver(
+                source, name or self.link_name("receiver"), options
+            )
+            return self._track(receiver, source, on_message)
 
-        receiver, attached = self.call(attach)
+        handle, attached = self.call(attach)
         self._wait_attached(attached, source or "")
-        return receiver
+        return handle
 
-    def open_sender(self, target: str | None, **options: Any) -> Link:
-        def attach() -> tuple[Link, Future[None]]:
-            options.setdefault("name", self.link_name("sender"))
-            sender = self._container.create_sender(self.connection, target, **options)
-            self._credit[sender] = threading.Event()
-            self._unsettled[sender] = set()
-            return sender, self._attach_future(sender)
+    def open_sender(
+        self,
+        target: str | None,
+        *,
+        name: str | None = None,
+        options: LinkOption | list[LinkOption] | None = None,
+    ) -> LinkHandle:
+        def attach() -> tuple[LinkHandle, Future[None]]:
+            sender = self._engine.create_sender(target, name or self.link_name("sender"), options)
+            return self._track(sender, target, None)
 
-        sender, attached = self.call(attach)
+        handle, attached = self.call(attach)
         self._wait_attached(attached, target or "")
-        return sender
+        return handle
+
+    def _track(
+        self, link: Link, address: str | None, on_message: MessageCallback | None
+    ) -> tuple[LinkHandle, Future[None]]:
+        handle = self._handles[link] = LinkHandle(link, address, on_message)
+        future: Future[None] = Future()
+        self._attaching[link] = future
+        return handle, future
 
     def link_name(self, kind: str) -> str:
         """A link name unique on the connection. Proton's default is built from the
         address, so a second consumer of one queue would reuse the first one's name, and
         the broker takes such an attach for the same link (it never answers)."""
-        return f"{self._container.container_id}:{kind}:{next(_NUMBERS)}"
+        return f"{self._container_id}:{kind}:{next(_NUMBERS)}"
 
-    def _attach_future(self, link: Link) -> Future[None]:
-        future: Future[None] = Future()
-        self._attaching[link] = future
-        return future
+    @property
+    def _engine(self) -> Driver:
+        """The connection thread's engine (it exists while the connection does)."""
+        driver = self._driver
+        if driver is None:
+            raise ConnectionFailedError(f"AMQP connection to {self.address} is closed")
+        return driver
 
     def _wait_attached(self, attached: Future[None], address: str) -> None:
         try:
@@ -268,22 +387,40 @@ class AmqpTransport:
                 f"{self._timeout} s"
             ) from None
 
-    def send(self, sender: Link, message: Message, *, confirm: bool, txn: Any = None) -> None:
+    def remote_source(self, handle: LinkHandle) -> str | None:
+        """The address the broker gave the link's source (a subscription's queue)."""
+        return self.call(lambda: self._link_of(handle).remote_source.address)
+
+    def remote_target(self, handle: LinkHandle) -> str | None:
+        """The address the broker gave the link's target (a dynamic node's name)."""
+        return self.call(lambda: self._link_of(handle).remote_target.address)
+
+    def remote_properties(self) -> dict[Any, Any]:
+        """The properties of the broker's open frame (product, version, prefixes)."""
+        return self.call(lambda: dict(self.connection.remote_properties or {}))
+
+    # ---------------------------------------------------------------- sending
+    def send(self, sender: LinkHandle, message: Message, *, confirm: bool, txn: Any = None) -> None:
         """Send ``message``; with ``confirm``, wait for the broker's outcome (accepted, or
         an error naming the refusal). In transaction ``txn`` nothing is waited for: the
         discharge confirms every transfer of the transaction at once."""
-
+        # Encoded here, not on the container thread, which every send and receive of the
+        # connection shares.
+        data = message.encode()
         outcome: Future[None] | None = Future() if confirm and txn is None else None
-        gate = self._credit.get(sender)
-        if gate is not None and not gate.wait(self._timeout):
+        gate = sender.credit
+        if not gate.is_set() and not gate.wait(self._timeout):
             raise ConnectionFailedError(
-                f"AMQP broker {self.address} gave no credit to send to {sender.target.address}"
+                f"AMQP broker {self.address} gave no credit to send to {sender.address!r}"
                 f" within {self._timeout} s; the message was not sent"
             )
 
         def transfer() -> None:
-            delivery = sender.send(message)
-            if sender.credit <= 0 and gate is not None:
+            link = self._link_of(sender)
+            delivery = link.delivery(str(next(self._delivery_numbers)))
+            link.stream(data)
+            link.advance()
+            if link.credit <= 0:
                 # Proton would queue the next ones until the broker grants more (Artemis
                 # grants 1,000 at a time): the sender waits instead, as Qpid JMS does.
                 gate.clear()
@@ -291,79 +428,200 @@ class AmqpTransport:
                 delivery.local.data = [txn]
                 delivery.update(TRANSACTIONAL_STATE)
                 return
-            unsettled = self._unsettled.get(sender)
-            if unsettled is not None:
-                unsettled.add(delivery)
+            sender._unsettled.add(delivery)
             if outcome is not None:
                 self._outcomes[delivery] = outcome
 
-        # Posted, not called: the only wait is for the broker's outcome, where there is one.
-        posted = self.post(transfer)
-        if outcome is not None:
-            posted.add_done_callback(partial(_pass_failure, outcome))
-            try:
-                outcome.result(self._timeout)
-            except TimeoutError:
-                raise ConnectionFailedError(
-                    f"AMQP broker {self.address} did not settle a send to {sender.target.address}"
-                    f" within {self._timeout} s"
-                ) from None
+        if outcome is None:
+            self.post(transfer)
+            return
+
+        def failed(exc: BaseException) -> None:
+            if not outcome.done():
+                outcome.set_exception(exc)
+
+        # Posted, not called: the only wait is for the broker's outcome.
+        self.post(transfer, failed)
+        try:
+            outcome.result(self._timeout)
+        except TimeoutError:
+            raise ConnectionFailedError(
+                f"AMQP broker {self.address} did not settle a send to {sender.address!r}"
+                f" within {self._timeout} s"
+            ) from None
+
+    def flush(self, sender: LinkHandle) -> None:
+        """Return once the broker has answered every transfer on ``sender`` (outside a
+        transaction). Proton keeps a transfer that has no credit yet and drops it when
+        its link or connection closes, and RabbitMQ drops transfers it has read but not
+        routed when the connection closes: without this wait a producer closed right
+        after a burst of non-persistent sends lost the end of it (seen: 1,000 of 3,000
+        on Artemis, 1,336 of 3,000 on RabbitMQ). One round trip, at close only."""
+
+        def check() -> Future[None] | None:
+            link = sender._link
+            if link is None or not sender._unsettled or link.state & _REMOTE_CLOSED:
+                return None
+            return self._flushing.setdefault(link, Future())
+
+        try:
+            flushed = self.call(check)
+        except JMSException:
+            return  # the connection is gone: nothing more can be sent
+        if flushed is None:
+            return
+        try:
+            flushed.result(self._timeout)
+        except TimeoutError:
+            log.error(
+                "AMQP broker %s did not answer every send to %r within %s s",
+                self.address,
+                sender.address,
+                self._timeout,
+            )
+        except JMSException:
+            pass  # the connection went: the application has been told
+
+    def _answered_transfer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
+        unsettled = handle._unsettled
+        unsettled.discard(delivery)
+        if not unsettled and self._flushing:
+            flushed = self._flushing.pop(link, None)
+            if flushed is not None:
+                flushed.set_result(None)
+
+    # ---------------------------------------------------------------- receiving
+    def flow(self, receiver: LinkHandle, credit: int) -> None:
+        """Grant ``credit`` more deliveries (a grant made while a drain is on its way
+        still counts: AMQP's flow arithmetic adds it to whatever the drain leaves)."""
+
+        def grant() -> None:
+            link = self._link_of(receiver)
+            link.drain_mode = False
+            link.flow(credit)
+
+        self.post(grant)
+
+    def withdraw(self, receiver: LinkHandle) -> None:
+        """Take back the receiver's credit, without waiting: a drain, so the broker sends
+        what it has at once and gives the rest back."""
+
+        def take_back() -> None:
+            link = self._link_of(receiver)
+            if link.credit > 0:
+                link.drain(0)
+
+        self.post(take_back)
+
+    def drain(self, receiver: LinkHandle, credit: int = 0) -> bool:
+        """Grant ``credit`` more in drain mode and return once the broker has answered
+        (True), or after the timeout (False): the broker then has sent everything it will
+        send for the credit, and gives the rest back."""
+
+        def start() -> Future[None] | None:
+            link = self._link_of(receiver)
+            if link.state & _REMOTE_CLOSED or link.credit + credit <= 0:
+                return None
+            drained = self._draining.setdefault(link, Future())
+            link.drain(credit)
+            return drained
+
+        drained = self.call(start)
+        if drained is None:
+            return True
+        try:
+            drained.result(self._timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def settle(
-        self, delivery: Delivery, outcome: int, *, failed: bool = False, txn: Any = None
+        self,
+        receiver: LinkHandle,
+        number: int,
+        outcome: int,
+        *,
+        failed: bool = False,
+        txn: Any = None,
     ) -> None:
-        """Settle a received delivery: ``Delivery.ACCEPTED``, ``RELEASED`` (back to the
-        queue, not counted as delivered), or ``MODIFIED`` with ``failed`` (back, counted).
-        With ``txn`` it is accepted as part of that transaction (undone if it aborts)."""
+        """Settle delivery ``number`` of ``receiver``: ``Delivery.ACCEPTED``, ``RELEASED``
+        (back to the queue, not counted as delivered), or ``MODIFIED`` with ``failed``
+        (back, counted). With ``txn`` it is accepted as part of that transaction (undone
+        if it aborts)."""
+        self.post(lambda: self._settle_now(receiver, number, outcome, failed, txn))
 
-        def done() -> None:
-            if not delivery.settled:
-                if txn is not None:
-                    delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
-                    delivery.update(TRANSACTIONAL_STATE)
-                    delivery.settle()
-                    return
+    def settle_all(self, deliveries: Sequence[tuple[LinkHandle, int]], *, txn: Any) -> None:
+        """Accept many deliveries in transaction ``txn`` with one call to the thread."""
+
+        def settle() -> None:
+            for receiver, number in deliveries:
+                self._settle_now(receiver, number, Delivery.ACCEPTED, False, txn)
+
+        self.call(settle)
+
+    def _settle_now(
+        self, receiver: LinkHandle, number: int, outcome: int, failed: bool, txn: Any
+    ) -> None:
+        delivery = receiver._deliveries.pop(number, None)
+        if delivery is None:
+            return  # settled already, or its link is gone (the broker took it back)
+        if not delivery.settled:  # the broker has not settled it first
+            if txn is not None:
+                delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
+                delivery.update(TRANSACTIONAL_STATE)
+            else:
                 if failed:
                     delivery.local.failed = True
                 delivery.update(outcome)
-                delivery.settle()
+        delivery.settle()
 
-        self.post(done)
+    def browse(self, source: str, options: Sequence[LinkOption], batch: int = 500) -> list[Message]:
+        """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
+        ``batch`` credit in drain mode until a drain ends with fewer messages than that
+        (the broker answers a drain at once with what it has)."""
+        seen: list[Message] = []
+        cell: list[LinkHandle] = []
 
-    def settle_all(self, deliveries: list[Delivery], *, txn: Any) -> None:
-        """Accept many deliveries in transaction ``txn`` with one call to the thread."""
+        def collect(message: Message, number: int) -> None:
+            seen.append(message)
+            # A copy: settling takes nothing from the queue.
+            self._settle_now(cell[0], number, Delivery.ACCEPTED, False, None)
 
-        def done() -> None:
-            for delivery in deliveries:
-                if not delivery.settled:
-                    delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
-                    delivery.update(TRANSACTIONAL_STATE)
-                    delivery.settle()
-
-        self.call(done)
+        cell.append(self.open_receiver(source, collect, options=list(options)))
+        try:
+            while True:
+                before = len(seen)
+                if not self.drain(cell[0], batch):
+                    raise ConnectionFailedError(
+                        f"AMQP broker {self.address} did not answer a browse of {source!r} "
+                        f"within {self._timeout} s"
+                    )
+                if len(seen) - before < batch:
+                    return list(seen)
+        finally:
+            self.close_link(cell[0])
 
     # ----------------------------------------------------------- transactions
-    def open_coordinator(self) -> Link:
+    def open_coordinator(self) -> LinkHandle:
         """A link to the broker's transaction coordinator (one per JMS session, as Qpid
         JMS does); a broker without one refuses the attach, which raises here."""
 
-        def attach() -> tuple[Link, Future[None]]:
-            coordinator = self._container.create_sender(
-                self.connection, None, name=self.link_name("coordinator")
+        def attach() -> tuple[LinkHandle, Future[None]]:
+            coordinator = self._engine.create_sender(
+                None, self.link_name("coordinator"), _Coordinator()
             )
-            coordinator.target.type = Terminus.COORDINATOR
-            coordinator.target.capabilities.put_object(symbol("amqp:local-transactions"))
-            return coordinator, self._attach_future(coordinator)
+            return self._track(coordinator, "the transaction coordinator", None)
 
-        coordinator, attached = self.call(attach)
+        handle, attached = self.call(attach)
         self._wait_attached(attached, "the transaction coordinator")
-        return coordinator
+        return handle
 
     def _control(
-        self, coordinator: Link, descriptor: symbol, value: list[Any]
+        self, coordinator: LinkHandle, descriptor: symbol, value: list[Any]
     ) -> tuple[int, Any, str]:
         def transfer() -> Future[tuple[int, Any, str]]:
-            delivery = coordinator.send(Message(body=Described(descriptor, value)))
+            link = self._link_of(coordinator)
+            delivery = link.send(Message(body=Described(descriptor, value)))
             outcome: Future[tuple[int, Any, str]] = Future()
             self._controls[delivery] = outcome
             return outcome
@@ -376,14 +634,14 @@ class AmqpTransport:
                 f"{self._timeout} s"
             ) from None
 
-    def declare(self, coordinator: Link) -> Any:
+    def declare(self, coordinator: LinkHandle) -> Any:
         """Start a transaction; returns its id."""
         state, data, reason = self._control(coordinator, _DECLARE, [None])
         if state != DECLARED or not data:
             raise JMSException(f"AMQP broker {self.address} refused a transaction: {reason}")
         return data[0]
 
-    def discharge(self, coordinator: Link, txn: Any, *, fail: bool) -> None:
+    def discharge(self, coordinator: LinkHandle, txn: Any, *, fail: bool) -> None:
         """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit
         raises TransactionRolledBackError (the broker rolled it back)."""
         state, _data, reason = self._control(coordinator, _DISCHARGE, [txn, fail])
@@ -394,102 +652,10 @@ class AmqpTransport:
                 f"AMQP broker {self.address} rolled the transaction back: {reason}"
             )
 
-    def browse(self, source: str, options: list[Any], batch: int = 500) -> list[Message]:
-        """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
-        ``batch`` credit in drain mode until a drain ends with fewer messages than that
-        (the broker answers a drain at once with what it has)."""
-        seen: list[Message] = []
-
-        def collect(message: Message, delivery: Delivery) -> None:
-            seen.append(message)
-            delivery.settle()  # a copy: settling takes nothing from the queue
-
-        receiver = self.open_receiver(source, collect, options=options)
-        try:
-            while True:
-                before = len(seen)
-
-                if not self.drain(receiver, batch):
-                    raise ConnectionFailedError(
-                        f"AMQP broker {self.address} did not answer a browse of {source!r} "
-                        f"within {self._timeout} s"
-                    )
-                if len(seen) - before < batch:
-                    return list(seen)
-        finally:
-            self.close_link(receiver)
-
-    def flow(self, receiver: Link, credit: int) -> None:
-        self.post(lambda: receiver.flow(credit))
-
-    def drain(self, receiver: Link, credit: int = 0) -> bool:
-        """Grant ``credit`` more in drain mode and return once the broker has answered
-        (True), or after the timeout (False): the broker then has sent everything it will
-        send for the credit, and gives the rest back. With ``credit`` 0 this takes back
-        what the receiver has; a receiver without credit returns at once."""
-
-        def start() -> Future[None] | None:
-            if receiver.state & Endpoint.REMOTE_CLOSED or receiver.credit + credit <= 0:
-                return None
-            drained = self._draining.setdefault(receiver, Future())
-            receiver.drain(credit)
-            return drained
-
-        drained = self.call(start)
-        if drained is None:
-            return True
-        try:
-            drained.result(self._timeout)
-        except TimeoutError:
-            return False
-        return True
-
-    def flush(self, sender: Link) -> None:
-        """Return once the broker has answered every transfer on ``sender`` (outside a
-        transaction). Proton keeps a transfer that has no credit yet and drops it when
-        its link or connection closes, and RabbitMQ drops transfers it has read but not
-        routed when the connection closes: without this wait a producer closed right
-        after a burst of non-persistent sends lost the end of it (seen: 1,000 of 3,000
-        on Artemis, 1,336 of 3,000 on RabbitMQ). One round trip, at close only."""
-
-        def check() -> Future[None] | None:
-            if not self._unsettled.get(sender) or sender.state & Endpoint.REMOTE_CLOSED:
-                return None
-            return self._flushing.setdefault(sender, Future())
-
-        try:
-            flushed = self.call(check)
-        except JMSException:
-            return  # the connection is gone: nothing more can be sent
-        if flushed is None:
-            return
-        try:
-            flushed.result(self._timeout)
-        except TimeoutError:
-            log.error(
-                "AMQP broker %s did not answer %d sends to %s within %s s",
-                self.address,
-                len(self._unsettled.get(sender, ())),
-                sender.target.address,
-                self._timeout,
-            )
-        except JMSException:
-            pass  # the connection went: the application has been told
-
-    def _answered_transfer(self, delivery: Delivery) -> None:
-        link = delivery.link
-        unsettled = self._unsettled.get(link)
-        if unsettled is None:
-            return
-        unsettled.discard(delivery)
-        flushed = self._flushing.get(link)
-        if flushed is not None and not unsettled:
-            del self._flushing[link]
-            flushed.set_result(None)
-
+    # ---------------------------------------------------------------- closing
     def close_link(
         self,
-        link: Link,
+        handle: LinkHandle,
         *,
         keep: bool = False,
         wait: bool = False,
@@ -506,24 +672,27 @@ class AmqpTransport:
         broker sent before it read the close (it is released, unseen)."""
 
         def close() -> Future[None] | None:
+            link = handle._link
+            if link is None:
+                return None
             if before is not None:
                 before()
-            self._receivers.pop(link, None)
-            if on_late is not None and not link.state & Endpoint.REMOTE_CLOSED:
-                self._late[link] = on_late
-            self._credit.pop(link, None)
-            self._unsettled.pop(link, None)
+            handle._closed = True
+            handle._on_message = None
+            handle._late = on_late
             answered: Future[None] | None = None
-            if wait and not link.state & Endpoint.REMOTE_CLOSED:
+            if wait and not link.state & _REMOTE_CLOSED:
                 answered = self._detaching[link] = Future()
             if keep:
                 link.detach()
             else:
                 link.close()
+            if link.state & _REMOTE_CLOSED:
+                self._let_go(link)
             return answered
 
-        if link.is_sender:
-            self.flush(link)
+        if handle.is_sender:
+            self.flush(handle)
         answered = self.call(close)
         if answered is not None:
             try:
@@ -533,38 +702,47 @@ class AmqpTransport:
             except JMSException:
                 pass  # the connection is gone, and the link with it
 
+    def _let_go(self, link: Link) -> None:
+        """Both ends have closed ``link``: drop what refers to it, here on the container
+        thread. Deliveries never settled went back to the broker with the link."""
+        handle = self._handles.pop(link, None)
+        if handle is not None:
+            handle._link = None
+            handle._late = None
+            handle._deliveries.clear()
+            handle._unsettled.clear()
+            handle.credit.set()  # a send still waiting fails at once: no link
+
     def close(self) -> None:
-        """Close the connection and let the container thread end (within the timeout),
-        then free the injector's pipe, which Proton leaves open."""
+        """Close the connection and let its thread end: once the broker has answered the
+        close, or after the timeout without waiting for it."""
         if self._closing:
             return
-        for sender in list(self._credit):
-            self.flush(sender)
+        for handle in [h for h in list(self._handles.values()) if h.is_sender]:
+            self.flush(handle)
         self._closing = True
 
         def shut_down() -> None:
             if self.connection is not None:
                 self.connection.close()
-            self._injector.close()  # with the connection gone, the container's loop ends
 
         if self._thread.is_alive():
-            self._calls.append((shut_down, Future()))
-            self._injector.trigger(ApplicationEvent("jmslike_call"))
+            self._calls.append((shut_down, None))
+            if self._wake is not None:
+                self._wake()
             self._thread.join(self._timeout)
-        if self._thread.is_alive():  # the broker never answered the close
-            self._calls.append((self._container.stop, Future()))
-            self._injector.trigger(ApplicationEvent("jmslike_call"))
+        driver = self._driver
+        if self._thread.is_alive() and driver is not None:  # the broker never answered
+            driver.stop()
             self._thread.join(1.0)
-        for fd in self._injector.pipe:
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
-def _pass_failure(outcome: Future[None], posted: Future[Any]) -> None:
-    """A transfer that failed (or never ran: the connection went) fails its outcome."""
-    error = posted.exception()
-    if error is not None and not outcome.done():
-        outcome.set_exception(error)
+class _Coordinator(LinkOption):
+    """A sender's target that is the broker's transaction coordinator."""
+
+    def apply(self, link: Link) -> None:
+        link.target.type = Terminus.COORDINATOR
+        link.target.capabilities.put_object(symbol("amqp:local-transactions"))
 
 
 class Capability(LinkOption):
@@ -590,137 +768,63 @@ class Capability(LinkOption):
         data.exit()
 
 
-class _Handler(MessagingHandler):
-    """Proton's events, on the container thread."""
+def _reason(condition: Any, default: str) -> str:
+    return f"{condition.name}: {condition.description}" if condition else default
+
+
+class _Events:
+    """Proton's events for one connection, on its thread. The driver calls ``on_<event>``
+    where this class has it and skips the rest."""
 
     def __init__(self, transport: AmqpTransport) -> None:
-        super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
         self._transport = transport
 
-    def on_start(self, event: Any) -> None:
-        self._transport._start()
+    def on_wake(self) -> None:
+        self._transport._run_calls()
 
-    def on_connection_opened(self, event: Any) -> None:
+    # ------------------------------------------------------------- connection
+    def on_connection_remote_open(self, event: Any) -> None:
         properties = event.connection.remote_properties or {}
         if properties.get(_ESTABLISHMENT_FAILED):
             return  # the broker's close follows, with the reason
         if not self._transport._opened.done():
             self._transport._opened.set_result(None)
 
-    def on_link_flow(self, event: Any) -> None:
-        link = event.link
-        if link.is_sender:
-            gate = self._transport._credit.get(link)
-            if gate is not None and link.credit > 0:
-                gate.set()
-            return
-        drained = self._transport._draining.get(link)
-        if drained is not None and link.credit == 0:
-            del self._transport._draining[link]
-            link.drain_mode = False
-            if not drained.done():
-                drained.set_result(None)
-
-    def on_link_remote_detach(self, event: Any) -> None:
-        self._answered(event.link)
-
-    def on_link_remote_close(self, event: Any) -> None:
-        # Proton's own endpoint handler (a child of MessagingHandler) still gets the event.
-        self._answered(event.link)
-
-    def _answered(self, link: Link) -> None:
-        self._transport._late.pop(link, None)
-        answered = self._transport._detaching.pop(link, None)
-        if answered is not None and not answered.done():
-            answered.set_result(None)
-
-    def on_link_opened(self, event: Any) -> None:
-        attached = self._transport._attaching.pop(event.link, None)
-        if attached is not None and not attached.done():
-            attached.set_result(None)
-
-    def on_session_remote_close(self, event: Any) -> None:
-        """A broker that refuses an attach by ending the whole session (RabbitMQ does,
-        e.g. PRECONDITION_FAILED on a queue declared otherwise): every link of it waiting
-        to attach fails with the broker's reason, instead of timing out."""
-        condition = event.session.remote_condition
-        text = f"{condition.name}: {condition.description}" if condition else "session ended"
-        attaching = self._transport._attaching
-        for link in [link for link in attaching if link.session == event.session]:
-            future = attaching.pop(link)
-            if not future.done():
-                future.set_exception(
-                    JMSException(f"AMQP broker {self._transport.address} refused a link: {text}")
+    def on_connection_remote_close(self, event: Any) -> None:
+        transport = self._transport
+        connection = event.connection
+        condition = connection.remote_condition
+        if condition is None:
+            if not connection.state & _LOCAL_CLOSED:  # the broker's, not an answer to ours
+                transport._fail(
+                    ConnectionFailedError(f"AMQP broker {transport.address} closed the connection")
                 )
-
-    def on_link_error(self, event: Any) -> None:
-        attached = self._transport._attaching.pop(event.link, None)
-        condition = event.link.remote_condition
-        text = f"{condition.name}: {condition.description}" if condition else "refused"
-        if attached is not None and not attached.done():
-            attached.set_exception(
-                JMSException(f"AMQP broker {self._transport.address} refused a link: {text}")
-            )
-
-    def on_delivery(self, event: Any) -> None:
-        """Outcomes of transaction requests (declared, accepted, rejected), and
-        transfers to receivers closed here; ordinary transfers are left to
-        MessagingHandler's own handlers."""
-        delivery = event.delivery
-        link = event.link
-        if link.is_receiver:
-            late = self._transport._late.get(link)
-            if late is not None and delivery.readable and not delivery.partial:
-                message = Message()
-                message.decode(link.recv(delivery.pending))
-                link.advance()
-                late(message)
-                delivery.update(Delivery.RELEASED)
-                delivery.settle()
-            return
-        if not delivery.updated:
-            return
-        if delivery.remote_state:
-            self._transport._answered_transfer(delivery)
-        outcome = self._transport._controls.pop(delivery, None)
-        if outcome is None or outcome.done():
-            return
-        condition = delivery.remote.condition
-        reason = f"{condition.name}: {condition.description}" if condition else "no reason given"
-        outcome.set_result((delivery.remote_state, delivery.remote.data, reason))
-
-    def on_jmslike_call(self, event: Any) -> None:
-        self._transport._run_calls()
-
-    def on_message(self, event: Any) -> None:
-        callback = self._transport._receivers.get(event.receiver)
-        if callback is not None:
-            callback(event.message, event.delivery)
-
-    def on_accepted(self, event: Any) -> None:
-        self._resolve(event.delivery, None)
-
-    def on_rejected(self, event: Any) -> None:
-        condition = event.delivery.remote.condition
-        reason = f"{condition.name}: {condition.description}" if condition else "rejected"
-        self._resolve(event.delivery, JMSException(f"AMQP broker refused a send: {reason}"))
-
-    def on_released(self, event: Any) -> None:
-        self._resolve(event.delivery, JMSException("AMQP broker released a send unprocessed"))
-
-    def _resolve(self, delivery: Delivery, error: JMSException | None) -> None:
-        outcome = self._transport._outcomes.pop(delivery, None)
-        if outcome is not None and not outcome.done():
-            if error is None:
-                outcome.set_result(None)
+        else:
+            container = transport.container_id
+            if container and condition.name == "amqp:invalid-field":
+                transport._fail(
+                    InvalidClientIDError(
+                        f"client id {container!r} is in use on AMQP broker "
+                        f"{transport.address}: {condition.description}"
+                    )
+                )
             else:
-                outcome.set_exception(error)
+                transport._fail(
+                    ConnectionFailedError(
+                        f"AMQP broker {transport.address} closed the connection: "
+                        f"{_reason(condition, '')}"
+                    )
+                )
+        if not connection.state & _LOCAL_CLOSED:
+            connection.close()
 
     def on_transport_error(self, event: Any) -> None:
         self._lost(event)
 
-    def on_disconnected(self, event: Any) -> None:
-        self._lost(event)
+    def on_transport_tail_closed(self, event: Any) -> None:
+        connection = event.connection
+        if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+            self._lost(event)
 
     def _lost(self, event: Any) -> None:
         """The socket is gone: say why, once (refused credentials are a security error)."""
@@ -729,7 +833,7 @@ class _Handler(MessagingHandler):
             return
         condition = event.transport.condition if event.transport is not None else None
         if condition is not None:
-            text = f"{condition.name}: {condition.description}"
+            text = _reason(condition, "")
         elif not transport._opened.done():
             text = "the broker closed the socket before the connection opened"
         else:
@@ -738,21 +842,132 @@ class _Handler(MessagingHandler):
         error_type = JMSSecurityError if security else ConnectionFailedError
         transport._fail(error_type(f"AMQP connection to {transport.address} failed: {text}"))
 
-    def on_connection_remote_close(self, event: Any) -> None:
-        condition = event.connection.remote_condition
+    # ---------------------------------------------------------------- session
+    def on_session_remote_close(self, event: Any) -> None:
+        """A broker that refuses an attach by ending the whole session (RabbitMQ does,
+        e.g. PRECONDITION_FAILED on a queue declared otherwise): every link of it waiting
+        to attach fails with the broker's reason, instead of timing out. A session ended
+        with an error ends the connection, as Proton's own handler does."""
+        session = event.session
+        condition = session.remote_condition
+        text = _reason(condition, "session ended")
+        transport = self._transport
+        attaching = transport._attaching
+        for link in [link for link in attaching if link.session == session]:
+            future = attaching.pop(link)
+            if not future.done():
+                future.set_exception(
+                    JMSException(f"AMQP broker {transport.address} refused a link: {text}")
+                )
+        if not session.state & _LOCAL_CLOSED:
+            session.close()
         if condition is not None:
-            container = self._transport.container_id
-            if container and condition.name == "amqp:invalid-field":
-                self._transport._fail(
-                    InvalidClientIDError(
-                        f"client id {container!r} is in use on AMQP broker "
-                        f"{self._transport.address}: {condition.description}"
+            log.error("AMQP broker %s ended a session: %s", transport.address, text)
+            event.connection.close()
+
+    # ------------------------------------------------------------------ links
+    def on_link_remote_open(self, event: Any) -> None:
+        link = event.link
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            attached = self._transport._attaching.pop(link, None)
+            if attached is not None and not attached.done():
+                attached.set_result(None)
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        self._answered(event.link)
+
+    def on_link_remote_close(self, event: Any) -> None:
+        link = event.link
+        condition = link.remote_condition
+        if condition is not None:
+            attached = self._transport._attaching.pop(link, None)
+            if attached is not None and not attached.done():
+                attached.set_exception(
+                    JMSException(
+                        f"AMQP broker {self._transport.address} refused a link: "
+                        f"{_reason(condition, 'refused')}"
                     )
                 )
-                return
-            self._transport._fail(
-                ConnectionFailedError(
-                    f"AMQP broker {self._transport.address} closed the connection: "
-                    f"{condition.name}: {condition.description}"
-                )
-            )
+        self._answered(link)
+        if not link.state & _LOCAL_CLOSED:
+            link.close()
+
+    def _answered(self, link: Link) -> None:
+        transport = self._transport
+        answered = transport._detaching.pop(link, None)
+        if answered is not None and not answered.done():
+            answered.set_result(None)
+        handle = transport._handles.get(link)
+        if handle is not None and handle._closed:
+            transport._let_go(link)
+
+    def on_link_flow(self, event: Any) -> None:
+        link = event.link
+        transport = self._transport
+        if link.is_sender:
+            handle = transport._handles.get(link)
+            if handle is not None and link.credit > 0:
+                handle.credit.set()
+            return
+        drained = transport._draining.get(link)
+        if drained is not None and link.credit == 0:
+            del transport._draining[link]
+            link.drain_mode = False
+            if not drained.done():
+                drained.set_result(None)
+
+    # ------------------------------------------------------------- deliveries
+    def on_delivery(self, link: Link, delivery: Delivery) -> None:
+        if link.is_receiver:
+            self._received(link, delivery)
+        elif delivery.updated:
+            self._answer(link, delivery)
+
+    def _received(self, link: Link, delivery: Delivery) -> None:
+        if delivery.aborted:
+            delivery.settle()
+            return
+        if not delivery.readable or delivery.partial:
+            return
+        message = Message()
+        message.decode(link.recv(delivery.pending))
+        link.advance()
+        handle = self._transport._handles.get(link)
+        callback = handle._on_message if handle is not None else None
+        if callback is None:
+            # Closed here, and the broker sent it before it read the close: back, unseen.
+            late = handle._late if handle is not None else None
+            if late is not None:
+                late(message)
+            delivery.update(Delivery.RELEASED)
+            delivery.settle()
+            return
+        number = next(self._transport._delivery_numbers)
+        handle._deliveries[number] = delivery  # type: ignore[union-attr]
+        callback(message, number)
+
+    def _answer(self, link: Link, delivery: Delivery) -> None:
+        """The broker's outcome of a transfer: a send's, or a transaction request's."""
+        transport = self._transport
+        state = delivery.remote_state
+        if state:
+            handle = transport._handles.get(link)
+            if handle is not None:
+                transport._answered_transfer(handle, link, delivery)
+        control = transport._controls.pop(delivery, None) if transport._controls else None
+        if control is not None and not control.done():
+            reason = _reason(delivery.remote.condition, "no reason given")
+            control.set_result((state, delivery.remote.data, reason))
+        outcome = transport._outcomes.pop(delivery, None) if transport._outcomes else None
+        if outcome is not None and not outcome.done():
+            if state == Delivery.ACCEPTED:
+                outcome.set_result(None)
+            elif state == Delivery.REJECTED:
+                reason = _reason(delivery.remote.condition, "rejected")
+                outcome.set_exception(JMSException(f"AMQP broker refused a send: {reason}"))
+            elif state in (Delivery.RELEASED, Delivery.MODIFIED):
+                outcome.set_exception(JMSException("AMQP broker released a send unprocessed"))
+            else:
+                transport._outcomes[delivery] = outcome  # not an outcome yet
+        if delivery.settled:
+            delivery.settle()

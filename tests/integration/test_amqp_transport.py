@@ -58,13 +58,13 @@ def test_confirmed_sends_arrive_in_order_and_settle(broker: str, prefix: str) ->
         sender = transport.open_sender(address, options=Capability("queue"))
         for n in range(5):
             transport.send(sender, Message(body=f"m{n}", durable=True), confirm=True)
-        got: list[tuple[str, Delivery]] = []
+        got: list[tuple[str, int]] = []
         threads: set[str] = set()
         all_there = threading.Event()
 
-        def on_message(message: Message, delivery: Delivery) -> None:
+        def on_message(message: Message, number: int) -> None:
             threads.add(threading.current_thread().name)
-            got.append((message.body, delivery))
+            got.append((message.body, number))
             if len(got) == 5:
                 all_there.set()
 
@@ -73,8 +73,8 @@ def test_confirmed_sends_arrive_in_order_and_settle(broker: str, prefix: str) ->
         assert all_there.wait(10.0), [body for body, _ in got]
         assert [body for body, _ in got] == [f"m{n}" for n in range(5)]
         assert threads == {f"jmslike-amqp-{transport.address}"}
-        for _body, delivery in got:
-            transport.settle(delivery, Delivery.ACCEPTED)
+        for _body, number in got:
+            transport.settle(receiver, number, Delivery.ACCEPTED)
         transport.close_link(receiver)
         again: list[str] = []
         second = transport.open_receiver(
