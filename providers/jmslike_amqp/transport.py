@@ -44,6 +44,7 @@ from jmslike.errors import (
     JMSSecurityError,
     TransactionRolledBackError,
 )
+from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
 
 __all__ = ["AmqpTransport", "Capability", "LinkHandle", "MessageCallback"]
@@ -138,6 +139,9 @@ class AmqpTransport:
         self._delivery_numbers = itertools.count(1)
         # The rest is the container thread's, keyed by Proton objects.
         self._handles: dict[Link, LinkHandle] = {}
+        self._by_key: dict[int, LinkHandle] = {}
+        """The same handles by the address of the C link (``Driver.key_of``): a delivery
+        event finds its link's handle without wrapping the link."""
         self._outcomes: dict[Delivery, Future[None]] = {}
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
@@ -240,6 +244,7 @@ class AmqpTransport:
             handle._unsettled.clear()
             handle.credit.set()
         self._handles.clear()
+        self._by_key.clear()
         self._outcomes.clear()
         self._controls.clear()
 
@@ -360,6 +365,7 @@ class AmqpTransport:
         self, link: Link, address: str | None, on_message: MessageCallback | None
     ) -> tuple[LinkHandle, Future[None]]:
         handle = self._handles[link] = LinkHandle(link, address, on_message)
+        self._by_key[Driver.key_of(link)] = handle
         future: Future[None] = Future()
         self._attaching[link] = future
         return handle, future
@@ -706,6 +712,7 @@ class AmqpTransport:
         """Both ends have closed ``link``: drop what refers to it, here on the container
         thread. Deliveries never settled went back to the broker with the link."""
         handle = self._handles.pop(link, None)
+        self._by_key.pop(Driver.key_of(link), None)
         if handle is not None:
             handle._link = None
             handle._late = None
@@ -917,43 +924,50 @@ class _Events:
                 drained.set_result(None)
 
     # ------------------------------------------------------------- deliveries
-    def on_delivery(self, link: Link, delivery: Delivery) -> None:
-        if link.is_receiver:
-            self._received(link, delivery)
+    def on_delivery(self, delivery: Delivery, link_key: int) -> None:
+        handle = self._transport._by_key.get(link_key)
+        link = handle._link if handle is not None else None
+        if handle is None or link is None:  # a link already let go of
+            link = delivery.link
+            if link.is_receiver and delivery.readable and not delivery.partial:
+                link.recv(delivery.pending)
+                link.advance()
+                delivery.update(Delivery.RELEASED)
+                delivery.settle()
+            return
+        if not handle.is_sender:
+            self._received(handle, link, delivery)
         elif delivery.updated:
-            self._answer(link, delivery)
+            self._answer(handle, link, delivery)
 
-    def _received(self, link: Link, delivery: Delivery) -> None:
+    def _received(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
         if delivery.aborted:
             delivery.settle()
             return
         if not delivery.readable or delivery.partial:
             return
-        message = Message()
+        message = IncomingMessage()
         message.decode(link.recv(delivery.pending))
         link.advance()
-        handle = self._transport._handles.get(link)
-        callback = handle._on_message if handle is not None else None
+        callback = handle._on_message
         if callback is None:
             # Closed here, and the broker sent it before it read the close: back, unseen.
-            late = handle._late if handle is not None else None
+            late = handle._late
             if late is not None:
                 late(message)
             delivery.update(Delivery.RELEASED)
             delivery.settle()
             return
         number = next(self._transport._delivery_numbers)
-        handle._deliveries[number] = delivery  # type: ignore[union-attr]
+        handle._deliveries[number] = delivery
         callback(message, number)
 
-    def _answer(self, link: Link, delivery: Delivery) -> None:
+    def _answer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
         """The broker's outcome of a transfer: a send's, or a transaction request's."""
         transport = self._transport
         state = delivery.remote_state
         if state:
-            handle = transport._handles.get(link)
-            if handle is not None:
-                transport._answered_transfer(handle, link, delivery)
+            transport._answered_transfer(handle, link, delivery)
         control = transport._controls.pop(delivery, None) if transport._controls else None
         if control is not None and not control.done():
             reason = _reason(delivery.remote.condition, "no reason given")
