@@ -16,10 +16,12 @@ _PAIRS = (
     ("activemq", "stomp"),
     ("artemis", "stomp"),
     ("rabbitmq", "stomp"),
+    ("activemq", "amqp"),
     ("artemis", "amqp"),
     ("rabbitmq", "amqp"),
 )
-"""Every pair jmslike speaks (Debian's ActiveMQ build has no AMQP, BROKERS.md)."""
+"""Every pair jmslike speaks (ActiveMQ over AMQP: Debian's build has no AMQP transport;
+scripts/brokers.sh adds the one from Maven Central, on its own port)."""
 
 _JAVA = {
     # The broker's own JMS client over its native protocol where it has one; RabbitMQ has
@@ -27,6 +29,7 @@ _JAVA = {
     ("activemq", "stomp"): ("openwire", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL"),
     ("artemis", "stomp"): ("core", "JMSLIKE_TEST_ARTEMIS_OPENWIRE_URL"),
     ("rabbitmq", "stomp"): ("amqp", "JMSLIKE_TEST_RABBITMQ_AMQP_URL"),
+    ("activemq", "amqp"): ("amqp", "JMSLIKE_TEST_ACTIVEMQ_AMQP_URL"),
     ("artemis", "amqp"): ("amqp", "JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
     ("rabbitmq", "amqp"): ("amqp", "JMSLIKE_TEST_RABBITMQ_AMQP_URL"),
 }
