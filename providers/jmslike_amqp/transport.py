@@ -1,25 +1,29 @@
-"""One AMQP 1.0 connection, driven by a Proton container on a thread of its own.
+"""One AMQP 1.0 connection, driven by Proton's engine on a thread of its own.
 
-Proton is single-threaded: its objects may only be touched by the thread running the
-container. That includes letting go of them: a Proton wrapper's ``__del__`` lowers the C
-object's reference count, without a lock and (cffi releases the GIL around C calls) at
-the same time as the container thread works on it. So no Proton link or delivery ever
-leaves this module: other threads hold a :class:`LinkHandle` and delivery numbers, and
-the objects behind them live and die on the container thread. (Twice a process using the
-provider died in ``malloc_consolidate`` before it was built this way.)
+Proton is single-threaded: its objects may only be touched by the thread that drives the
+connection (``driver.py``'s loop). That includes letting go of them: a Proton wrapper's
+``__del__`` lowers the C object's reference count, without a lock and (cffi releases the
+GIL around C calls) at the same time as the connection's thread works on it. So no
+Proton link or delivery ever leaves this module: other threads hold a
+:class:`LinkHandle` and delivery numbers, and the objects behind them live and die on
+the connection's thread. (Twice a process using the provider died in
+``malloc_consolidate`` before it was built this way.)
 
-Every other thread (the application's, jmslike's dispatchers) hands work to the container
-thread with ``post(fn)``, which queues ``fn`` and returns at once, or ``call(fn)``, which
-waits for its result. Calls run in the order they were queued, so a settlement or a
-credit grant is on the wire before anything queued after it. A queued call wakes the
-container through Proton's ``EventInjector``, once for all the calls queued before it
-runs. Incoming messages go to the receiver's callback on the container thread; those
+Every other thread (the application's, jmslike's dispatchers) hands work to the
+connection's thread with ``post(fn)``, which queues ``fn`` and returns at once, or
+``call(fn)``, which waits for its result. Calls run in the order they were queued, so a
+settlement or a credit grant is on the wire before anything queued after it. A queued
+call wakes the thread (``Driver.wake``), once for all the calls queued before it runs.
+Incoming messages go to the receiver's callback on the connection's thread; those
 callbacks only decode and buffer (the API's delivery sink never blocks and never runs
-user code), so no application code runs there (docs/threading.md).
+user code), so no application code runs there (docs/threading.md). Outgoing messages
+are encoded by the thread that sends them.
 
-The container's events go to :class:`_Events`, one plain handler, rather than Proton's
-``MessagingHandler``: that one passes every event through four helper handlers, and in
-a receive of 20,000 messages it cost a quarter of the container thread's time.
+The engine's events go to :class:`_Events`, one plain handler with a method per event it
+wants, rather than Proton's ``Container`` and ``MessagingHandler``: the reactor wraps
+every event and passes it through a chain of handlers, and in a receive of 20,000
+messages that took more than half of the connection thread's time
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -69,10 +73,10 @@ _NUMBERS = itertools.count(1)
 
 
 class LinkHandle:
-    """A link as the threads outside the container know it.
+    """A link as the threads other than the connection's know it.
 
     ``name``, ``address`` and the credit gate may be read anywhere; the fields with a
-    leading underscore belong to the container thread, which also clears ``_link`` when
+    leading underscore belong to the connection's thread, which also clears ``_link`` when
     the link closes, so that the last reference to the Proton object goes there."""
 
     __slots__ = (
@@ -124,10 +128,13 @@ class AmqpTransport:
         timeout: float,
         on_lost: Callable[[JMSException], None],
         ssl: bool = False,
+        ssl_ca_file: str | None = None,
+        ssl_verify_host: bool = True,
         container_id: str | None = None,
         virtual_host: str | None = None,
     ) -> None:
         self.address = f"{host}:{port}"
+        self._tls = (ssl_ca_file, ssl_verify_host) if ssl else None
         self._virtual_host = virtual_host
         self.container_id = container_id
         self._timeout = timeout
@@ -135,9 +142,9 @@ class AmqpTransport:
         self._calls: deque[tuple[Callable[[], Any], Callable[[BaseException], None] | None]]
         self._calls = deque()
         self._woken = False
-        """A wake-up of the container thread is on its way (``post``)."""
+        """A wake-up of the connection's thread is on its way (``post``)."""
         self._delivery_numbers = itertools.count(1)
-        # The rest is the container thread's, keyed by Proton objects.
+        # The rest is the connection's thread's, keyed by Proton objects.
         self._handles: dict[Link, LinkHandle] = {}
         self._by_key: dict[int, LinkHandle] = {}
         """The same handles by the address of the C link (``Driver.key_of``): a delivery
@@ -155,7 +162,7 @@ class AmqpTransport:
         self._opened: Future[None] = Future()
         self._closing = False
         self._container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
-        self._connect_to = (host, port, user, password, ssl)
+        self._connect_to = (host, port, user, password)
         self._driver: Driver | None = None
         """The engine and socket, made and dropped on the connection's thread."""
         self._wake: Callable[[], None] | None = None
@@ -176,7 +183,7 @@ class AmqpTransport:
     def _run(self) -> None:
         """The connection's thread: make the engine here, open the connection, run the
         loop until the connection ends, then let go of every Proton object here."""
-        host, port, user, password, ssl = self._connect_to
+        host, port, user, password = self._connect_to
         try:
             driver = Driver(
                 host,
@@ -185,7 +192,7 @@ class AmqpTransport:
                 container_id=self._container_id,
                 user=user,
                 password=password,
-                ssl=ssl,
+                tls=self._tls,
                 # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
                 virtual_host=self._virtual_host,
                 # A JMS client id is the container id; Artemis then refuses a second
@@ -237,7 +244,7 @@ class AmqpTransport:
             self._on_lost(error)
 
     def _forget_links(self) -> None:
-        """The container has stopped: let go of every Proton object on its thread."""
+        """The loop has ended: let go of every Proton object, here on its thread."""
         for handle in self._handles.values():
             handle._link = None
             handle._deliveries.clear()
@@ -259,8 +266,8 @@ class AmqpTransport:
     def post(
         self, fn: Callable[[], object], on_error: Callable[[BaseException], None] | None = None
     ) -> None:
-        """Queue ``fn`` for the container thread and return at once (on the container
-        thread itself, run it now); ``on_error`` hears of its failure. Waiting for the
+        """Queue ``fn`` for the connection's thread and return at once (on that thread
+        itself, run it now); ``on_error`` hears of its failure. Waiting for the
         thread on every settlement and grant cost more than the work itself (about half
         of a receive's time)."""
         if threading.current_thread() is self._thread:
@@ -275,6 +282,13 @@ class AmqpTransport:
         if self._closing:
             raise ConnectionFailedError(f"AMQP connection to {self.address} is closed")
         self._calls.append((fn, on_error))
+        if self._ended():
+            # The loop ended while this was queued: nobody will run it.
+            closed = ConnectionFailedError(f"AMQP connection to {self.address} is closed")
+            for _fn, failed in self._drain_calls():
+                if failed is not None:
+                    failed(closed)
+            raise closed
         if not self._woken:
             # One wake-up for calls queued faster than the thread runs them: a wake-up is
             # a pipe write and a turn of the loop, and costs more than a settlement.
@@ -283,8 +297,12 @@ class AmqpTransport:
                 self._woken = True
                 wake()
 
+    def _ended(self) -> bool:
+        """The connection's loop is over (a call queued now would never run)."""
+        return self._closing and not self._thread.is_alive()
+
     def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the container thread and return its result (or raise its error)."""
+        """Run ``fn`` on the connection's thread and return its result (or raise its error)."""
         if threading.current_thread() is self._thread:
             return fn()
         future: Future[T] = Future()
@@ -315,7 +333,7 @@ class AmqpTransport:
                     log.debug("AMQP call on %s failed: %r", self.address, exc)
 
     def _link_of(self, handle: LinkHandle) -> Link:
-        """The container thread: the Proton link behind ``handle``, while it is open."""
+        """The connection's thread: the Proton link behind ``handle``, while it is open."""
         link = handle._link
         if link is None:
             raise ConnectionFailedError(
@@ -410,7 +428,7 @@ class AmqpTransport:
         """Send ``message``; with ``confirm``, wait for the broker's outcome (accepted, or
         an error naming the refusal). In transaction ``txn`` nothing is waited for: the
         discharge confirms every transfer of the transaction at once."""
-        # Encoded here, not on the container thread, which every send and receive of the
+        # Encoded here, not on the connection's thread, which every send and receive of the
         # connection shares.
         data = message.encode()
         outcome: Future[None] | None = Future() if confirm and txn is None else None
@@ -673,7 +691,7 @@ class AmqpTransport:
         has answered: a link name used again (a durable subscription's) must not be
         attached while the broker still holds the old link, or the attach is never
         answered; and an unsubscribe is done only when the broker has deleted it.
-        ``before`` runs on the container thread right before the close, so that no
+        ``before`` runs on the connection's thread right before the close, so that no
         delivery can arrive between the two; ``on_late`` is told of each transfer the
         broker sent before it read the close (it is released, unseen)."""
 
@@ -709,7 +727,7 @@ class AmqpTransport:
                 pass  # the connection is gone, and the link with it
 
     def _let_go(self, link: Link) -> None:
-        """Both ends have closed ``link``: drop what refers to it, here on the container
+        """Both ends have closed ``link``: drop what refers to it, here on the connection's
         thread. Deliveries never settled went back to the broker with the link."""
         handle = self._handles.pop(link, None)
         self._by_key.pop(Driver.key_of(link), None)

@@ -68,6 +68,10 @@ class _Job(MessagingHandler):
         password = urllib.parse.unquote(parsed.password) if parsed.password else None
         connection = container.connect(
             url=f"amqp://{parsed.hostname}:{parsed.port}",
+            # One container id per connection: Classic takes it for a JMS client id and
+            # refuses a second connection that uses it (the job's other connection then
+            # never sent or received anything).
+            container_id=f"{container.container_id}-{len(self.connections)}",
             user=user,
             password=password,
             allowed_mechs="PLAIN" if user else "ANONYMOUS",
@@ -192,8 +196,11 @@ class RawProtonRunner(Runner):
             delete_rabbitmq_queue(queue)
 
     def _address(self, queue: str) -> str:
-        # As jmslike_amqp addresses a queue: RabbitMQ's plugin wants /queue/x.
-        return f"/queue/{queue}" if self.rabbitmq else queue
+        # As jmslike_amqp addresses a queue: RabbitMQ's plugin wants /queue/x, Classic
+        # announces the queue:// prefix in its open frame.
+        if self.rabbitmq:
+            return f"/queue/{queue}"
+        return f"queue://{queue}" if self.target.broker == "activemq" else queue
 
     def _run(self, job: _Job) -> _Job:
         Container(job).run()  # on this thread, as the examples do; returns when closed
