@@ -180,7 +180,10 @@ JMSLIKE_TEST_ARTEMIS_STOMP_URL=stomp://admin:admin@127.0.0.1:61617
 JMSLIKE_TEST_ARTEMIS_AMQP_URL=amqp://admin:admin@127.0.0.1:61617
 JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL=http://127.0.0.1:8162/console/jolokia
 JMSLIKE_TEST_ARTEMIS_OPENWIRE_URL=tcp://127.0.0.1:61617
+JMSLIKE_TEST_ARTEMIS_AMQPS_URL=amqps://admin:admin@localhost:61618
 EOF
+  # The test CA that signed Artemis' TLS certificate (scripts/brokers/artemis.sh).
+  echo "JMSLIKE_TEST_TLS_CA_FILE=$TLS_DIR/ca.pem" >>"$STATE/brokers.env"
 }
 
 # shellcheck source=scripts/brokers/activemq.sh

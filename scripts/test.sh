@@ -9,6 +9,9 @@
 # (`scripts/test.sh -m "not stomp"`), since a broker test that cannot reach its broker
 # fails; it never skips.
 #
+# The Spark tests then run a second time on the oldest PySpark pyproject.toml allows, in
+# ./.venv-spark-floor (JMSLIKE_NO_SPARK_FLOOR=1 skips that run).
+#
 # pytest exit code 5 ("no tests collected") is turned into a failure: a suite that ran
 # nothing must never look green.
 set -euo pipefail
@@ -36,5 +39,24 @@ set -e
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: failing on purpose" >&2
   exit 1
+fi
+[ "$status" -eq 0 ] || exit "$status"
+
+# The Spark tests once more on the oldest PySpark that pyproject.toml allows (the Data
+# Source API came with 4.0; docs/spark.md, "PySpark versions"), in a venv of its own.
+if [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO_SPARK_FLOOR:-}" ]; then
+  floor=${JMSLIKE_PYSPARK_FLOOR:-4.0.5}
+  echo "== pytest -m spark on PySpark $floor"
+  [ -x .venv-spark-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-spark-floor
+  .venv-spark-floor/bin/python -m pip install --quiet --upgrade pip
+  .venv-spark-floor/bin/python -m pip install --quiet -e '.[stomp,spark,dev]' "pyspark==$floor"
+  set +e
+  .venv-spark-floor/bin/python -m pytest -q -m spark -p no:cacheprovider tests/integration
+  status=$?
+  set -e
+  if [ "$status" -eq 5 ]; then
+    echo "pytest collected no Spark tests on PySpark $floor: failing on purpose" >&2
+    exit 1
+  fi
 fi
 exit "$status"

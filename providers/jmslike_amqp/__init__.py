@@ -1,10 +1,10 @@
-"""AMQP 1.0 provider for jmslike, on python-qpid-proton (issue 5: in progress).
+"""AMQP 1.0 provider for jmslike, on python-qpid-proton.
 
-The JMS <-> AMQP message mapping that Qpid JMS and Artemis use (``codec``), one
-connection driven by one Proton container thread (``transport``), and the SPI classes
-(``provider``), registered for ``amqp://`` and ``amqps://`` through the ``jmslike``
-entry-point group like any third-party provider. What is built so far is listed in
-``provider``'s docstring.
+The JMS <-> AMQP message mapping that Qpid JMS and Artemis use (``codec``), Proton's
+engine over one socket on the connection's own thread (``driver``), links, sends and
+settlement for the other threads (``transport``), and the SPI classes (``provider``),
+registered for ``amqp://`` and ``amqps://`` through the ``jmslike`` entry-point group
+like any third-party provider.
 """
 
 from __future__ import annotations

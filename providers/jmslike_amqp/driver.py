@@ -76,7 +76,7 @@ class Driver:
         container_id: str,
         user: str | None,
         password: str | None,
-        ssl: bool,
+        tls: tuple[str | None, bool] | None,
         virtual_host: str | None,
         desired_capabilities: Sequence[Any] | None,
         timeout: float,
@@ -106,8 +106,16 @@ class Driver:
             self.connection.password = password or ""
         sasl.allowed_mechs("PLAIN" if user else "ANONYMOUS")
         self.transport.bind(self.connection)
-        if ssl:
-            SSL(self.transport, SSLDomain(SSLDomain.MODE_CLIENT)).peer_hostname = host
+        if tls is not None:
+            # TLS inside Proton's transport (OpenSSL): ``tls`` is the CA file to trust
+            # (None: the system's) and whether the certificate must name ``host``.
+            ca_file, verify_host = tls
+            domain = SSLDomain(SSLDomain.MODE_CLIENT)
+            if ca_file is not None:
+                domain.set_trusted_ca_db(ca_file)
+            mode = SSLDomain.VERIFY_PEER_NAME if verify_host else SSLDomain.VERIFY_PEER
+            domain.set_peer_authentication(mode, ca_file)
+            SSL(self.transport, domain).peer_hostname = host
         self._session: Any = None
         self._socket: socket.socket | None = None
         self._wake_read, self._wake_write = os.pipe()
@@ -143,26 +151,19 @@ class Driver:
             self._session.open()
         return self._session
 
-    def create_receiver(
+    def create_link(
         self,
-        source: str | None,
+        receiver: bool,
+        address: str | None,
         name: str,
         options: LinkOption | list[LinkOption] | None = None,
     ) -> Link:
-        link = self.session().receiver(name)
-        if source:
-            link.source.address = source
-        return self._open(link, options)
-
-    def create_sender(
-        self,
-        target: str | None,
-        name: str,
-        options: LinkOption | list[LinkOption] | None = None,
-    ) -> Link:
-        link = self.session().sender(name)
-        if target:
-            link.target.address = target
+        """A receiver from ``address`` (its source) or a sender to it (its target), on the
+        connection's session, with ``options`` applied, opened."""
+        session = self.session()
+        link = session.receiver(name) if receiver else session.sender(name)
+        if address:
+            (link.source if receiver else link.target).address = address
         return self._open(link, options)
 
     @staticmethod

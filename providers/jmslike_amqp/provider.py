@@ -12,7 +12,7 @@ destinations are dynamic nodes; browsers are ``copy`` receivers. Groups are the 
 is in ``Capabilities`` (docs/providers.md has the matrix).
 
 Threads: these classes run on the application's threads and on the connection's
-container thread (``AmqpConsumer._on_message`` and what it calls); they hold Proton
+connection's thread (``AmqpConsumer._on_message`` and what it calls); they hold Proton
 objects only through the transport's handles and delivery numbers.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -201,7 +202,7 @@ class AmqpConsumer(ProviderConsumer):
         return link
 
     def _on_message(self, incoming: AmqpMessage, number: int) -> None:
-        """The container thread: decode and hand to the API (which never blocks)."""
+        """The connection's thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
         # Artemis counts deliveries (and leaves first-acquirer at its default, false);
@@ -270,7 +271,7 @@ class AmqpConsumer(ProviderConsumer):
             self._release_claim()
 
     def _return_late(self) -> None:
-        """On the container thread, as the link closes: deliveries that arrived after
+        """On the connection's thread, as the link closes: deliveries that arrived after
         the API gave back what it held were never seen by the application; back to the
         queue, uncounted, in the order they came (ORD-10, ORD-11)."""
         connection = self._session.connection
@@ -282,7 +283,7 @@ class AmqpConsumer(ProviderConsumer):
             connection.transport.settle(self.link, token.number, Delivery.RELEASED)
 
     def _arrived_late(self, incoming: AmqpMessage) -> None:
-        """The container thread: a transfer the broker sent before it read the detach.
+        """The connection's thread: a transfer the broker sent before it read the detach.
         It was never seen here; where jmslike counts, its redelivery must not count it
         (seen on Classic: such a message came back flagged redelivered, count 2)."""
         counts = self._session.connection.counts
@@ -586,6 +587,8 @@ class AmqpConnection(ProviderConnection):
         # from the open frame's hostname as "vhost:name" (other brokers ignore it).
         vhost = (url.path or "").strip("/")
 
+        ca_file, verify_host = tls_options(settings)
+
         def connect(container_id: str | None) -> AmqpTransport:
             return AmqpTransport(
                 url.host,
@@ -595,6 +598,8 @@ class AmqpConnection(ProviderConnection):
                 timeout=settings.request_timeout,
                 on_lost=on_exception,
                 ssl=url.scheme == "amqps",
+                ssl_ca_file=ca_file,
+                ssl_verify_host=verify_host,
                 container_id=container_id,
                 virtual_host=f"vhost:{vhost}" if vhost else None,
             )
@@ -763,12 +768,33 @@ class AmqpConnection(ProviderConnection):
         self.transport.close()
 
 
+def tls_options(settings: FactorySettings) -> tuple[str | None, bool]:
+    """``sslCaFile`` (a PEM file of the certificate authorities to trust for
+    ``amqps://``; default: the system's) and ``sslVerifyHost`` (default true: the broker's
+    certificate must name the host of the URL), checked."""
+    extra = settings.extra
+    ca_file = extra.get("sslCaFile")
+    if ca_file is not None:
+        ca_file = str(ca_file)
+        if not os.path.isfile(ca_file) or not os.access(ca_file, os.R_OK):
+            raise ConfigurationError(f"sslCaFile={ca_file!r}: not a readable file")
+    raw = extra.get("sslVerifyHost", True)
+    text = str(raw).lower()
+    if not isinstance(raw, bool) and text not in {"true", "false", "1", "0", "yes", "no"}:
+        raise ConfigurationError(f"sslVerifyHost={raw!r}: expected true or false")
+    verify = raw if isinstance(raw, bool) else text in {"true", "1", "yes"}
+    return ca_file, verify
+
+
 class AmqpProvider(Provider):
     """``amqp://host:port`` and ``amqps://``."""
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = frozenset()
+    setting_names = frozenset({"sslCaFile", "sslVerifyHost"})
+
+    def check_settings(self, settings: FactorySettings) -> None:
+        tls_options(settings)
 
     def check_url(self, url: ParsedURL) -> None:
         if not url.host:

@@ -312,11 +312,16 @@ class AmqpTransport:
                 future.set_result(fn())
 
         self.post(run, future.set_exception)
+        return self._await(future, "answer")
+
+    def _await(self, future: Future[T], what: str) -> T:
+        """The future's result, or ConnectionFailedError saying what the broker did not do
+        within the timeout."""
         try:
             return future.result(self._timeout)
         except TimeoutError:
             raise ConnectionFailedError(
-                f"AMQP broker {self.address} did not answer within {self._timeout} s"
+                f"AMQP broker {self.address} did not {what} within {self._timeout} s"
             ) from None
 
     def _run_calls(self) -> None:
@@ -355,8 +360,8 @@ class AmqpTransport:
         must reach it."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
-            receiver = self._engine.create_receiver(
-                source, name or self.link_name("receiver"), options
+            receiver = self._engine.create_link(
+                True, source, name or self.link_name("receiver"), options
             )
             return self._track(receiver, source, on_message)
 
@@ -372,7 +377,9 @@ class AmqpTransport:
         options: LinkOption | list[LinkOption] | None = None,
     ) -> LinkHandle:
         def attach() -> tuple[LinkHandle, Future[None]]:
-            sender = self._engine.create_sender(target, name or self.link_name("sender"), options)
+            sender = self._engine.create_link(
+                False, target, name or self.link_name("sender"), options
+            )
             return self._track(sender, target, None)
 
         handle, attached = self.call(attach)
@@ -403,13 +410,7 @@ class AmqpTransport:
         return driver
 
     def _wait_attached(self, attached: Future[None], address: str) -> None:
-        try:
-            attached.result(self._timeout)
-        except TimeoutError:
-            raise ConnectionFailedError(
-                f"AMQP broker {self.address} did not attach a link to {address!r} within "
-                f"{self._timeout} s"
-            ) from None
+        self._await(attached, f"attach a link to {address!r}")
 
     def remote_source(self, handle: LinkHandle) -> str | None:
         """The address the broker gave the link's source (a subscription's queue)."""
@@ -466,13 +467,7 @@ class AmqpTransport:
 
         # Posted, not called: the only wait is for the broker's outcome.
         self.post(transfer, failed)
-        try:
-            outcome.result(self._timeout)
-        except TimeoutError:
-            raise ConnectionFailedError(
-                f"AMQP broker {self.address} did not settle a send to {sender.address!r}"
-                f" within {self._timeout} s"
-            ) from None
+        self._await(outcome, f"settle a send to {sender.address!r}")
 
     def flush(self, sender: LinkHandle) -> None:
         """Return once the broker has answered every transfer on ``sender`` (outside a
@@ -631,8 +626,8 @@ class AmqpTransport:
         JMS does); a broker without one refuses the attach, which raises here."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
-            coordinator = self._engine.create_sender(
-                None, self.link_name("coordinator"), _Coordinator()
+            coordinator = self._engine.create_link(
+                False, None, self.link_name("coordinator"), _Coordinator()
             )
             return self._track(coordinator, "the transaction coordinator", None)
 
@@ -650,13 +645,7 @@ class AmqpTransport:
             self._controls[delivery] = outcome
             return outcome
 
-        try:
-            return self.call(transfer).result(self._timeout)
-        except TimeoutError:
-            raise ConnectionFailedError(
-                f"AMQP broker {self.address} did not answer a transaction request within "
-                f"{self._timeout} s"
-            ) from None
+        return self._await(self.call(transfer), "answer a transaction request")
 
     def declare(self, coordinator: LinkHandle) -> Any:
         """Start a transaction; returns its id."""

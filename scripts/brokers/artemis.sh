@@ -8,14 +8,15 @@
 ARTEMIS_GAV=${JMSLIKE_ARTEMIS_GAV:-org.apache.artemis:2.56.0 org.apache.activemq:2.40.0}
 ARTEMIS_INSTANCE=$STATE/artemis-instance
 ARTEMIS_LOG=$ARTEMIS_INSTANCE/log/artemis.log
+TLS_DIR=$STATE/tls
 
 artemis_pid() { listener_pid 61617 artemis; }
-artemis_ports() { echo 8162 61617; } # main port last
+artemis_ports() { echo 8162 61618 61617; } # main port last; 61618 is TLS (amqps://)
 artemis_pidfile() { echo "$ARTEMIS_INSTANCE/data/artemis.pid"; }
 artemis_answers() { stomp_ping 61617 admin admin; }
 artemis_log() { echo "$ARTEMIS_LOG"; }
 artemis_describe() {
-  echo "core/amqp/stomp/openwire/mqtt 127.0.0.1:61617 console 127.0.0.1:8162 login: admin/admin  log: $ARTEMIS_LOG"
+  echo "core/amqp/stomp/openwire/mqtt 127.0.0.1:61617 TLS 127.0.0.1:61618 console 127.0.0.1:8162 login: admin/admin  log: $ARTEMIS_LOG"
 }
 
 # The unpacked distribution that the instance was (or will be) created from.
@@ -46,6 +47,7 @@ artemis_install() {
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
   artemis_home >/dev/null || step "download Artemis from Maven Central" artemis_download
+  [ -f "$TLS_DIR/server.p12" ] || step "make a test CA and a certificate for 127.0.0.1" tls_files
   [ -f "$ARTEMIS_INSTANCE/etc/broker.xml" ] ||
     step "create Artemis instance $ARTEMIS_INSTANCE" artemis_create "$(artemis_home)"
 }
@@ -58,30 +60,46 @@ artemis_create() {
     --host 127.0.0.1 --http-host 127.0.0.1 --http-port 8162 --default-port 61617 \
     --no-amqp-acceptor --no-stomp-acceptor --no-mqtt-acceptor --no-hornetq-acceptor \
     --no-autotune --nio --java-memory 1G --silent &&
-    artemis_one_acceptor
+    artemis_settings
 }
 
-# Replace the whole <acceptors> block, whatever the version generated, so that exactly one
-# listener exists: 61616 belongs to ActiveMQ Classic, and any forgotten acceptor (5672,
-# 61613, 1883, 5445 clash with the other brokers) would stop the instance from starting.
-artemis_one_acceptor() {
-  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
+# Replace the whole <acceptors> block, whatever the version generated, so that exactly the
+# listeners below exist: 61616 belongs to ActiveMQ Classic, and any forgotten acceptor
+# (5672, 61613, 1883, 5445 clash with the other brokers) would stop the instance from
+# starting. Run at every start, so that an instance made by an older script gets them too.
+artemis_acceptors() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$TLS_DIR/server.p12" <<'PY'
 import re, sys
-path = sys.argv[1]
+path, keystore = sys.argv[1], sys.argv[2]
 xml = open(path, encoding="utf-8").read()
+options = (
+    'useEpoll=true;tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
+    'amqpMinLargeMessageSize=102400;amqpCredits=1000;amqpLowCredits=300;'
+    'amqpDuplicateDetection=true;supportAdvisory=false;'
+    'suppressInternalManagementObjects=false'
+)
 acceptor = (
     '<acceptors>\n'
     '         <acceptor name="artemis">tcp://127.0.0.1:61617?'
-    'protocols=CORE,AMQP,STOMP,OPENWIRE,MQTT;useEpoll=true;'
-    'tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
-    'amqpMinLargeMessageSize=102400;amqpCredits=1000;amqpLowCredits=300;'
-    'amqpDuplicateDetection=true;supportAdvisory=false;'
-    'suppressInternalManagementObjects=false</acceptor>\n'
+    f'protocols=CORE,AMQP,STOMP,OPENWIRE,MQTT;{options}</acceptor>\n'
+    '         <acceptor name="artemis-tls">tcp://127.0.0.1:61618?'
+    f'protocols=AMQP,STOMP;sslEnabled=true;keyStorePath={keystore};'
+    f'keyStorePassword=jmslike-test;keyStoreType=PKCS12;{options}</acceptor>\n'
     '      </acceptors>'
 )
 new, n = re.subn(r"<acceptors>.*?</acceptors>", acceptor, xml, count=1, flags=re.S)
 if n != 1:
     sys.exit(f"no <acceptors> block in {path}")
+open(path, "w", encoding="utf-8").write(new)
+PY
+}
+
+artemis_settings() {
+  artemis_acceptors || return 1
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
+import re, sys
+path = sys.argv[1]
+new = open(path, encoding="utf-8").read()
 # Browsing over the management API (jmslike's browsers on Artemis) returns whole bodies.
 new, n = re.subn(
     r'(<address-setting match="#">)',
@@ -107,8 +125,29 @@ artemis_test_user() {
 
 artemis_configure() {
   local n
+  artemis_acceptors || die "artemis: cannot write the acceptors of $ARTEMIS_INSTANCE/etc/broker.xml"
   n=$(grep -c '<acceptor ' "$ARTEMIS_INSTANCE/etc/broker.xml" || true)
-  [ "$n" = 1 ] || die "artemis: $ARTEMIS_INSTANCE/etc/broker.xml has $n acceptors, expected 1"
+  [ "$n" = 2 ] || die "artemis: $ARTEMIS_INSTANCE/etc/broker.xml has $n acceptors, expected 2"
+}
+
+# A test CA and a server certificate for 127.0.0.1 and localhost, made once with openssl:
+# the CA for the clients (sslCaFile), the key and certificate as a PKCS12 keystore for
+# Artemis' TLS acceptor. Test credentials only: the key never leaves $TLS_DIR.
+tls_files() {
+  command -v openssl >/dev/null || apt_install openssl
+  mkdir -p "$TLS_DIR" && (
+    cd "$TLS_DIR" &&
+      openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=jmslike test CA" \
+        -keyout ca.key -out ca.pem 2>/dev/null &&
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout server.key -out server.csr 2>/dev/null &&
+      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext &&
+      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+        -extfile server.ext -out server.pem 2>/dev/null &&
+      openssl pkcs12 -export -in server.pem -inkey server.key -out server.p12 \
+        -passout pass:jmslike-test &&
+      chmod 644 ca.pem server.p12
+  )
 }
 
 artemis_launch() {
@@ -125,5 +164,5 @@ artemis_halt() {
   if [ "$(cat "$ARTEMIS_INSTANCE/data/artemis.pid" 2>/dev/null)" = "$1" ]; then
     "$ARTEMIS_INSTANCE/bin/artemis-service" stop >>"$ARTEMIS_INSTANCE/log/service.log" 2>&1 || true
   fi
-  term_and_wait artemis "$1" 61617 8162
+  term_and_wait artemis "$1" 61617 61618 8162
 }
