@@ -23,6 +23,7 @@ import logging
 import os
 import selectors
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -121,6 +122,7 @@ class Driver:
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
+        self._pipe_lock = threading.Lock()
         self._stopped = False
         self._write_closed = False
 
@@ -132,8 +134,9 @@ class Driver:
     # -------------------------------------------------------------- any thread
     def wake(self) -> None:
         """Have the loop call the handler's ``on_wake`` soon (from any thread)."""
-        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake-up is pending
-            os.write(self._wake_write, b"\0")
+        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):
+            if self._wake_write >= 0:  # else released: the loop is over
+                os.write(self._wake_write, b"\0")  # a full pipe: a wake-up is pending
 
     def stop(self) -> None:
         """End the loop without waiting for the broker (from any thread)."""
@@ -187,12 +190,19 @@ class Driver:
             self._loop(selector)
         finally:
             selector.close()
-            if self._socket is not None:
-                with contextlib.suppress(OSError):
-                    self._socket.close()
+            self.release()
+
+    def release(self) -> None:
+        """Close the socket and the wake-up pipe (again: harmless)."""
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.close()
+        with self._pipe_lock:  # no wake() may write to a number the system gave again
             for fd in (self._wake_read, self._wake_write):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._wake_read = self._wake_write = -1
 
     def _connect(self) -> None:
         try:
@@ -234,7 +244,7 @@ class Driver:
             if not isnull(pn_collector_peek(collector._impl)):
                 continue  # handle those before waiting
             if sock is None:
-                continue
+                return  # never connected, and the transport says so: nothing to wait for
             if wanted != interest:
                 if wanted:
                     if interest:

@@ -184,6 +184,7 @@ class AmqpTransport:
         """The connection's thread: make the engine here, open the connection, run the
         loop until the connection ends, then let go of every Proton object here."""
         host, port, user, password = self._connect_to
+        driver: Driver | None = None
         try:
             driver = Driver(
                 host,
@@ -214,6 +215,8 @@ class AmqpTransport:
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
             self._forget_links()
             self._driver = self.connection = None
+            if driver is not None:
+                driver.release()
 
     def _fail(self, error: JMSException) -> None:
         opened = self._opened.done() and self._opened.exception() is None
