@@ -11,8 +11,8 @@ destinations are dynamic nodes; browsers are ``copy`` receivers. Groups are the 
 (``group-id``) on Artemis and Classic, the client gate's on RabbitMQ. What a broker lacks
 is in ``Capabilities`` (docs/providers.md has the matrix).
 
-Threads: these classes run on the application's threads and on the connection's
-connection's thread (``AmqpConsumer._on_message`` and what it calls); they hold Proton
+Threads: these classes run on the application's threads and on the connection's own
+thread (``AmqpConsumer._on_message`` and what it calls); they hold Proton
 objects only through the transport's handles and delivery numbers.
 """
 
@@ -129,8 +129,8 @@ class AmqpConsumer(ProviderConsumer):
         self.destination = destination
         self._sink = sink
         self.outstanding: dict[int, _Token] = {}
-        """Deliveries pushed up and not settled yet, in delivery order (the container
-        thread adds, settling removes)."""
+        """Deliveries pushed up and not settled yet, by number, in delivery order (the
+        connection's thread adds, settling removes)."""
         connection = session.connection
         options: list[Any] = [
             Capability("topic" if destination.is_topic else "queue", *capabilities),
