@@ -181,6 +181,7 @@ JMSLIKE_TEST_ARTEMIS_AMQP_URL=amqp://admin:admin@127.0.0.1:61617
 JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL=http://127.0.0.1:8162/console/jolokia
 JMSLIKE_TEST_ARTEMIS_OPENWIRE_URL=tcp://127.0.0.1:61617
 JMSLIKE_TEST_ARTEMIS_AMQPS_URL=amqps://admin:admin@localhost:61618
+JMSLIKE_TEST_ARTEMIS_STOMPS_URL=stomp+ssl://admin:admin@127.0.0.1:61618
 EOF
   # The test CA that signed Artemis' TLS certificate (scripts/brokers/artemis.sh).
   echo "JMSLIKE_TEST_TLS_CA_FILE=$TLS_DIR/ca.pem" >>"$STATE/brokers.env"

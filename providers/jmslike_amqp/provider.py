@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -55,6 +54,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
@@ -587,7 +587,7 @@ class AmqpConnection(ProviderConnection):
         # from the open frame's hostname as "vhost:name" (other brokers ignore it).
         vhost = (url.path or "").strip("/")
 
-        ca_file, verify_host = tls_options(settings)
+        tls = tls_options(settings)
 
         def connect(container_id: str | None) -> AmqpTransport:
             return AmqpTransport(
@@ -598,8 +598,8 @@ class AmqpConnection(ProviderConnection):
                 timeout=settings.request_timeout,
                 on_lost=on_exception,
                 ssl=url.scheme == "amqps",
-                ssl_ca_file=ca_file,
-                ssl_verify_host=verify_host,
+                ssl_ca_file=tls.ca_file,
+                ssl_verify_host=tls.verify_host,
                 container_id=container_id,
                 virtual_host=f"vhost:{vhost}" if vhost else None,
             )
@@ -768,30 +768,12 @@ class AmqpConnection(ProviderConnection):
         self.transport.close()
 
 
-def tls_options(settings: FactorySettings) -> tuple[str | None, bool]:
-    """``sslCaFile`` (a PEM file of the certificate authorities to trust for
-    ``amqps://``; default: the system's) and ``sslVerifyHost`` (default true: the broker's
-    certificate must name the host of the URL), checked."""
-    extra = settings.extra
-    ca_file = extra.get("sslCaFile")
-    if ca_file is not None:
-        ca_file = str(ca_file)
-        if not os.path.isfile(ca_file) or not os.access(ca_file, os.R_OK):
-            raise ConfigurationError(f"sslCaFile={ca_file!r}: not a readable file")
-    raw = extra.get("sslVerifyHost", True)
-    text = str(raw).lower()
-    if not isinstance(raw, bool) and text not in {"true", "false", "1", "0", "yes", "no"}:
-        raise ConfigurationError(f"sslVerifyHost={raw!r}: expected true or false")
-    verify = raw if isinstance(raw, bool) else text in {"true", "1", "yes"}
-    return ca_file, verify
-
-
 class AmqpProvider(Provider):
     """``amqp://host:port`` and ``amqps://``."""
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = frozenset({"sslCaFile", "sslVerifyHost"})
+    setting_names = TLS_SETTINGS
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)

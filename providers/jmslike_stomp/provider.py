@@ -52,6 +52,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
 from jmslike_stomp.dialect import Dialect, dialect_for
 from jmslike_stomp.management import ArtemisManagement
@@ -628,6 +629,7 @@ class StompConnection(ProviderConnection):
             reconnect=options.reconnect,
             on_reconnect=on_reconnect,
             on_lost=on_lost,
+            ssl_ca_file=options.tls.ca_file,
         )
 
     def _lost(self) -> None:
@@ -874,6 +876,7 @@ def _core_selector(selector: str) -> str:
 class _Options:
     heartbeat_ms: int
     reconnect: Reconnect
+    tls: TlsOptions
 
 
 def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
@@ -902,9 +905,17 @@ def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
     attempts = number("reconnectAttempts", -1 if url.members else 0, int, -1)
     delay = number("reconnectDelay", 0.1, float, 0.001)
     max_delay = max(delay, number("maxReconnectDelay", 5.0, float, 0.001))
+    tls = tls_options(settings)
+    if not tls.verify_host:
+        # stomp.py checks a certificate's host name whenever it checks the certificate.
+        raise ConfigurationError(
+            f"sslVerifyHost=false for {url}: stomp.py cannot check a certificate without its "
+            "host name (amqps:// can)"
+        )
     return _Options(
         heartbeat_ms=number("heartbeat", 10000, int, 0),
         reconnect=Reconnect(attempts=attempts, delay=delay, max_delay=max_delay),
+        tls=tls,
     )
 
 
@@ -921,6 +932,7 @@ class StompProvider(Provider):
             "reconnectAttempts",
             "reconnectDelay",
             "maxReconnectDelay",
+            *TLS_SETTINGS,
         }
     )
 

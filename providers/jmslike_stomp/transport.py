@@ -18,6 +18,7 @@ import itertools
 import logging
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -160,8 +161,11 @@ class StompTransport:
         reconnect: Reconnect | None = None,
         on_reconnect: Callable[[], None] | None = None,
         on_lost: Callable[[], None] | None = None,
+        ssl_ca_file: str | None = None,
     ) -> None:
         members = url.members or (url,)
+        self._ssl_ca_file = ssl_ca_file
+        """``stomp+ssl://``: the CA file to trust (None: the system's)."""
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
         self._members = members
         self._user = user
@@ -209,7 +213,9 @@ class StompTransport:
         )
         for member in self._members:
             if member.scheme.endswith("+ssl"):
-                conn.set_ssl(for_hosts=[(member.host, member.port or 61613)])
+                conn.set_ssl(
+                    for_hosts=[(member.host, member.port or 61613)], ca_certs=self._ssl_ca_file
+                )
         conn.set_listener("jmslike", _Link(self, self.generation))
         self._connect_refusal = ""
         self._answered.clear()
@@ -242,11 +248,16 @@ class StompTransport:
         reasons = []
         for member in self._members:
             where = f"{member.host or '127.0.0.1'}:{member.port or 61613}"
+            host = member.host or "127.0.0.1"
             try:
-                with socket.create_connection(
-                    (member.host or "127.0.0.1", member.port or 61613), timeout=2.0
-                ):
+                with socket.create_connection((host, member.port or 61613), timeout=2.0) as sock:
+                    if member.scheme.endswith("+ssl"):
+                        # The handshake stomp.py tried, with the same trust: its reason.
+                        context = ssl.create_default_context(cafile=self._ssl_ca_file)
+                        context.wrap_socket(sock, server_hostname=host).close()
                     reasons.append(f"{where} accepted TCP but not the STOMP connection")
+            except ssl.SSLError as exc:
+                reasons.append(f"{where}: TLS handshake failed: {exc.reason or exc}")
             except OSError as exc:
                 reasons.append(f"{where}: {exc.strerror or exc}")
         return "; ".join(reasons)

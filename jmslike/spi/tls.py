@@ -1,0 +1,41 @@
+"""The TLS settings every network provider reads the same way (``amqps://``,
+``stomp+ssl://``): ``sslCaFile``, a PEM file of the certificate authorities to trust
+(default: the system's), and ``sslVerifyHost`` (default true: the broker's certificate
+must name the URL's host). Checked when the factory is made, so that a typo fails
+before anything connects."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from jmslike.config import FactorySettings
+from jmslike.errors import ConfigurationError
+
+__all__ = ["TLS_SETTINGS", "TlsOptions", "tls_options"]
+
+TLS_SETTINGS = frozenset({"sslCaFile", "sslVerifyHost"})
+"""The keys, for a provider's ``setting_names``."""
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+@dataclass(frozen=True, slots=True)
+class TlsOptions:
+    ca_file: str | None = None
+    verify_host: bool = True
+
+
+def tls_options(settings: FactorySettings) -> TlsOptions:
+    """The checked TLS settings of a factory."""
+    extra = settings.extra
+    raw_ca = extra.get("sslCaFile")
+    ca_file = None if raw_ca is None else str(raw_ca)
+    if ca_file is not None and (not os.path.isfile(ca_file) or not os.access(ca_file, os.R_OK)):
+        raise ConfigurationError(f"sslCaFile={ca_file!r}: not a readable file")
+    raw = extra.get("sslVerifyHost", True)
+    text = str(raw).lower()
+    if not isinstance(raw, bool) and text not in _TRUE | _FALSE:
+        raise ConfigurationError(f"sslVerifyHost={raw!r}: expected true or false")
+    return TlsOptions(ca_file, raw if isinstance(raw, bool) else text in _TRUE)
