@@ -110,6 +110,15 @@ class LinkHandle:
         self._unsettled: set[Delivery] = set()
         """Senders: transfers outside transactions the broker has not answered."""
 
+    def _release(self) -> None:
+        """The connection's thread, once the link is gone: let go of its Proton objects.
+        A send still waiting for credit goes on, and fails at once: no link."""
+        self._link = None
+        self._late = None
+        self._deliveries.clear()
+        self._unsettled.clear()
+        self.credit.set()
+
     def __repr__(self) -> str:
         kind = "sender" if self.is_sender else "receiver"
         return f"<LinkHandle {kind} {self.name} {self.address!r}>"
@@ -145,10 +154,9 @@ class AmqpTransport:
         """A wake-up of the connection's thread is on its way (``post``)."""
         self._delivery_numbers = itertools.count(1)
         # The rest is the connection's thread's, keyed by Proton objects.
-        self._handles: dict[Link, LinkHandle] = {}
-        self._by_key: dict[int, LinkHandle] = {}
-        """The same handles by the address of the C link (``Driver.key_of``): a delivery
-        event finds its link's handle without wrapping the link."""
+        self._handles: dict[int, LinkHandle] = {}
+        """Open links' handles by the address of the C link (``Driver.key_of``): a
+        delivery event finds its link's handle without wrapping the link."""
         self._outcomes: dict[Delivery, Future[None]] = {}
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
@@ -249,12 +257,8 @@ class AmqpTransport:
     def _forget_links(self) -> None:
         """The loop has ended: let go of every Proton object, here on its thread."""
         for handle in self._handles.values():
-            handle._link = None
-            handle._deliveries.clear()
-            handle._unsettled.clear()
-            handle.credit.set()
+            handle._release()
         self._handles.clear()
-        self._by_key.clear()
         self._outcomes.clear()
         self._controls.clear()
 
@@ -392,8 +396,7 @@ class AmqpTransport:
     def _track(
         self, link: Link, address: str | None, on_message: MessageCallback | None
     ) -> tuple[LinkHandle, Future[None]]:
-        handle = self._handles[link] = LinkHandle(link, address, on_message)
-        self._by_key[Driver.key_of(link)] = handle
+        handle = self._handles[Driver.key_of(link)] = LinkHandle(link, address, on_message)
         future: Future[None] = Future()
         self._attaching[link] = future
         return handle, future
@@ -721,14 +724,9 @@ class AmqpTransport:
     def _let_go(self, link: Link) -> None:
         """Both ends have closed ``link``: drop what refers to it, here on the connection's
         thread. Deliveries never settled went back to the broker with the link."""
-        handle = self._handles.pop(link, None)
-        self._by_key.pop(Driver.key_of(link), None)
+        handle = self._handles.pop(Driver.key_of(link), None)
         if handle is not None:
-            handle._link = None
-            handle._late = None
-            handle._deliveries.clear()
-            handle._unsettled.clear()
-            handle.credit.set()  # a send still waiting fails at once: no link
+            handle._release()
 
     def close(self) -> None:
         """Close the connection and let its thread end: once the broker has answered the
@@ -914,7 +912,7 @@ class _Events:
         answered = transport._detaching.pop(link, None)
         if answered is not None and not answered.done():
             answered.set_result(None)
-        handle = transport._handles.get(link)
+        handle = transport._handles.get(Driver.key_of(link))
         if handle is not None and handle._closed:
             transport._let_go(link)
 
@@ -922,7 +920,7 @@ class _Events:
         link = event.link
         transport = self._transport
         if link.is_sender:
-            handle = transport._handles.get(link)
+            handle = transport._handles.get(Driver.key_of(link))
             if handle is not None and link.credit > 0:
                 handle.credit.set()
             return
@@ -935,7 +933,7 @@ class _Events:
 
     # ------------------------------------------------------------- deliveries
     def on_delivery(self, delivery: Delivery, link_key: int) -> None:
-        handle = self._transport._by_key.get(link_key)
+        handle = self._transport._handles.get(link_key)
         link = handle._link if handle is not None else None
         if handle is None or link is None:  # a link already let go of
             link = delivery.link
