@@ -123,11 +123,23 @@ class ConnectionFactory:
             password if password is not None else self._password,
         )
 
+    def _internal_connection(self) -> Connection:
+        """A connection for jmslike's own traffic (partition heart-beats): no
+        interceptors, so tracing and metrics see only the application's messages."""
+        return Connection(self, self._user, self._password, internal=True)
+
 
 class Connection:
     """An open connection to a broker (JMS Connection); a context manager."""
 
-    def __init__(self, factory: ConnectionFactory, user: str | None, password: str | None) -> None:
+    def __init__(
+        self,
+        factory: ConnectionFactory,
+        user: str | None,
+        password: str | None,
+        *,
+        internal: bool = False,
+    ) -> None:
         self._factory = factory
         self._settings = factory.settings
         self._ids = itertools.count(1)
@@ -137,7 +149,9 @@ class Connection:
             factory.url, self._settings, user, password, self._report
         )
         self._gate, self._gate_scope = self._acquire_gate()
-        self._interceptors = [*factory.interceptors, *self._plugin_interceptors()]
+        self._interceptors = (
+            [] if internal else [*factory.interceptors, *self._plugin_interceptors()]
+        )
         self._send_chain = fold_send(self._interceptors, send_to_provider)
         self._delivery_chain = fold_delivery(self._interceptors, deliver_to_handler, self._report)
         self._dead_letter_observers = [

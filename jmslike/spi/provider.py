@@ -96,16 +96,35 @@ class Capabilities:
     """The provider keeps strictly ordered destinations (ORD-18): ``create_consumer``
     takes ``exclusive`` and ``standby``. Where False, a strictly ordered consumer is
     refused with IllegalStateError."""
+    exclusive_scope: str = "broker"
+    """Where ``exclusive_consumers`` holds: "broker" (the broker itself keeps one
+    consumer active, whatever process it is in: exclusive consumers, exclusive queues,
+    single-active-consumer queues) or "process" (jmslike keeps it within this process
+    only). Partitioned queues need "broker"; ``extra["exclusive_hint"]`` may say what
+    setting would give it."""
     delivery_count: bool = True
     """The broker counts deliveries (else jmslike counts them on the client)."""
     dead_letter_queue: bool = True
     persistent: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def groups_across_processes(self) -> str:
+        """How ordering groups hold when consumers of one queue run in several processes
+        (ORD-16): "broker" (the broker pins groups), "partitions" (it does not, but holds
+        each partition of a partitioned queue to one consumer: declare the queue
+        partitioned), or "none" (groups hold within one process only)."""
+        if self.ordering_mode == OrderingMode.BROKER:
+            return "broker"
+        if self.exclusive_consumers and self.exclusive_scope == "broker":
+            return "partitions"
+        return "none"
+
     def as_dict(self) -> dict[str, Any]:
         """All capabilities as a plain dict, for ``jmslike providers`` and logs."""
         names = [f for f in self.__dataclass_fields__ if f != "extra"]
         out = {name: getattr(self, name) for name in names}
+        out["groups_across_processes"] = self.groups_across_processes
         out["extra"] = dict(self.extra)
         return out
 

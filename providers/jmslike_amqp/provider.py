@@ -43,6 +43,7 @@ from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector as ClientSelector
 from jmslike.selector import message_lookup, parse_selector
 from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -151,6 +152,9 @@ class AmqpConsumer(ProviderConsumer):
                 options.append(Selector(selector))  # Artemis reads the JMS names itself
         names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
+        if self.exclusive and connection.classic and not destination.is_topic:
+            # ORD-18 across processes: Classic's exclusive consumer, as an address option.
+            address += "?consumer.exclusive=true"
 
         def attach() -> LinkHandle:
             return connection.transport.open_receiver(
@@ -405,13 +409,16 @@ class AmqpSession(ProviderSession):
             cell[0].promote()
 
         claim = connection.strict.attach(
-            connection.address_of(destination),
+            destination.key,
             name if named else f"own-{id(cell)}" if destination.is_topic else None,
             exclusive=exclusive,
             standby=standby,
             promote=promote,
             what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
+        if claim.strict and not (destination.is_topic or destination.is_temporary):
+            # ORD-18 across processes: the broker itself holds the queue to one consumer.
+            connection.declare_exclusive_queue(destination, required=False)
         try:
             consumer = AmqpConsumer(self, destination, sink, selector, claim=claim, **extra)
         except BaseException:
@@ -629,6 +636,10 @@ class AmqpConnection(ProviderConnection):
                 str((properties or {}).get("topic-prefix") or ""),
             )
         )
+        self.exclusivity = exclusivity_for(
+            self.broker, url.host, settings, user, password, vhost or "/"
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
         native = not self.rabbitmq
         self.coordinated = not self.rabbitmq
         """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
@@ -651,7 +662,11 @@ class AmqpConnection(ProviderConnection):
             temporary_destinations=native,
             browsers=native,
             exclusive_consumers=True,
-            extra={"gate_scope": f"amqp://{self.transport.address}"},
+            exclusive_scope=self.exclusivity.scope,
+            extra={
+                "gate_scope": f"amqp://{self.transport.address}",
+                "exclusive_hint": self.exclusivity.hint,
+            },
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()
@@ -716,8 +731,31 @@ class AmqpConnection(ProviderConnection):
         destination's address is the broker's own."""
         if destination.is_temporary:
             return destination.name
+        if (
+            self.rabbitmq
+            and not destination.is_topic
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            # A single-active-consumer queue: /queue/<name> would declare it again
+            # without the argument, and be refused.
+            return "/amq/queue/" + destination.name
         queue_prefix, topic_prefix = self._prefixes
         return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
 
     def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
         """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
@@ -773,7 +811,7 @@ class AmqpProvider(Provider):
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = TLS_SETTINGS
+    setting_names = TLS_SETTINGS | {"managementUrl"}
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)

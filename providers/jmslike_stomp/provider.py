@@ -41,6 +41,8 @@ from jmslike.errors import (
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, message_lookup, parse_selector
 from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
+from jmslike.spi.management import ArtemisManagement
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -55,7 +57,6 @@ from jmslike.spi.strict import Claim, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
 from jmslike_stomp.dialect import Dialect, dialect_for
-from jmslike_stomp.management import ArtemisManagement
 from jmslike_stomp.transport import Reconnect, StompTransport
 
 __all__ = ["StompProvider"]
@@ -317,7 +318,7 @@ class StompSession(ProviderSession):
             )
         dialect = self.connection.dialect
         headers, body = encode(message, destination, dialect)
-        headers["destination"] = destination_name(destination, dialect)
+        headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
             headers["transaction"] = self._tx
         persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
@@ -347,7 +348,7 @@ class StompSession(ProviderSession):
             )
         sub_id = f"sub-{uuid.uuid4().hex[:12]}"
         headers = {
-            "destination": destination_name(destination, dialect),
+            "destination": connection.wire_name(destination),
             "ack": "client-individual",
             **dialect.prefetch_headers(self.window),
         }
@@ -380,7 +381,7 @@ class StompSession(ProviderSession):
             cell[0].promote()
 
         claim = connection.strict.attach(
-            headers["destination"],
+            destination.key,
             place,
             exclusive=exclusive,
             standby=standby,
@@ -389,7 +390,10 @@ class StompSession(ProviderSession):
         )
         if claim.strict:
             # One active consumer: it takes one message at a time unless its session must
-            # hold many (ORD-18), and Classic keeps other processes' consumers out too.
+            # hold many (ORD-18), and the broker keeps other processes' consumers out too.
+            if not (destination.is_topic or destination.is_temporary):
+                connection.declare_exclusive_queue(destination, required=False)
+                headers["destination"] = connection.wire_name(destination)
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
             if dialect.exclusive_header:
@@ -461,7 +465,7 @@ class StompSession(ProviderSession):
         dialect = self.connection.dialect
         dlq = Queue(self.connection.settings.dead_letter_queue)
         headers, body = encode(message, dlq, dialect)
-        headers["destination"] = destination_name(dlq, dialect)
+        headers["destination"] = self.connection.wire_name(dlq)
         headers["persistent"] = "true"
         tx = f"dlq-{uuid.uuid4().hex[:12]}"
         self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
@@ -558,7 +562,7 @@ class StompSession(ProviderSession):
 
         sub_id = f"browse-{uuid.uuid4().hex[:12]}"
         headers = {
-            "destination": destination_name(destination, dialect),
+            "destination": self.connection.wire_name(destination),
             "browser": "true",
             "ack": "auto",
         }
@@ -609,7 +613,46 @@ class StompConnection(ProviderConnection):
             if management_url and self.dialect.management == "artemis-jolokia"
             else None
         )
-        self.capabilities = _capabilities(self.dialect, self.transport, self.management)
+        first = url.members[0] if url.members else url
+        self.exclusivity = exclusivity_for(
+            self.dialect.name,
+            first.host or "127.0.0.1",
+            settings,
+            self._user,
+            self._password,
+            self.transport.vhost,
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
+        self.capabilities = _capabilities(
+            self.dialect, self.transport, self.management, self.exclusivity
+        )
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
+
+    def wire_name(self, destination: Destination) -> str:
+        """The STOMP ``destination`` header: RabbitMQ's single-active-consumer queues are
+        addressed as ``/amq/queue/<name>``, since ``/queue/<name>`` would declare the
+        queue again without the argument and be refused."""
+        if (
+            self.dialect.name == "rabbitmq"
+            and not (destination.is_topic or destination.is_temporary)
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            return "/amq/queue/" + destination.name
+        return destination_name(destination, self.dialect)
 
     def _connect(
         self,
@@ -816,7 +859,10 @@ class StompConnection(ProviderConnection):
 
 
 def _capabilities(
-    dialect: Dialect, transport: StompTransport, management: ArtemisManagement | None
+    dialect: Dialect,
+    transport: StompTransport,
+    management: ArtemisManagement | None,
+    exclusivity: Exclusivity,
 ) -> Capabilities:
     native = dialect.native_groups
     return Capabilities(
@@ -835,9 +881,11 @@ def _capabilities(
         temporary_destinations=dialect.temp_queue_prefix is not None,
         browsers=dialect.browse or management is not None,
         exclusive_consumers=True,
+        exclusive_scope=exclusivity.scope,
         delivery_count=True,
         persistent=True,
         extra={
+            "exclusive_hint": exclusivity.hint,
             "gate_scope": f"stomp://{transport.address}",
             "counted_by": "jmslike",
             # Consumers on connections of their own: arrival order is not broker order.

@@ -1,0 +1,180 @@
+"""One process's part in a consumer group: which partitions it owns, and which of its
+consumers takes each.
+
+There is one coordinator per process, broker and partitioned queue, shared by every
+consumer of that queue the process creates (a listener container's sessions, plain
+consumers). It keeps the group's membership (heart-beats, :mod:`.membership`), works out
+this process's partitions from the live members (:func:`.assignment.assign`, weighted by
+how many consumers each process has), and spreads them over its own consumers
+(:func:`.assignment.spread`), so a process with N consumers works up to N partitions at
+once. Whenever the members or the local consumers change, it works it out again and
+tells each consumer what to own; the consumers do the hand-overs.
+
+The first consumer of a process waits one heart-beat round before it takes anything,
+so that it knows the other members (and whether they agree on the partition count)
+rather than grabbing every partition for a moment.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from jmslike.errors import ConfigurationError, JMSException
+from jmslike.partitions.assignment import assign, spread
+from jmslike.partitions.membership import Membership, View
+
+if TYPE_CHECKING:
+    from jmslike.connection import Connection
+    from jmslike.partitions.consumer import PartitionedConsumer
+    from jmslike.partitions.layout import PartitionSpec
+
+__all__ = ["Coordinator", "coordinator_for"]
+
+log = logging.getLogger("jmslike.partitions")
+
+
+class Coordinator:
+    """The partitions of one queue in this process."""
+
+    def __init__(
+        self,
+        key: tuple[str, str, str],
+        spec: PartitionSpec,
+        connect: Callable[[], Connection],
+        interval: float,
+        timeout: float,
+    ) -> None:
+        self.key = key
+        self.spec = spec
+        self._connect = connect
+        self._interval = interval
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._consumers: list[PartitionedConsumer] = []
+        self._membership: Membership | None = None
+        self._view: View = {}
+        self._reporters: dict[PartitionedConsumer, Callable[[JMSException], None]] = {}
+
+    def register(
+        self, consumer: PartitionedConsumer, report: Callable[[JMSException], None] | None = None
+    ) -> None:
+        """A new local consumer of the queue; the first one joins the group. Returns once
+        the group's members have been heard from, raising ConfigurationError if one
+        disagrees on the partition count."""
+        with self._lock:
+            if self._membership is None:
+                self._membership = Membership(
+                    self._connect,
+                    self.spec,
+                    interval=self._interval,
+                    timeout=self._timeout,
+                    on_change=self._changed,
+                    on_conflict=self.report,
+                )
+            membership = self._membership
+            self._consumers.append(consumer)
+            if report is not None:
+                self._reporters[consumer] = report
+            membership.set_capacity(len(self._consumers))
+        try:
+            membership.wait_settled()  # outside the lock: the first view arrives through it
+        except JMSException:
+            self.unregister(consumer)
+            raise
+        with self._lock:
+            self._reassign()
+
+    def set_reporter(
+        self, consumer: PartitionedConsumer, report: Callable[[JMSException], None]
+    ) -> None:
+        with self._lock:
+            self._reporters[consumer] = report
+
+    def unregister(self, consumer: PartitionedConsumer) -> None:
+        """A local consumer closed (its partitions are given back); the last one leaves
+        the group, so the other processes take its partitions at once."""
+        with self._lock:
+            if consumer in self._consumers:
+                self._consumers.remove(consumer)
+            self._reporters.pop(consumer, None)
+            if self._consumers:
+                if self._membership is not None:
+                    self._membership.set_capacity(len(self._consumers))
+                self._reassign()
+                return
+            leaving = self._leave()
+        if leaving is not None:
+            leaving.close()  # outside the lock: its thread may be waiting for it
+
+    def _leave(self) -> Membership | None:
+        """With the lock held: no consumer is left; the caller closes what is returned."""
+        membership, self._membership = self._membership, None
+        self._view = {}
+        _forget(self)
+        return membership
+
+    def report(self, error: JMSException) -> None:
+        """An error no call returns (a member that disagrees, a partition that could not
+        be attached): to the exception listeners of the local consumers' connections."""
+        with self._lock:
+            reporters = list(self._reporters.values())
+        if not reporters:
+            log.error("%s", error)
+        for report in reporters:
+            report(error)
+
+    def _changed(self, view: View) -> None:
+        with self._lock:
+            if self._membership is None:
+                return
+            self._view = view
+            self._reassign()
+
+    def _reassign(self) -> None:
+        """With the lock held: this process's partitions over its consumers."""
+        membership = self._membership
+        if membership is None or not self._consumers:
+            return
+        members = {m: v.capacity for m, v in self._view.items()}
+        members[membership.id] = len(self._consumers)
+        mine = assign(self.spec.count, members).get(membership.id, [])
+        local = spread(mine, [c.id for c in self._consumers])
+        log.debug("%s: %d members, this process owns %s", self.spec, len(members), mine)
+        for consumer in list(self._consumers):
+            consumer.assign(local.get(consumer.id, []))
+
+
+_registry: dict[tuple[str, str, str], Coordinator] = {}
+_registry_lock = threading.Lock()
+
+
+def coordinator_for(
+    scope: str,
+    spec: PartitionSpec,
+    connect: Callable[[], Connection],
+    interval: float,
+    timeout: float,
+) -> Coordinator:
+    """The process's coordinator of ``spec`` on the broker ``scope`` (made on first use;
+    forgotten when its last consumer leaves)."""
+    key = (scope, spec.destination.key, spec.consumer_group)
+    with _registry_lock:
+        found = _registry.get(key)
+        if found is None:
+            found = _registry[key] = Coordinator(key, spec, connect, interval, timeout)
+        elif found.spec.count != spec.count:
+            raise ConfigurationError(
+                f"{spec.destination} has partitions = {spec.count} in one factory and "
+                f"{found.spec.count} in another of this process: every factory must "
+                "declare the same count (partitioned_destinations)"
+            )
+        return found
+
+
+def _forget(coordinator: Coordinator) -> None:
+    with _registry_lock:
+        if _registry.get(coordinator.key) is coordinator:
+            del _registry[coordinator.key]
