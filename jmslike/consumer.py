@@ -123,6 +123,13 @@ class MessageConsumer:
         another consumer of the same broker (the declaration sticks)."""
         return self._provider.exclusive
 
+    @property
+    def partitions(self) -> list[int] | None:
+        """On a partitioned queue, the partitions this consumer takes messages from now
+        (they change as processes come and go); None on any other destination."""
+        owned = getattr(self._provider, "owned", None)
+        return list(owned) if owned is not None else None
+
     def __enter__(self) -> MessageConsumer:
         return self
 

@@ -13,6 +13,11 @@ tells each consumer what to own; the consumers do the hand-overs.
 The first consumer of a process waits one heart-beat round before it takes anything,
 so that it knows the other members (and whether they agree on the partition count)
 rather than grabbing every partition for a moment.
+
+Threads: the hand-overs (attaching and closing broker consumers, which wait for the
+broker) run on a thread of the coordinator's own, ``jmslike-partitions-<group>-assign``,
+so that the membership thread never stops sending heart-beats while a broker is slow to
+answer: a process busy with a hand-over must not look dead to the others.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class Coordinator:
         self._membership: Membership | None = None
         self._view: View = {}
         self._reporters: dict[PartitionedConsumer, Callable[[JMSException], None]] = {}
+        self._dirty = threading.Event()
+        self._worker: threading.Thread | None = None
 
     def register(
         self, consumer: PartitionedConsumer, report: Callable[[JMSException], None] | None = None
@@ -84,8 +91,7 @@ class Coordinator:
         except JMSException:
             self.unregister(consumer)
             raise
-        with self._lock:
-            self._reassign()
+        self._kick()
 
     def set_reporter(
         self, consumer: PartitionedConsumer, report: Callable[[JMSException], None]
@@ -103,7 +109,7 @@ class Coordinator:
             if self._consumers:
                 if self._membership is not None:
                     self._membership.set_capacity(len(self._consumers))
-                self._reassign()
+                self._kick()
                 return
             leaving = self._leave()
         if leaving is not None:
@@ -114,6 +120,7 @@ class Coordinator:
         membership, self._membership = self._membership, None
         self._view = {}
         _forget(self)
+        self._dirty.set()  # the worker sees no membership and ends
         return membership
 
     def report(self, error: JMSException) -> None:
@@ -127,24 +134,43 @@ class Coordinator:
             report(error)
 
     def _changed(self, view: View) -> None:
+        """The membership thread: a new view; the hand-overs happen on the worker."""
         with self._lock:
             if self._membership is None:
                 return
             self._view = view
-            self._reassign()
+        self._kick()
 
-    def _reassign(self) -> None:
-        """With the lock held: this process's partitions over its consumers."""
-        membership = self._membership
-        if membership is None or not self._consumers:
-            return
-        members = {m: v.capacity for m, v in self._view.items()}
-        members[membership.id] = len(self._consumers)
-        mine = assign(self.spec.count, members).get(membership.id, [])
-        local = spread(mine, [c.id for c in self._consumers])
-        log.debug("%s: %d members, this process owns %s", self.spec, len(members), mine)
-        for consumer in list(self._consumers):
-            consumer.assign(local.get(consumer.id, []))
+    def _kick(self) -> None:
+        """Have the worker thread work the assignment out again (starting it if needed)."""
+        with self._lock:
+            if self._membership is None:
+                return
+            self._dirty.set()
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(
+                    target=self._work,
+                    name=f"jmslike-partitions-{self.spec.consumer_group}-assign",
+                    daemon=True,
+                )
+                self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            self._dirty.wait()
+            with self._lock:
+                self._dirty.clear()
+                membership = self._membership
+                if membership is None:
+                    return
+                consumers = list(self._consumers)
+                members = {m: v.capacity for m, v in self._view.items()}
+                members[membership.id] = len(consumers)
+            mine = assign(self.spec.count, members).get(membership.id, [])
+            local = spread(mine, [c.id for c in consumers])
+            log.debug("%s: %d members, this process owns %s", self.spec, len(members), mine)
+            for consumer in consumers:
+                consumer.assign(local.get(consumer.id, []))
 
 
 _registry: dict[tuple[str, str, str], Coordinator] = {}

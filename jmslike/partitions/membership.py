@@ -13,8 +13,11 @@ partition count each process was configured with; a process that disagrees is le
 of the assignment and reported, since two counts would route one group to two
 partitions.
 
-Thread: one thread per membership, ``jmslike-partitions-<group>``, sends, receives and
-calls ``on_change`` with the new view. It runs no user code.
+Threads: the others' heart-beats arrive through a message listener, on the dispatcher
+thread of the membership's own session (a listener keeps its credit, where a
+``receive()`` with a timeout would withdraw it every time); one thread,
+``jmslike-partitions-<group>``, sends this process's heart-beats, drops the silent and
+calls ``on_change`` with each new view. Neither runs user code.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jmslike.errors import ConfigurationError, JMSException
-from jmslike.message import DeliveryMode
+from jmslike.message import DeliveryMode, Message
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -81,6 +84,7 @@ class Membership:
         self._timeout = timeout
         self._on_change = on_change
         self._on_conflict = on_conflict
+        self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, Member]] = {}
         self._conflicts: dict[str, int] = {}
         self._view: View = {}
@@ -97,6 +101,7 @@ class Membership:
             self._consumer = self._connection.create_session().create_consumer(
                 spec.heartbeat_topic
             )
+            self._consumer.set_message_listener(self._on_heartbeat)
             self._connection.start()
         except BaseException:
             self._connection.close()
@@ -146,19 +151,15 @@ class Membership:
                 except JMSException as exc:
                     log.warning("heart-beat of %s for %s failed: %s", self.id, self.spec, exc)
                 next_beat = now + self._interval
-            try:
-                message = self._consumer.receive(max(0.0, min(next_beat, settle_at) - now))
-            except JMSException as exc:
-                if self._stop.is_set():
-                    return
-                log.warning("heart-beats of %s lost: %s", self.spec.consumer_group, exc)
-                time.sleep(self._interval)
-                continue
-            if message is not None:
-                self._heard(message.get_object_property)
-            if time.monotonic() >= settle_at:
+            if now >= settle_at:
                 self._update()
                 self._settled.set()
+            wake = next_beat if self._settled.is_set() else min(next_beat, settle_at)
+            self._beat_now.wait(max(0.0, min(wake - time.monotonic(), self._interval / 4)))
+
+    def _on_heartbeat(self, message: Message) -> None:
+        """The membership session's dispatcher thread: another member's heart-beat."""
+        self._heard(message.get_object_property)
 
     def _beat(self, *, leaving: bool = False) -> None:
         message = self._session.create_message()
@@ -174,7 +175,9 @@ class Membership:
         if not isinstance(member, str) or member == self.id:
             return
         if prop(_LEAVING) is True:
-            self._seen.pop(member, None)
+            with self._lock:
+                self._seen.pop(member, None)
+            self._beat_now.set()  # look again now, not at the next beat
             return
         count = prop(_PARTITIONS)
         if count != self.spec.count:
@@ -187,19 +190,21 @@ class Membership:
             return
         capacity = prop(_CAPACITY)
         process = prop(_PROCESS)
-        self._seen[member] = (
-            time.monotonic(),
-            Member(member, capacity if isinstance(capacity, int) else 1, str(process)),
-        )
+        with self._lock:
+            self._seen[member] = (
+                time.monotonic(),
+                Member(member, capacity if isinstance(capacity, int) else 1, str(process)),
+            )
 
     def _update(self) -> None:
         """Drop the silent, and tell ``on_change`` if the live set or a capacity changed."""
         cutoff = time.monotonic() - self._timeout
-        for member, (seen_at, _m) in list(self._seen.items()):
-            if seen_at < cutoff:
-                log.info("member %s of %s is silent: counted as gone", member, self.spec)
-                del self._seen[member]
-        view: View = {m.id: m for _t, m in self._seen.values()}
+        with self._lock:
+            for member, (seen_at, _m) in list(self._seen.items()):
+                if seen_at < cutoff:
+                    log.info("member %s of %s is silent: counted as gone", member, self.spec)
+                    del self._seen[member]
+            view: View = {m.id: m for _t, m in self._seen.values()}
         view[self.id] = Member(self.id, self.capacity, self.process)
         if view != self._view:
             self._view = view

@@ -184,6 +184,20 @@ class ArtemisManagement(_Http):
             raise
         return [_as_frame(entry) for entry in entries]
 
+    def consumer_count(self, queue: str) -> int:
+        """How many consumers the anycast queue ``queue`` has (0 if it does not exist)."""
+        mbean = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
+        )
+        try:
+            count = self._call({"type": "read", "mbean": mbean, "attribute": "ConsumerCount"})
+        except JMSException as exc:
+            if "InstanceNotFound" in str(exc):
+                return 0
+            raise
+        return int(count)
+
     def has_subscription_queue(self, client_id: str, name: str) -> bool:
         """Whether the durable subscription ``name`` of ``client_id`` exists: Artemis keeps
         it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing
