@@ -158,8 +158,7 @@ class _Token:
         return self._ack_id
 
     def decode(self) -> Message:
-        consumer = self.consumer
-        return decode(self.headers, self.body, consumer.dialect, consumer.destination.is_topic)
+        return self.consumer.decode(self.headers, self.body)
 
 
 class StompConsumer(ProviderConsumer):
@@ -218,6 +217,14 @@ class StompConsumer(ProviderConsumer):
         if credit > 0 and not self._closed and not self._subscribed:
             self.subscribe()
 
+    def decode(self, headers: dict[str, str], body: bytes) -> Message:
+        message = decode(headers, body, self.dialect, self.destination.is_topic)
+        if self.inbox is not None:
+            # RabbitMQ names the queue's real name (/queue/amq.gen-...): JMSDestination is
+            # the temporary queue the application made.
+            message.jms_destination = self.destination
+        return message
+
     def subscribe(self) -> None:
         with self._lock:
             if self._waiting:
@@ -243,7 +250,8 @@ class StompConsumer(ProviderConsumer):
             self.subscribe()
 
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
-        """stomp.py's receiver thread: decode, count, filter, push to the sink."""
+        """stomp.py's receiver thread (for what waited in a temporary queue's inbox, the
+        thread making the consumer): decode, count, filter, push to the sink."""
         connection = self._session.connection
         if self._closed:
             if self.inbox is not None:
@@ -255,8 +263,7 @@ class StompConsumer(ProviderConsumer):
                 headers.get(ID_HEADER) or headers.get("message-id", "")
             )
             return
-        dialect = connection.dialect
-        message = decode(headers, body, dialect, self.destination.is_topic)
+        message = self.decode(headers, body)
         # No ack id: a delivery the broker needs no acknowledgement for (RabbitMQ's own
         # subscription to a temporary queue); acknowledging it would be an error.
         implicit = self.inbox is not None

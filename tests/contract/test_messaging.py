@@ -594,7 +594,9 @@ def test_temporary_queue_takes_its_own_connections_sends(make_connection, drain,
     assert first.receive(2.0).text == "a"
     first.close()  # AUTO: "a" is finished; "b" and "c" stay in the queue
     producer.send(session.create_text_message("d"))
-    assert [m.text for m in drain(session.create_consumer(tmp), 1.0)] == ["b", "c", "d"]
+    rest = drain(session.create_consumer(tmp), 1.0)
+    assert [m.text for m in rest] == ["b", "c", "d"]
+    assert all(m.jms_destination == tmp for m in rest)
 
 
 def test_temporary_queue_only_its_connection_consumes(make_connection, require) -> None:
