@@ -80,7 +80,7 @@ class _Token:
     """One delivery: the AMQP message as it came (a redelivery carries what was sent)
     and its number on the consumer's link (the transport keeps the Proton delivery)."""
 
-    __slots__ = ("consumer", "count", "incoming", "key", "number")
+    __slots__ = ("consumer", "count", "incoming", "key", "number", "seen")
 
     def __init__(
         self,
@@ -96,6 +96,9 @@ class _Token:
         self.count = count
         self.key = key
         """The message id: what jmslike counts deliveries by where the broker does not."""
+        self.seen = False
+        """The application had this delivery (it was redelivered locally since): going
+        back to the broker, it counts as delivered even if its redelivery was not seen."""
 
 
 class AmqpConsumer(ProviderConsumer):
@@ -209,21 +212,8 @@ class AmqpConsumer(ProviderConsumer):
         """The connection's thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
-        # Artemis counts deliveries (and leaves first-acquirer at its default, false);
-        # RabbitMQ leaves delivery-count at 0 and says only "not the first acquirer"
-        # (BROKERS.md), so there jmslike counts, as over STOMP: a message that was only
-        # buffered and given back unseen keeps its number.
         key = message.jms_message_id or ""
-        counts = connection.counts
-        if counts is not None:
-            redelivered = (
-                not incoming.first_acquirer
-                if connection.rabbitmq
-                else (incoming.delivery_count or 0) > 0
-            )
-            count = counts.count(key, redelivered)
-        else:
-            count = int(incoming.delivery_count or 0) + 1
+        count = connection.count_delivery(incoming, key)
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
@@ -279,20 +269,16 @@ class AmqpConsumer(ProviderConsumer):
         the API gave back what it held were never seen by the application; back to the
         queue, uncounted, in the order they came (ORD-10, ORD-11)."""
         connection = self._session.connection
-        counts = connection.counts
         late, self.outstanding = list(self.outstanding.values()), {}
         for token in late:
-            if counts is not None:
-                counts.returned_unseen(token.key)
+            connection.counts.returned_unseen(token.key)
             connection.transport.settle(self.link, token.number, Delivery.RELEASED)
 
     def _arrived_late(self, incoming: AmqpMessage) -> None:
         """The connection's thread: a transfer the broker sent before it read the detach.
         It was never seen here; where jmslike counts, its redelivery must not count it
         (seen on Classic: such a message came back flagged redelivered, count 2)."""
-        counts = self._session.connection.counts
-        if counts is not None:
-            counts.returned_unseen(message_key(incoming))
+        self._session.connection.counts.returned_unseen(message_key(incoming))
 
     def _release_claim(self) -> None:
         """A standby may take over now: what this consumer held went back first."""
@@ -436,8 +422,10 @@ class AmqpSession(ProviderSession):
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
-        counts = self.connection.counts
-        token.count = counts.count(token.key, True) if counts is not None else token.count + 1
+        token.seen = True
+        token.count = (
+            self.connection.counts.count(token.key, True) if token.key else token.count + 1
+        )
         message = decode(token.incoming, token.consumer.destination, None)
         message.jms_redelivered = True
         message._properties[DELIVERY_COUNT] = token.count
@@ -448,17 +436,19 @@ class AmqpSession(ProviderSession):
 
     def give_back(self, tokens: Sequence[Any], *, seen: bool) -> None:
         """Back to the queue, in order. One the application saw counts as delivered
-        (MODIFIED, delivery failed) where the broker counts; RabbitMQ refuses MODIFIED
-        (it ends the session), so there RELEASED, and first-acquirer tells the rest."""
+        (MODIFIED, delivery failed) where the broker counts, and so does one it saw before
+        a recover or rollback put it back in the buffer, unseen since; RabbitMQ refuses
+        MODIFIED (it ends the session), so there RELEASED, and first-acquirer tells the
+        rest. Unseen, its number in jmslike's count goes back one."""
         transport = self.connection.transport
-        counted = seen and not self.connection.rabbitmq
+        rabbitmq = self.connection.rabbitmq
         counts = self.connection.counts
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
-            if counts is not None and not seen:
+            if not seen:
                 counts.returned_unseen(token.key)
-            if counted:
+            if (seen or token.seen) and not rabbitmq:
                 transport.settle(consumer.link, token.number, Delivery.MODIFIED, failed=True)
             else:
                 transport.settle(consumer.link, token.number, Delivery.RELEASED)
@@ -670,20 +660,34 @@ class AmqpConnection(ProviderConnection):
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()
-        # Classic leaves delivery-count alone when a message comes back MODIFIED
-        # (delivery failed): it counts nothing a test or a redelivery policy could use.
-        counted_here = self.rabbitmq or self.classic
-        self.counts = counts_for(self.transport.address) if counted_here else None
+        self.counts = counts_for(self.transport.address)
+        """jmslike's delivery counts for this broker (see ``count_delivery``)."""
         self.strict = registry_for(self.transport.address)
-        """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
         self._temporary: dict[str, LinkHandle] = {}
         """Temporary destinations made here: name -> the dynamic sender link that keeps
         it alive (Artemis deletes it when the link or the connection closes)."""
 
     def forget(self, key: str) -> None:
-        """``key`` was acknowledged: it will not come again (RabbitMQ's counts)."""
-        if self.counts is not None:
-            self.counts.forget(key)
+        """``key`` was acknowledged: it will not come again."""
+        self.counts.forget(key)
+
+    def count_delivery(self, incoming: AmqpMessage, key: str) -> int:
+        """JMSXDeliveryCount of a delivery of the message with id ``key``.
+
+        RabbitMQ leaves ``delivery-count`` at 0 and says only "not the first acquirer";
+        Classic leaves it alone when a message comes back MODIFIED (delivery failed): there
+        jmslike counts, as over STOMP, and a message only buffered and given back unseen
+        keeps its number. Artemis counts what comes back to it, one per MODIFIED, but never
+        hears of a recover or rollback, which redeliver locally: jmslike counts there too
+        and takes the higher number, so a message seen twice before its consumer closed
+        comes back as 3, not 2. A message without an id has no key: the broker's count.
+        """
+        if self.rabbitmq:
+            return self.counts.count(key, not incoming.first_acquirer)
+        broker = int(incoming.delivery_count or 0) + 1
+        if self.classic:
+            return self.counts.count(key, broker > 1)
+        return self.counts.count(key, broker > 1, floor=broker) if key else broker
 
     def check_temporary(self, destination: Destination, *, consuming: bool) -> None:
         """JMS: a deleted temporary destination takes no sends, and only the connection
