@@ -25,6 +25,7 @@ from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
+    from jmslike.connection import Connection
     from jmslike.session import Session, _Held
     from jmslike.spi.provider import ProviderConsumer
 
@@ -76,6 +77,14 @@ class MessageConsumer:
             session._connection.capabilities.extra.get("gate_by_sequence")
         )
         self._late: list[tuple[Message, Any]] = []
+        self._warn_processes = (
+            self._gate is not None
+            and not destination.is_topic
+            and not destination.is_temporary
+            and session._settings.partitions_for(destination) is None
+        )
+        """On a broker that keeps no groups, say once that other processes would break
+        them (the first grouped message tells, see ``_warn_single_process``)."""
         # ORD-3: a group's scope is one destination, and on a topic one subscription.
         if not destination.is_topic:
             self._gate_scope = destination.key
@@ -163,6 +172,9 @@ class MessageConsumer:
         if gate is not None:
             group = message._properties.get(GROUP_ID)
             if isinstance(group, str):
+                if self._warn_processes:
+                    self._warn_processes = False
+                    _warn_single_process(self._connection, self.destination)
                 with self._cond:
                     self._credit -= 1
                 key = (self._gate_scope, group)
@@ -445,6 +457,29 @@ class MessageConsumer:
     def _wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+
+_warned_single_process: set[tuple[str, str]] = set()
+
+
+def _warn_single_process(connection: Connection, destination: Destination) -> None:
+    """ORD-16: once per process, broker and queue, where grouped messages arrive from a
+    broker that ignores groups on a queue that is not partitioned."""
+    capabilities = connection.capabilities
+    key = (str(capabilities.extra.get("gate_scope") or connection._factory.url), destination.key)
+    if key in _warned_single_process:
+        return
+    _warned_single_process.add(key)
+    log.warning(
+        "%s keeps no ordering groups, so jmslike keeps the groups of %s within this "
+        "process only: consumers of it in other processes would take a group's messages "
+        "at the same time. Declare it partitioned in every process to keep them across "
+        'processes: [destinations."%s"] partitions = 16 in jmslike.toml, or the factory '
+        "setting partitioned_destinations (docs/partitions.md)",
+        capabilities.broker,
+        destination,
+        destination.key,
+    )
 
 
 def _strict_options(

@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jmslike.errors import JMSException
-from jmslike.message import Message
+from jmslike.errors import ConfigurationError, JMSException
+from jmslike.message import GROUP_ID, Message
 from jmslike.spi.provider import DeliverySink, ProviderConsumer, ProviderSession
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ class PartitionedConsumer(ProviderConsumer):
         self._credit = 0
         self._asked = False
         self._closed = False
+        self._misrouted_seen = False
         self._partitions = {i: spec.partition(i) for i in range(spec.count)}
         coordinator.register(self, report)
 
@@ -117,6 +118,7 @@ class PartitionedConsumer(ProviderConsumer):
     # ------------------------------------------------------------ deliveries
     def _arrive(self, index: int, message: Message, token: Any) -> None:
         """A provider thread: one delivery from partition ``index``."""
+        misrouted: str | None = None
         with self._lock:
             part = self._parts.get(index)
             if part is None or part.leaving or self._closed:
@@ -128,10 +130,34 @@ class PartitionedConsumer(ProviderConsumer):
                     log.debug("late delivery from %s ignored", self._partitions[index])
                 return
             message.jms_destination = self.spec.destination
+            group = message._properties.get(GROUP_ID)
+            if (
+                not self._misrouted_seen
+                and isinstance(group, str)
+                and self.spec.partition_for_group(group) != index
+            ):
+                self._misrouted_seen = True
+                misrouted = group
             if self._credit > 0:
                 self._pass_on(part, message, token)
             else:
                 self._surplus.append((index, message, token))
+        if misrouted is not None:
+            self._coordinator.report(self._misrouted_error(misrouted, index))
+
+    def _misrouted_error(self, group: str, index: int) -> ConfigurationError:
+        """A group found on a partition that is not its own: the count changed while
+        messages were queued, or a producer hashes differently. Its order against the
+        group's messages on its own partition cannot be kept."""
+        right = self.spec.partition_for_group(group)
+        return ConfigurationError(
+            f"group {group!r} arrived on {self._partitions[index]}, but with partitions = "
+            f"{self.spec.count} it belongs on {self._partitions[right]}: a producer uses "
+            "another partition count or hash, or the count changed while messages were "
+            f"queued; the group's order across the two cannot be kept. Every producer and "
+            f"consumer must declare {self.spec.destination} with the same count "
+            "(docs/partitions.md)"
+        )
 
     def _pass_on(self, part: _Part, message: Message, token: Any) -> None:
         """With the lock held: hand one message to the API layer."""

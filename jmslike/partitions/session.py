@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["PartitionedSession"]
 
 _prepared: set[tuple[str, str]] = set()
+_checked: set[tuple[str, str, int]] = set()
 _prepared_lock = threading.Lock()
 
 
@@ -137,6 +138,7 @@ class PartitionedSession(ProviderSession):
                 + str(capabilities.extra.get("exclusive_hint") or "see docs/partitions.md")
             )
         self._prepare(spec)
+        self._check_leftovers(spec)
         factory = self._connection._factory
         coordinator = coordinator_for(
             self._scope,
@@ -156,6 +158,34 @@ class PartitionedSession(ProviderSession):
         )
         self._consumers.append(consumer)
         return consumer
+
+    def _check_leftovers(self, spec: PartitionSpec) -> None:
+        """Once per process and queue: partitions beyond the count that still hold
+        messages were left by a larger count; nothing would ever consume them, so
+        refuse, naming them, rather than strand them silently. (Where the broker cannot
+        be asked, as ActiveMQ Classic over STOMP and AMQP, this check is not made.)"""
+        key = (self._scope, spec.destination.key, spec.count)
+        with _prepared_lock:
+            if key in _checked:
+                return
+        base = spec.destination.name + ".p"
+        depths = self._provider_connection.queue_depths(base) or {}
+        stranded = {
+            name: count
+            for name, count in depths.items()
+            if count and name[len(base) :].isdigit() and int(name[len(base) :]) >= spec.count
+        }
+        if stranded:
+            listed = ", ".join(f"{name} ({count})" for name, count in sorted(stranded.items()))
+            raise ConfigurationError(
+                f"{spec.destination} is declared with partitions = {spec.count}, but "
+                f"partitions beyond that still hold messages: {listed}. They were sent with "
+                "a larger count and nothing would consume them now: consume them with the "
+                "old count first (partitions = the old number, in every process), then "
+                "change it; nothing was taken"
+            )
+        with _prepared_lock:
+            _checked.add(key)
 
     # ---------------------------------------------------------- finishing
     def _finished(self, tokens: Sequence[Any]) -> None:

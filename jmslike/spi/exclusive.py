@@ -96,6 +96,8 @@ class Exclusivity:
     """Declare a queue exclusive at the broker (None: nothing to declare, or cannot)."""
     hint: str = ""
     """Where ``scope`` is "process": the setting that would make it "broker"."""
+    depths: Callable[[str], dict[str, int]] | None = None
+    """Messages per queue named ``prefix...``, through the management API (None: none)."""
 
 
 def exclusivity_for(
@@ -114,10 +116,14 @@ def exclusivity_for(
         return Exclusivity("broker", None)
     if broker == "rabbitmq":
         rabbit = RabbitManagement(url or f"http://{host}:15672", user, password, timeout)
-        return Exclusivity("broker", lambda name: rabbit.declare_single_active(vhost, name))
+        return Exclusivity(
+            "broker",
+            lambda name: rabbit.declare_single_active(vhost, name),
+            depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
+        )
     if broker == "artemis" and url:
         artemis = ArtemisManagement(url, user, password, timeout)
-        return Exclusivity("broker", artemis.declare_exclusive)
+        return Exclusivity("broker", artemis.declare_exclusive, depths=artemis.queue_depths)
     hint = (
         f"set managementUrl to Artemis' Jolokia endpoint (http://{host}:8161/console/jolokia "
         "by default) so that jmslike can make the queue exclusive"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import urllib.error
 import urllib.request
 from typing import Any
@@ -184,6 +185,21 @@ class ArtemisManagement(_Http):
             raise
         return [_as_frame(entry) for entry in entries]
 
+    def queue_depths(self, prefix: str) -> dict[str, int]:
+        """Messages (waiting and delivered) of every anycast queue named ``prefix...``."""
+        pattern = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f'address=*,subcomponent=queues,routing-type="anycast",queue={_quoted(prefix)[:-1]}*"'
+        )
+        found: dict[str, int] = {}
+        for mbean in self._call({"type": "search", "mbean": pattern}) or []:
+            match = re.search(r'queue="((?:[^"\\]|\\.)*)"', str(mbean))
+            name = match.group(1) if match else ""
+            if name.startswith(prefix):
+                count = self._call({"type": "read", "mbean": mbean, "attribute": "MessageCount"})
+                found[name] = int(count or 0)
+        return found
+
     def consumer_count(self, queue: str) -> int:
         """How many consumers the anycast queue ``queue`` has (0 if it does not exist)."""
         mbean = (
@@ -261,6 +277,18 @@ class RabbitManagement(_Http):
                 "anything else uses it: drain and delete it (rabbitmqctl delete_queue), then "
                 "start again"
             )
+
+    def queue_depths(self, vhost: str, prefix: str) -> dict[str, int]:
+        """Messages (ready and unacknowledged) of every queue of ``vhost`` whose name
+        starts with ``prefix``."""
+        status, reply = self._request("GET", f"api/queues/{quote(vhost, safe='')}", allow=(404,))
+        if status != 200 or not isinstance(reply, list):
+            return {}
+        return {
+            str(q["name"]): int(q.get("messages") or 0)
+            for q in reply
+            if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)
+        }
 
     def queue(self, vhost: str, queue: str) -> dict[str, Any] | None:
         """The queue as the management API describes it (None if it does not exist)."""

@@ -285,6 +285,12 @@ class ProviderConnection(abc.ABC):
     def stop(self) -> None:  # noqa: B027 - optional hook
         """Delivery is pausing."""
 
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        """Messages on each queue whose name starts with ``prefix`` (waiting or
+        unacknowledged), where the broker can be asked; None where it cannot. Used to
+        find partitions left behind by a smaller partition count."""
+        return None
+
     def create_temporary_queue(self) -> TemporaryQueue:
         raise JMSException(f"{type(self).__name__} has no temporary queues")
 

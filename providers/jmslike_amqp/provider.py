@@ -752,6 +752,10 @@ class AmqpConnection(ProviderConnection):
         queue_prefix, topic_prefix = self._prefixes
         return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
 
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``

@@ -719,6 +719,10 @@ class StompConnection(ProviderConnection):
             self.dialect, self.transport, self.management, self.exclusivity
         )
 
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``

@@ -235,3 +235,60 @@ def test_capabilities_say_how_groups_hold_across_processes(connection) -> None:
     expected = "broker" if caps.native_groups else "partitions"
     assert caps.groups_across_processes == expected
     assert caps.as_dict()["groups_across_processes"] == expected
+
+
+def test_a_smaller_count_refuses_while_dropped_partitions_hold_messages(
+    make_factory, unique, connection
+) -> None:
+    """Bad input: the count went down from 4 to 2 while partitions 2 and 3 still hold
+    messages; a consumer with the new count is refused with an error naming them and
+    what to do, and nothing is taken (the old count still gets every message). Where the
+    broker cannot be asked how many messages a queue holds (ActiveMQ Classic), the check
+    is not made, as docs/partitions.md says."""
+    queue = f"queue://{unique('parts')}"
+    old = _partitioned(make_factory, queue, count=4)
+    with old.create_connection() as conn:
+        sent = _send(conn.create_session(), queue, groups=8, per_group=2)
+    name = queue.removeprefix("queue://")
+    askable = connection._provider.queue_depths(name) is not None
+    deadline = time.monotonic() + 15.0  # RabbitMQ's statistics are a few seconds late
+    while askable and sum((connection._provider.queue_depths(name) or {}).values()) < len(sent):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    with _partitioned(make_factory, queue, count=2).create_connection() as conn:
+        if askable:
+            with pytest.raises(ConfigurationError) as info:
+                conn.create_session().create_consumer(queue)
+            text = str(info.value)
+            assert "partitions = 2" in text and ".p2" in text and ".p3" in text
+        else:
+            conn.create_session().create_consumer(queue).close()
+    with old.create_connection() as conn:
+        consumer = conn.create_session().create_consumer(queue)
+        conn.start()
+        got = []
+        while (message := consumer.receive(1.0)) is not None:
+            got.append(message.text)
+    assert sorted(got) == sorted(sent)
+
+
+def test_no_partitions_on_a_broker_without_groups_warns_once(
+    make_factory, unique, require, caplog
+) -> None:
+    """ORD-16: where the broker keeps no groups, the first grouped message a consumer
+    gets on a queue that is not partitioned logs one warning naming the setting to
+    use; a second consumer of the queue in the process does not repeat it."""
+    factory = make_factory()
+    with factory.create_connection() as connection:
+        require(connection, "native_groups", False)
+        queue = f"queue://{unique('plain')}"
+        _send(connection.create_session(), queue, groups=2, per_group=2)
+        connection.start()
+        with caplog.at_level("WARNING", logger="jmslike.consumer"):
+            for _ in range(2):
+                consumer = connection.create_session().create_consumer(queue)
+                assert consumer.receive(2.0) is not None
+                consumer.close()
+    warnings = [r for r in caplog.records if "partitions" in r.getMessage()]
+    assert len(warnings) == 1
+    assert f'[destinations."{queue}"] partitions' in warnings[0].getMessage()
