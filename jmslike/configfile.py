@@ -59,8 +59,8 @@ leave ordering off without a word."""
 DESTINATION_KEYS = {
     "unit_of_order": 'a string, "session" or a fixed group name',
     "strictly_ordered": "true or false, ORD-18",
-    "partitions": "a whole number of partitions, 1 to 1024 (docs/partitions.md)",
-    "consumer_group": "the name of the processes sharing the partitions (default: the queue's)",
+    "partitions": "a whole number from 1 to 1024, docs/partitions.md",
+    "consumer_group": "a name for the processes sharing the partitions",
 }
 """What a ``[destinations."queue://name"]`` table may hold, with the expected type."""
 

@@ -25,6 +25,7 @@ from jmslike.config import (
     resolve_settings,
 )
 from jmslike.errors import (
+    ConnectionFailedError,
     IllegalStateError,
     InvalidArgumentError,
     InvalidClientIDError,
@@ -162,6 +163,11 @@ class Connection:
         self._start_cond = threading.Condition()
         self._started = False
         self._closed = False
+        self._failed: ConnectionFailedError | None = None
+        """The provider's report that the connection is lost for good (after any
+        reconnect attempts): from then on receive() raises it, and nothing buffered from
+        the lost connection is handed out, since the broker gives those messages to
+        other consumers again."""
         self._used = False
         self._client_id: str | None = None
         if self._settings.client_id:
@@ -251,6 +257,11 @@ class Connection:
         return self._notifier.listener
 
     def _report(self, exc: JMSException) -> None:
+        if isinstance(exc, ConnectionFailedError) and self._failed is None:
+            self._failed = exc
+            for session in list(self._sessions):
+                for consumer in list(session._consumers):
+                    consumer._lost()
         self._notifier.report(exc)
 
     # --------------------------------------------------------------- sessions
@@ -331,6 +342,10 @@ class Connection:
         for session in list(self._sessions):
             try:
                 session.close()
+            except ConnectionFailedError as exc:
+                # Lost already: the broker gave back what the sessions held when it
+                # dropped the connection, so there is nothing left to close there.
+                log.info("closing %r after the connection was lost: %s", self, exc)
             except Exception as exc:  # keep closing the rest
                 errors.append(exc)
         self._closed = True
@@ -338,6 +353,8 @@ class Connection:
             self._start_cond.notify_all()
         try:
             self._provider.close()
+        except ConnectionFailedError as exc:
+            log.info("closing %r after the connection was lost: %s", self, exc)
         finally:
             self._notifier.close()
             if self._gate is not None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError
+from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
 from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
@@ -309,6 +309,11 @@ class MessageConsumer:
         while True:
             if self._closed:
                 return None
+            if connection._failed is not None:
+                self._lost()
+                raise ConnectionFailedError(
+                    f"consumer on {self.destination}: {connection._failed}"
+                ) from connection._failed
             if not connection._started:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -385,7 +390,12 @@ class MessageConsumer:
     def _dispatch_one(self) -> None:
         """Run on the dispatcher thread: hand one due message to the listener."""
         listener = self._listener
-        if self._closed or listener is None or not self._connection._started:
+        if (
+            self._closed
+            or listener is None
+            or not self._connection._started
+            or self._connection._failed is not None
+        ):
             return
         item, wait = self._pop_due()
         if item is None:
@@ -457,6 +467,17 @@ class MessageConsumer:
     def _wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+    def _lost(self) -> None:
+        """The connection is lost for good: what is buffered came over it and can never
+        be acknowledged (the broker hands those messages out again), so it is dropped,
+        and whoever waits in receive() wakes up to raise."""
+        with self._cond:
+            self._buffer.clear()
+            self._credit = 0
+            self._cond.notify_all()
+        if self._gate is not None:
+            self._gate.withdraw(self._session, lambda item: item[0] is self)
 
 
 _warned_single_process: set[tuple[str, str]] = set()

@@ -66,6 +66,12 @@ class _Part:
     granted: bool = False
     kept: list[Any] = field(default_factory=list)
     """Tokens of a leaving partition's messages the application never saw, in order."""
+    calls: threading.Lock = field(default_factory=threading.Lock)
+    """Held around every call on ``consumer``: credit comes from the session's thread,
+    the close from the coordinator's, and a provider consumer takes one call at a time
+    (a close racing a STOMP subscription left the subscription behind, taking messages
+    that nobody would ever acknowledge)."""
+    closed: bool = False
 
 
 class PartitionedConsumer(ProviderConsumer):
@@ -168,7 +174,7 @@ class PartitionedConsumer(ProviderConsumer):
         self._sink(message, token)
 
     def flow(self, credit: int) -> None:
-        grants: list[tuple[ProviderConsumer, int]] = []
+        grants: list[tuple[_Part, int]] = []
         with self._lock:
             if self._closed:
                 return
@@ -183,10 +189,10 @@ class PartitionedConsumer(ProviderConsumer):
                 index, message, token = self._surplus.popleft()
                 self._pass_on(self._parts[index], message, token)
             grants = self._grants()
-        for consumer, amount in grants:
-            consumer.flow(amount)
+        for part, amount in grants:
+            self._flow(part, amount)
 
-    def _grants(self) -> list[tuple[ProviderConsumer, int]]:
+    def _grants(self) -> list[tuple[_Part, int]]:
         """With the lock held: credit the broker consumers are owed."""
         grants = []
         for part in self._parts.values():
@@ -195,11 +201,26 @@ class PartitionedConsumer(ProviderConsumer):
             if not part.granted:
                 part.granted = True
                 part.owed = 0
-                grants.append((part.consumer, self._window))
+                grants.append((part, self._window))
             elif part.owed:
-                grants.append((part.consumer, part.owed))
+                grants.append((part, part.owed))
                 part.owed = 0
         return grants
+
+    @staticmethod
+    def _flow(part: _Part, amount: int) -> None:
+        """Credit for one partition's broker consumer, unless it closed meanwhile."""
+        with part.calls:
+            if not part.closed and part.consumer is not None:
+                part.consumer.flow(amount)
+
+    @staticmethod
+    def _close_part(part: _Part, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        with part.calls:
+            if part.closed or part.consumer is None:
+                return
+            part.closed = True
+            part.consumer.close(delivered, undelivered)
 
     def finished(self, tokens: Sequence[Any]) -> None:
         """The session finished (or gave back) these deliveries: a leaving partition
@@ -267,33 +288,35 @@ class PartitionedConsumer(ProviderConsumer):
         except JMSException as exc:
             with self._lock:
                 self._parts.pop(index, None)
-            self._coordinator.report(exc)
+                closed = self._closed
+            if not closed:  # else the session closed under the hand-over: nothing lost
+                self._coordinator.report(exc)
             return
         consumer.revoke = lambda stale: self._revoke(index, stale)
+        log.debug("%s attached %s", self, self._partitions[index])
         grant = 0
         with self._lock:
             part = self._parts.get(index)
             if part is None or part.leaving or self._closed:
-                orphan = True
+                part = None
             else:
-                orphan = False
                 part.consumer = consumer
                 if self._asked:
                     part.granted = True
                     grant = self._window
-        if orphan:
+        if part is None:  # given up while it was being made
             consumer.close([], [])
             return
         if grant:
-            consumer.flow(grant)
+            self._flow(part, grant)
 
     def _give_away(self, part: _Part) -> None:
         """Everything handed out from ``part`` is finished: close its broker consumer,
         giving back what was kept aside, in order; take it again if wanted meanwhile."""
-        if part.consumer is not None:
-            try:
-                part.consumer.close([], part.kept)
-            except JMSException as exc:
+        try:
+            self._close_part(part, [], part.kept)
+        except JMSException as exc:
+            if not self._closed:
                 self._coordinator.report(exc)
         log.debug("partition %s given away", self._partitions[part.index])
         with self._lock:
@@ -343,8 +366,7 @@ class PartitionedConsumer(ProviderConsumer):
             self._surplus.clear()
         try:
             for index, part in parts.items():
-                if part.consumer is not None:
-                    given, unseen = per_part[index]
-                    part.consumer.close(given, [*unseen, *part.kept])
+                given, unseen = per_part[index]
+                self._close_part(part, given, [*unseen, *part.kept])
         finally:
             self._coordinator.unregister(self)

@@ -170,7 +170,13 @@ class Coordinator:
             local = spread(mine, [c.id for c in consumers])
             log.debug("%s: %d members, this process owns %s", self.spec, len(members), mine)
             for consumer in consumers:
-                consumer.assign(local.get(consumer.id, []))
+                try:
+                    consumer.assign(local.get(consumer.id, []))
+                except JMSException as exc:
+                    if not consumer.closed:  # else its session closed under the hand-over
+                        self.report(exc)
+                except Exception:  # the thread must go on: a hand-over left is a stall
+                    log.exception("%s: hand-over for %r failed", self.spec, consumer)
 
 
 _registry: dict[tuple[str, str, str], Coordinator] = {}

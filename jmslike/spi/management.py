@@ -258,14 +258,21 @@ class RabbitManagement(_Http):
     product = "RabbitMQ management"
 
     def declare_single_active(self, vhost: str, queue: str) -> None:
-        """Declare ``queue`` durable with ``x-single-active-consumer`` (idempotent). A
-        queue that exists without it cannot be changed: that is a ConfigurationError
-        saying so, and nothing is touched."""
+        """Declare ``queue`` a durable quorum queue with ``x-single-active-consumer``
+        (idempotent). A queue that exists without it cannot be changed: that is a
+        ConfigurationError saying so, and nothing is touched.
+
+        Quorum, not classic: RabbitMQ before 3.10.13 and 3.11.5 crashes a classic
+        single-active-consumer queue when a message is published just as a waiting
+        consumer takes over with messages still queued (rabbitmq-server issue 5460; seen
+        here on 3.10.8: ``{badmatch,false}`` in ``attempt_delivery``, taking every link to
+        the queue down with it). A quorum queue has no such path, and it also counts
+        deliveries (``x-delivery-count``)."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
         body = {
             "durable": True,
             "auto_delete": False,
-            "arguments": {"x-single-active-consumer": True},
+            "arguments": {"x-single-active-consumer": True, "x-queue-type": "quorum"},
         }
         status, reply = self._request("PUT", path, body, allow=(400,))
         if status == 400:

@@ -59,7 +59,9 @@ class OrderingMode:
     CLIENT_GATE = "client-gate"
     """The broker ignores groups; jmslike gates delivery per group within the process."""
     PARTITIONED = "partitioned"
-    """Groups are routed to single-active-consumer partitions across processes."""
+    """Groups are routed to single-active-consumer partitions across processes. Kept for
+    the name: partitioning is declared per queue, so no connection reports it; see
+    ``Capabilities.groups_across_processes``."""
 
 
 @dataclass(frozen=True, slots=True)

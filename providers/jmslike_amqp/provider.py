@@ -54,7 +54,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
-from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
@@ -106,7 +106,14 @@ class AmqpConsumer(ProviderConsumer):
 
     A standby of a strictly ordered destination (ORD-18) attaches no link until the
     active consumer has given its messages back and detached (``promote``): credit asked
-    for meanwhile is kept and granted then."""
+    for meanwhile is kept and granted then.
+
+    On RabbitMQ a strictly ordered queue (or a partition) is a single-active-consumer
+    quorum queue, and such a queue puts what a *link* gives back (settled RELEASED, or
+    unsettled at detach) behind the messages still waiting: seen here, ``m3 m4 m5 m1 m2``
+    after a consumer holding ``m1`` and ``m2`` detached. What a closed *connection* held
+    comes back first, in order. So there such a consumer has a connection of its own,
+    and gives back by closing it, as every RabbitMQ consumer does over STOMP."""
 
     def __init__(
         self,
@@ -124,6 +131,12 @@ class AmqpConsumer(ProviderConsumer):
         self._session = session
         self.claim = claim
         self.exclusive = claim is not None and claim.strict
+        connection = session.connection
+        self.own_connection = (
+            self.exclusive and connection.rabbitmq and not destination.is_topic
+        )
+        self.transport: AmqpTransport = connection.transport
+        """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
         self._credit_waiting = 0
         """Credit asked for while a standby, granted once promoted."""
@@ -160,7 +173,9 @@ class AmqpConsumer(ProviderConsumer):
             address += "?consumer.exclusive=true"
 
         def attach() -> LinkHandle:
-            return connection.transport.open_receiver(
+            if self.own_connection:
+                self.transport = connection.open_transport()
+            return self.transport.open_receiver(
                 address, self._on_message, options=options, **names
             )
 
@@ -190,7 +205,7 @@ class AmqpConsumer(ProviderConsumer):
                 self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
                 return
             link = self._link
-        transport = self._session.connection.transport
+        transport = self.transport
         if credit > 0:
             transport.flow(link, credit)
         elif not self._session.connection.rabbitmq:
@@ -217,7 +232,7 @@ class AmqpConsumer(ProviderConsumer):
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
-            connection.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
+            self.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
             connection.forget(key)
             self.flow(1)  # the credit it used is given back
             return
@@ -238,6 +253,12 @@ class AmqpConsumer(ProviderConsumer):
         if standby:
             self._release_claim()
             return
+        if self.own_connection and not session.transacted:
+            # Closing the connection gives everything back, first and in order.
+            session.give_back(undelivered, seen=False)
+            session.give_back(delivered, seen=True)
+            self.detach()
+            return
         session.give_back(undelivered, seen=False)
         if session.transacted:
             session.zombies.append(self)
@@ -247,12 +268,21 @@ class AmqpConsumer(ProviderConsumer):
 
     def detach(self) -> None:
         connection = self._session.connection
+        if self.own_connection:
+            try:
+                for token in self.outstanding.values():
+                    connection.counts.returned_unseen(token.key)
+                self.outstanding = {}
+                connection.close_transport(self.transport)
+            finally:
+                self._release_claim()
+            return
         durable = self._subscription is not None
         # A standby promoted while the broker still holds this link could be given
         # messages that come after the ones this link gives back (seen on Classic, ORD-18).
         wait = durable or self.claim is not None
         try:
-            connection.transport.close_link(
+            self.transport.close_link(
                 self.link,
                 keep=durable,
                 wait=wait,
@@ -272,7 +302,7 @@ class AmqpConsumer(ProviderConsumer):
         late, self.outstanding = list(self.outstanding.values()), {}
         for token in late:
             connection.counts.returned_unseen(token.key)
-            connection.transport.settle(self.link, token.number, Delivery.RELEASED)
+            self.transport.settle(self.link, token.number, Delivery.RELEASED)
 
     def _arrived_late(self, incoming: AmqpMessage) -> None:
         """The connection's thread: a transfer the broker sent before it read the detach.
@@ -389,14 +419,11 @@ class AmqpSession(ProviderSession):
         # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
         # a subscription of its own). The broker keeps no exclusivity over AMQP here,
         # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
-        cell: list[AmqpConsumer] = []  # the consumer, once made
-
-        def promote() -> None:
-            cell[0].promote()
+        promote = Promotion()  # bound to the consumer once made
 
         claim = connection.strict.attach(
             destination.key,
-            name if named else f"own-{id(cell)}" if destination.is_topic else None,
+            name if named else f"own-{id(promote)}" if destination.is_topic else None,
             exclusive=exclusive,
             standby=standby,
             promote=promote,
@@ -410,15 +437,14 @@ class AmqpSession(ProviderSession):
         except BaseException:
             connection.strict.detach(claim)
             raise
-        cell.append(consumer)
+        promote.bind(consumer.promote)
         return consumer
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        transport = self.connection.transport
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
-            transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
+            consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
@@ -440,7 +466,6 @@ class AmqpSession(ProviderSession):
         a recover or rollback put it back in the buffer, unseen since; RabbitMQ refuses
         MODIFIED (it ends the session), so there RELEASED, and first-acquirer tells the
         rest. Unseen, its number in jmslike's count goes back one."""
-        transport = self.connection.transport
         rabbitmq = self.connection.rabbitmq
         counts = self.connection.counts
         for token in tokens:
@@ -448,6 +473,9 @@ class AmqpSession(ProviderSession):
             consumer.outstanding.pop(token.number, None)
             if not seen:
                 counts.returned_unseen(token.key)
+            transport = consumer.transport
+            if consumer.own_connection:
+                continue  # given back by closing its connection (AmqpConsumer doc)
             if (seen or token.seen) and not rabbitmq:
                 transport.settle(consumer.link, token.number, Delivery.MODIFIED, failed=True)
             else:
@@ -603,6 +631,7 @@ class AmqpConnection(ProviderConnection):
 
         self._connect = connect
         self.transport = connect(None)
+        self._extra_transports: set[AmqpTransport] = set()
         properties = self.transport.remote_properties()
         product = str((properties or {}).get("product", "")) if properties else ""
         lowered = product.lower()
@@ -756,6 +785,18 @@ class AmqpConnection(ProviderConnection):
         depths = self.exclusivity.depths
         return depths(prefix) if depths is not None else None
 
+    def open_transport(self) -> AmqpTransport:
+        """Another connection to the same broker, for a consumer that needs its own."""
+        transport = self._connect(None)
+        with self._lock:
+            self._extra_transports.add(transport)
+        return transport
+
+    def close_transport(self, transport: AmqpTransport) -> None:
+        with self._lock:
+            self._extra_transports.discard(transport)
+        transport.close()
+
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``
@@ -811,6 +852,9 @@ class AmqpConnection(ProviderConnection):
             with _CLIENT_IDS_LOCK:
                 if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
                     del _CLIENT_IDS[(self.transport.address, self.client_id)]
+        for transport in list(self._extra_transports):
+            with contextlib.suppress(JMSException):
+                self.close_transport(transport)
         self.transport.close()
 
 

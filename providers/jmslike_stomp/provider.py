@@ -55,7 +55,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
-from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode, remember_wire_name
 from jmslike_stomp.dialect import Dialect, dialect_for
@@ -453,10 +453,7 @@ class StompSession(ProviderSession):
         named = durable or shared
         place = (subscription or "") if named else sub_id if destination.is_topic else None
         what = str(destination) + (f" subscription {subscription!r}" if named else "")
-        cell: list[StompConsumer] = []  # the consumer, once made
-
-        def promote() -> None:
-            cell[0].promote()
+        promote = Promotion()  # bound to the consumer once made
 
         claim = connection.strict.attach(
             destination.key,
@@ -481,7 +478,7 @@ class StompSession(ProviderSession):
         except BaseException:
             connection.strict.detach(claim)
             raise
-        cell.append(consumer)
+        promote.bind(consumer.promote)
         consumer._durable_name = subscription if durable else None
         if destination.is_topic or destination.is_temporary:
             # A topic keeps nothing for a subscriber that is not there yet, and RabbitMQ

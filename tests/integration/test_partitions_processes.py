@@ -27,7 +27,6 @@ benchmark (benchmarks/partitions.py) runs the issue's full one.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import signal
@@ -35,7 +34,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ from brokercases import CASES, case_url
 from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, DeliveryMode
+from jmslike.testing.ordercheck import problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -209,41 +208,6 @@ def send_groups(group: Fleet) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def problems(records: list[dict[str, Any]], sent: list[str]) -> list[str]:
-    """What breaks the promise, as readable lines (empty: the run kept it)."""
-    found: list[str] = []
-    done = [r for r in records if r.get("ok")]
-    by_text: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in sorted(done, key=lambda r: r["start"]):
-        by_text[record["text"]].append(record)
-    lost = [text for text in sent if text not in by_text]
-    if lost:
-        found.append(f"lost {len(lost)}: {lost[:10]}")
-    for text, copies in by_text.items():
-        if any(not later["redelivered"] for later in copies[1:]):
-            found.append(f"{text} processed {len(copies)} times, a later copy not redelivered")
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for text, copies in by_text.items():
-        groups[text.split(":")[0]].append(copies[0])
-    for name, firsts in groups.items():
-        order = [r["text"] for r in sorted(firsts, key=lambda r: r["start"])]
-        if order != sorted(order):
-            found.append(f"group {name} out of order: {order}")
-    spans: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in done:
-        spans[record["text"].split(":")[0]].append(record)
-    for name, records_of_group in spans.items():
-        ordered = sorted(records_of_group, key=lambda r: r["start"])
-        for before, after in itertools.pairwise(ordered):
-            if after["start"] < before["end"]:
-                found.append(
-                    f"group {name}: {before['text']} (pid {before['pid']}) and "
-                    f"{after['text']} (pid {after['pid']}) in progress at once"
-                )
-                break
-    return found
 
 
 def assert_kept(group: Fleet, sent: list[str]) -> None:
