@@ -63,6 +63,15 @@ def _child_holding(script: str, url: str, queue: str) -> Iterator[subprocess.Pop
             child.wait(10.0)
 
 
+def _flagged(case: str, got: list[tuple[str, bool]]) -> bool:
+    """The dead process's two messages come back flagged redelivered. Artemis over AMQP
+    cannot say so: it gives a dead consumer's unsettled messages back with
+    ``delivery-count`` 0 and no ``first-acquirer`` (seen on 2.56: every copy arrived as
+    ``(0, False)``), and jmslike's own count lives in the dead process; there the flag
+    is not checked, the order is (docs/providers.md, limits)."""
+    return case == "artemis-amqp" or (got[0][1] and got[1][1])
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None:
     """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
@@ -94,7 +103,7 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
             # m4 and m5 may come flagged too: the dead process had them prefetched, and
             # the broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
             assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-            assert got[0][1] and got[1][1]
+            assert _flagged(case, got)
             assert consumer.receive(0.2) is None
 
 
@@ -122,4 +131,4 @@ def test_ord11_group_order_survives_a_consumer_process_crash(case: str) -> None:
         while (message := consumer.receive(2.0)) is not None:
             got.append((message.text, message.jms_redelivered))
         assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-        assert got[0][1] and got[1][1]
+        assert _flagged(case, got)
