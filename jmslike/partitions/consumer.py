@@ -80,6 +80,7 @@ class PartitionedConsumer(ProviderConsumer):
     def __init__(
         self,
         inner: ProviderSession,
+        calls: threading.RLock,
         spec: PartitionSpec,
         sink: DeliverySink,
         *,
@@ -91,6 +92,9 @@ class PartitionedConsumer(ProviderConsumer):
         self.id = f"{next(_ids):08d}"
         self.spec = spec
         self._inner = inner
+        self._calls = calls
+        """The session's call lock (PartitionedSession.calls): held around every call on
+        the provider session and its consumers made from the coordinator's thread."""
         self._sink = sink
         self._selector = selector
         self._window = max(1, window)
@@ -214,9 +218,10 @@ class PartitionedConsumer(ProviderConsumer):
             if not part.closed and part.consumer is not None:
                 part.consumer.flow(amount)
 
-    @staticmethod
-    def _close_part(part: _Part, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
-        with part.calls:
+    def _close_part(
+        self, part: _Part, delivered: Sequence[Any], undelivered: Sequence[Any]
+    ) -> None:
+        with self._calls, part.calls:
             if part.closed or part.consumer is None:
                 return
             part.closed = True
@@ -278,13 +283,14 @@ class PartitionedConsumer(ProviderConsumer):
         """Make the broker consumer of partition ``index``: strictly ordered, standby, so
         the broker holds it back while another consumer (in any process) is active."""
         try:
-            consumer = self._inner.create_consumer(
-                self._partitions[index],
-                lambda message, token: self._arrive(index, message, token),
-                selector=self._selector,
-                exclusive=True,
-                standby=True,
-            )
+            with self._calls:
+                consumer = self._inner.create_consumer(
+                    self._partitions[index],
+                    lambda message, token: self._arrive(index, message, token),
+                    selector=self._selector,
+                    exclusive=True,
+                    standby=True,
+                )
         except JMSException as exc:
             with self._lock:
                 self._parts.pop(index, None)
@@ -305,7 +311,8 @@ class PartitionedConsumer(ProviderConsumer):
                     part.granted = True
                     grant = self._window
         if part is None:  # given up while it was being made
-            consumer.close([], [])
+            with self._calls:
+                consumer.close([], [])
             return
         if grant:
             self._flow(part, grant)
@@ -349,6 +356,20 @@ class PartitionedConsumer(ProviderConsumer):
         return dropped + api
 
     # ------------------------------------------------------------------ close
+    def lost(self) -> None:
+        """The connection is lost for good: this consumer can take nothing more, so it
+        leaves, and its partitions go to the live processes (the broker gave back what
+        it held when the connection dropped). Its own heart-beats come from another
+        connection, which may well be alive: without this, they would keep its share."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._parts.clear()
+            self._surplus.clear()
+            self._tokens.clear()
+        self._coordinator.unregister(self)
+
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         with self._lock:
             self._closed = True

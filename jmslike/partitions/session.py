@@ -63,6 +63,11 @@ class PartitionedSession(ProviderSession):
         self._report = report
         self._scope = str(connection._factory.url)
         self._consumers: list[PartitionedConsumer] = []
+        self.calls = threading.RLock()
+        """Held around every call on the provider session, from the application's thread
+        and from the coordinator's hand-overs alike: a provider session takes one call at
+        a time (seen: a hand-over closing a partition's consumer while the session
+        committed made Artemis close the connection, "Transaction not found")."""
         self._turns: dict[str, itertools.count[int]] = {}
         self._targets: dict[str, list[Queue]] = {}
 
@@ -70,7 +75,8 @@ class PartitionedSession(ProviderSession):
     def send(self, destination: Destination, message: Message) -> None:
         spec = self._settings.partitions_for(destination) if not destination.is_topic else None
         if spec is None:
-            self.inner.send(destination, message)
+            with self.calls:
+                self.inner.send(destination, message)
             return
         targets = self._targets.get(spec.destination.key)
         if targets is None:
@@ -81,7 +87,8 @@ class PartitionedSession(ProviderSession):
         else:  # no order to keep: spread in turn
             turn = self._turns.setdefault(spec.destination.key, itertools.count())
             index = next(turn) % spec.count
-        self.inner.send(targets[index], message)
+        with self.calls:
+            self.inner.send(targets[index], message)
 
     def _prepare(self, spec: PartitionSpec) -> list[Queue]:
         """The partition queues, declared single-active at the broker once per process
@@ -114,16 +121,17 @@ class PartitionedSession(ProviderSession):
     ) -> ProviderConsumer:
         spec = self._settings.partitions_for(destination) if not destination.is_topic else None
         if spec is None:
-            return self.inner.create_consumer(
-                destination,
-                sink,
-                selector=selector,
-                no_local=no_local,
-                subscription=subscription,
-                durable=durable,
-                shared=shared,
-                **strict,
-            )
+            with self.calls:
+                return self.inner.create_consumer(
+                    destination,
+                    sink,
+                    selector=selector,
+                    no_local=no_local,
+                    subscription=subscription,
+                    durable=durable,
+                    shared=shared,
+                    **strict,
+                )
         if strict:
             raise IllegalStateError(
                 f"{destination} is partitioned: each of its partitions is already held to "
@@ -149,6 +157,7 @@ class PartitionedSession(ProviderSession):
         )
         consumer = PartitionedConsumer(
             self.inner,
+            self.calls,
             spec,
             sink,
             selector=selector,
@@ -197,52 +206,62 @@ class PartitionedSession(ProviderSession):
             self._consumers = [c for c in self._consumers if not c.closed]
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        self.inner.acknowledge(tokens)
-        self._finished(tokens)
+        with self.calls:
+            self.inner.acknowledge(tokens)
+            self._finished(tokens)
 
     def acknowledge_and_flow(
         self, tokens: Sequence[Any], consumer: ProviderConsumer, credit: int
     ) -> None:
-        if isinstance(consumer, PartitionedConsumer):
-            if tokens:
-                self.acknowledge(tokens)
-            consumer.flow(credit)
-            return
-        self.inner.acknowledge_and_flow(tokens, consumer, credit)
-        self._finished(tokens)
+        with self.calls:
+            if isinstance(consumer, PartitionedConsumer):
+                if tokens:
+                    self.acknowledge(tokens)
+                consumer.flow(credit)
+                return
+            self.inner.acknowledge_and_flow(tokens, consumer, credit)
+            self._finished(tokens)
 
     def commit(self, tokens: Sequence[Any]) -> None:
-        self.inner.commit(tokens)
-        self._finished(tokens)
+        with self.calls:
+            self.inner.commit(tokens)
+            self._finished(tokens)
 
     def release(self, tokens: Sequence[Any]) -> None:
-        self.inner.release(tokens)
-        self._finished(tokens)
+        with self.calls:
+            self.inner.release(tokens)
+            self._finished(tokens)
 
     def dead_letter(self, token: Any, reason: str) -> None:
-        self.inner.dead_letter(token, reason)
-        self._finished([token])
+        with self.calls:
+            self.inner.dead_letter(token, reason)
+            self._finished([token])
 
     def redeliver(self, token: Any) -> Message:
-        return self.inner.redeliver(token)
+        with self.calls:
+            return self.inner.redeliver(token)
 
     def rollback(self) -> None:
-        self.inner.rollback()
+        with self.calls:
+            self.inner.rollback()
 
     def close(self) -> None:
-        self._consumers.clear()
-        self.inner.close()
+        with self.calls:
+            self._consumers.clear()
+            self.inner.close()
 
     def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
         """A partitioned queue's messages, partition after partition: each group's in the
         order they will be delivered (ORD-20), since a group lives in one partition."""
         spec = self._settings.partitions_for(destination) if not destination.is_topic else None
-        if spec is None:
-            return self.inner.browse(destination, selector)
-        found: list[Message] = []
-        for index in range(spec.count):
-            found.extend(self.inner.browse(spec.partition(index), selector))
-        return found
+        with self.calls:
+            if spec is None:
+                return self.inner.browse(destination, selector)
+            found: list[Message] = []
+            for index in range(spec.count):
+                found.extend(self.inner.browse(spec.partition(index), selector))
+            return found
 
     def unsubscribe(self, name: str) -> None:
-        self.inner.unsubscribe(name)
+        with self.calls:
+            self.inner.unsubscribe(name)

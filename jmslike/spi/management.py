@@ -54,7 +54,7 @@ class _Http:
 
     def __init__(self, url: str, user: str | None, password: str | None, timeout: float) -> None:
         parts = urlsplit(url)
-        if parts.username and user is None:
+        if parts.username:  # credentials in the URL are the management API's own
             user, password = parts.username, parts.password
         netloc = parts.hostname or ""
         if parts.port:

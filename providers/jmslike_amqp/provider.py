@@ -260,7 +260,10 @@ class AmqpConsumer(ProviderConsumer):
             self.detach()
             return
         session.give_back(undelivered, seen=False)
-        if session.transacted:
+        if session.transacted and self.outstanding:
+            # (With none of its messages in the transaction it goes at once: a partition
+            # handed over after its last commit must not wait for a commit that may
+            # never come.)
             session.zombies.append(self)
             return
         session.give_back(delivered, seen=True)

@@ -658,7 +658,11 @@ class AmqpTransport:
         state, data, reason = self._control(coordinator, _DECLARE, [None])
         if state != DECLARED or not data:
             raise JMSException(f"AMQP broker {self.address} refused a transaction: {reason}")
-        return data[0]
+        txn = data[0]
+        # A copy: Proton decodes binary as a memoryview of its input buffer, which later
+        # frames overwrite. Kept as a view, the id had become another by the discharge
+        # under load (Artemis: "AMQ119014: Transaction not found", connection closed).
+        return bytes(txn) if isinstance(txn, memoryview) else txn
 
     def discharge(self, coordinator: LinkHandle, txn: Any, *, fail: bool) -> None:
         """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit

@@ -211,6 +211,9 @@ class StompConsumer(ProviderConsumer):
         self._waiting = claim.waiting
         """A standby of a strictly ordered destination: subscribe once promoted (ORD-18)."""
         self._wanted = False
+        self.unfinished: dict[int, _Token] = {}
+        """Deliveries pushed up and not acknowledged, committed, dead-lettered or given
+        back yet, by identity."""
 
     def flow(self, credit: int) -> None:
         """STOMP has no credit: the broker pushes up to the subscription's window, fixed
@@ -281,6 +284,7 @@ class StompConsumer(ProviderConsumer):
                 self._transport.frame("ACK", {"id": ack_id}, confirm=False)
             connection.forget(key)
             return
+        self.unfinished[id(token)] = token
         self._sink(message, token)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
@@ -308,9 +312,13 @@ class StompConsumer(ProviderConsumer):
             self.inbox.put_back([(token.headers, token.body) for token in held])
             self._session.connection.strict.detach(self.claim)
             return
-        if self._session.transacted:
+        for token in undelivered:
+            self.unfinished.pop(id(token), None)
+        if self._session.transacted and self.unfinished:
             # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
-            # hand them to other consumers before the commit could consume them.
+            # hand them to other consumers before the commit could consume them. (With
+            # none of its messages in the transaction it goes at once: a partition handed
+            # over after its last commit must not wait for a commit that may never come.)
             self._session.zombies.append(self)
             return
         self.detach([*delivered, *undelivered])
@@ -323,9 +331,14 @@ class StompConsumer(ProviderConsumer):
     def revoke_stale(self) -> None:
         """After a reconnect: what this consumer buffered from the lost connection is
         dropped (the broker delivers it again, redelivered, in order: ORD-11)."""
+        generation = self._transport.generation
+        # What the application holds from the lost connection can no longer be finished
+        # here: the broker hands it out again.
+        self.unfinished = {
+            key: token for key, token in self.unfinished.items() if token.generation == generation
+        }
         if self.revoke is None:
             return
-        generation = self._transport.generation
         for token in self.revoke(
             lambda token: isinstance(token, _Token) and token.generation != generation
         ):
@@ -507,6 +520,7 @@ class StompSession(ProviderSession):
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
+            token.consumer.unfinished.pop(id(token), None)
             ack_id = token.ack_id
             if ack_id:
                 token.consumer.transport.frame("ACK", {"id": ack_id}, confirm=False)
@@ -525,6 +539,7 @@ class StompSession(ProviderSession):
         temporary queue's go back to its inbox."""
         inboxes: dict[_TemporaryInbox, list[tuple[dict[str, str], bytes]]] = {}
         for token in tokens:
+            token.consumer.unfinished.pop(id(token), None)
             inbox = token.consumer.inbox
             if inbox is not None:
                 inboxes.setdefault(inbox, []).append((token.headers, token.body))
@@ -543,6 +558,7 @@ class StompSession(ProviderSession):
             consumer.detach(())
 
     def dead_letter(self, token: Any, reason: str) -> None:
+        token.consumer.unfinished.pop(id(token), None)
         message: Message = token.decode()
         message._properties[DLQ_REASON] = reason
         dialect = self.connection.dialect
@@ -593,6 +609,7 @@ class StompSession(ProviderSession):
             raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
         self._begin()
         for token in tokens:
+            token.consumer.unfinished.pop(id(token), None)
             self.connection.forget(token.key)
         self._detach_zombies()
 
