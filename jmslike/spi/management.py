@@ -82,13 +82,15 @@ class _Http:
                 raw = response.read()
                 return response.status, json.loads(raw) if raw.strip() else None
         except urllib.error.HTTPError as exc:
+            with exc:  # it holds the socket
+                raw = exc.read() if exc.code in allow else b""
             if exc.code in allow:
-                raw = exc.read()
                 try:
                     return exc.code, json.loads(raw) if raw.strip() else None
                 except ValueError:
                     return exc.code, {"reason": raw.decode(errors="replace")}
-            if exc.code in (401, 403):
+            if exc.code in (401, 403, 429):
+                # 429: Artemis' console throttles a client after failed logins.
                 raise JMSSecurityError(
                     f"{self.product} at {self.url} refused the credentials (HTTP {exc.code}): "
                     "give managementUrl a user allowed to manage the broker "
