@@ -157,7 +157,8 @@ class MessageConsumer:
             group = message._properties.get(GROUP_ID)
             if isinstance(group, str):
                 with self._cond:
-                    self._credit -= 1
+                    if self._credit > 0:
+                        self._credit -= 1
                 key = (self._gate_scope, group)
                 sequence = message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
                 gate.arrive(
@@ -176,7 +177,10 @@ class MessageConsumer:
                     self._session._wake(self)
                 return
         with self._cond:
-            self._credit -= 1
+            # A delivery nobody asked for (a STOMP window's, or one a provider fetched
+            # to unblock a queue) leaves no debt behind.
+            if self._credit > 0:
+                self._credit -= 1
             self._buffer.append((message, token, 0.0))
             if self._sleeping:
                 self._cond.notify()

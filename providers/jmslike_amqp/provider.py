@@ -56,6 +56,7 @@ from jmslike.spi.provider import (
 from jmslike.spi.strict import Claim, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
+from jmslike_amqp.credit import Credit
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
 
@@ -116,6 +117,7 @@ class AmqpConsumer(ProviderConsumer):
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
         claim: Claim | None = None,
+        ring: list[Credit] | None = None,
     ) -> None:
         self._session = session
         self.claim = claim
@@ -151,14 +153,29 @@ class AmqpConsumer(ProviderConsumer):
                 options.append(Selector(selector))  # Artemis reads the JMS names itself
         names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
+        self._credit: Credit | None = None
+        """Where the broker stops a queue at a blocked group (Artemis): this receiver's
+        credit among the others of the queue on this connection (credit.py)."""
+        if ring is not None:
+            self._credit = Credit(connection.transport, ring, selective=selector is not None)
+        on_flow = self._credit.flowed if self._credit is not None else None
 
         def attach() -> LinkHandle:
-            return connection.transport.open_receiver(
-                address, self._on_message, options=options, **names
+            link = connection.transport.open_receiver(
+                address, self._on_message, options=options, on_flow=on_flow, **names
             )
+            if self._credit is not None:
+                self._credit.link = link  # before any credit: nothing uses it yet
+            return link
 
         self._attach = attach
-        self._link: LinkHandle | None = None if claim is not None and claim.waiting else attach()
+        try:
+            self._link: LinkHandle | None = (
+                None if claim is not None and claim.waiting else attach()
+            )
+        except BaseException:
+            self._retire()
+            raise
         if subscription is not None:
             connection.subscriptions.active[subscription] += 1
 
@@ -184,6 +201,10 @@ class AmqpConsumer(ProviderConsumer):
                 return
             link = self._link
         transport = self._session.connection.transport
+        policy = self._credit
+        if policy is not None:
+            transport.post(lambda: policy.flow(credit))
+            return
         if credit > 0:
             transport.flow(link, credit)
         elif not self._session.connection.rabbitmq:
@@ -230,6 +251,15 @@ class AmqpConsumer(ProviderConsumer):
         token = _Token(self, incoming, number, count, key)
         self.outstanding[number] = token
         self._sink(message, token)
+        if self._credit is not None:
+            self._credit.delivered(incoming.group_id is not None)
+
+    def _retire(self) -> None:
+        """Leave the queue's ring of receivers (credit.py), on the connection's thread."""
+        policy = self._credit
+        if policy is not None and not policy.closed:
+            with contextlib.suppress(JMSException):
+                self._session.connection.transport.post(policy.retire)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         """Give back what was pushed and not finished, in order (ORD-10), then detach.
@@ -241,6 +271,7 @@ class AmqpConsumer(ProviderConsumer):
         with self._lock:
             self._closed = True
             standby = self._link is None
+        self._retire()  # nothing pokes a closed consumer for a group's next message
         if standby:
             self._release_claim()
             return
@@ -404,6 +435,12 @@ class AmqpSession(ProviderSession):
         def promote() -> None:
             cell[0].promote()
 
+        # Receivers that compete for one queue (or one shared subscription) on a broker
+        # that stops the queue at a blocked group share a ring (credit.py).
+        ring = None
+        if connection.head_blocking and (shared or not destination.is_topic):
+            place = f"shared:{name}:{durable}" if shared else f"queue:{destination.key}"
+            ring = connection.rings.setdefault(place, [])
         claim = connection.strict.attach(
             connection.address_of(destination),
             name if named else f"own-{id(cell)}" if destination.is_topic else None,
@@ -413,7 +450,9 @@ class AmqpSession(ProviderSession):
             what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
         try:
-            consumer = AmqpConsumer(self, destination, sink, selector, claim=claim, **extra)
+            consumer = AmqpConsumer(
+                self, destination, sink, selector, claim=claim, ring=ring, **extra
+            )
         except BaseException:
             connection.strict.detach(claim)
             raise
@@ -630,6 +669,12 @@ class AmqpConnection(ProviderConnection):
             )
         )
         native = not self.rabbitmq
+        self.head_blocking = self.broker == "artemis"
+        """The broker stops a queue's dispatch at a message whose group is pinned to a
+        consumer without credit (credit.py); Classic skips such a message, RabbitMQ
+        keeps no groups."""
+        self.rings: dict[str, list[Credit]] = {}
+        """Receivers competing for one node on this connection (credit.py), by node."""
         self.coordinated = not self.rabbitmq
         """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
         self.capabilities = Capabilities(

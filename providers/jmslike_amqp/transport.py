@@ -84,6 +84,7 @@ class LinkHandle:
         "_deliveries",
         "_late",
         "_link",
+        "_on_flow",
         "_on_message",
         "_unsettled",
         "address",
@@ -92,7 +93,13 @@ class LinkHandle:
         "name",
     )
 
-    def __init__(self, link: Link, address: str | None, on_message: MessageCallback | None):
+    def __init__(
+        self,
+        link: Link,
+        address: str | None,
+        on_message: MessageCallback | None,
+        on_flow: Callable[[], None] | None = None,
+    ):
         self.name: str = link.name
         self.address = address or ""
         self.is_sender: bool = link.is_sender
@@ -102,6 +109,8 @@ class LinkHandle:
         self._closed = False
         """Closed (or detached) here: let go of once the broker has answered."""
         self._on_message = on_message
+        self._on_flow = on_flow
+        """Receivers: told (on the connection's thread) of each flow frame from the broker."""
         self._late: Callable[[Message], None] | None = None
         """A receiver closed here, not yet by the broker: told of transfers that were on
         their way (they are released unseen)."""
@@ -115,6 +124,7 @@ class LinkHandle:
         A send still waiting for credit goes on, and fails at once: no link."""
         self._link = None
         self._late = None
+        self._on_flow = None
         self._deliveries.clear()
         self._unsettled.clear()
         self.credit.set()
@@ -361,16 +371,17 @@ class AmqpTransport:
         *,
         name: str | None = None,
         options: LinkOption | list[LinkOption] | None = None,
+        on_flow: Callable[[], None] | None = None,
     ) -> LinkHandle:
         """A receiver link with no credit yet (``flow`` grants it), once the broker has
         attached it: a JMS consumer exists from its creation, so a message sent after it
-        must reach it."""
+        must reach it. ``on_flow`` hears of each flow frame the broker sends on it."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
             receiver = self._engine.create_link(
                 True, source, name or self.link_name("receiver"), options
             )
-            return self._track(receiver, source, on_message)
+            return self._track(receiver, source, on_message, on_flow)
 
         handle, attached = self.call(attach)
         self._wait_attached(attached, source or "")
@@ -394,9 +405,14 @@ class AmqpTransport:
         return handle
 
     def _track(
-        self, link: Link, address: str | None, on_message: MessageCallback | None
+        self,
+        link: Link,
+        address: str | None,
+        on_message: MessageCallback | None,
+        on_flow: Callable[[], None] | None = None,
     ) -> tuple[LinkHandle, Future[None]]:
-        handle = self._handles[Driver.key_of(link)] = LinkHandle(link, address, on_message)
+        handle = LinkHandle(link, address, on_message, on_flow)
+        self._handles[Driver.key_of(link)] = handle
         future: Future[None] = Future()
         self._attaching[link] = future
         return handle, future
@@ -537,6 +553,27 @@ class AmqpTransport:
                 link.drain(0)
 
         self.post(take_back)
+
+    # The connection's thread only: what a receiver's credit policy (provider.py) uses
+    # from inside its callbacks, where waiting for the thread would wait for itself.
+    def credit_now(self, receiver: LinkHandle) -> int:
+        """The credit ``receiver`` has granted and the broker has not used yet."""
+        link = receiver._link
+        return link.credit if link is not None else 0
+
+    def grant_now(self, receiver: LinkHandle, credit: int, *, drain: bool = False) -> bool:
+        """Grant ``credit`` more on ``receiver`` now; with ``drain``, ask the broker to send
+        at once what it has for the link's credit and give back the rest (it answers
+        with a flow frame, or by using the credit up). False if the link is gone."""
+        link = receiver._link
+        if link is None or link.state & _REMOTE_CLOSED:
+            return False
+        if drain:
+            link.drain(credit)
+        else:
+            link.drain_mode = False
+            link.flow(credit)
+        return True
 
     def drain(self, receiver: LinkHandle, credit: int = 0) -> bool:
         """Grant ``credit`` more in drain mode and return once the broker has answered
@@ -698,6 +735,7 @@ class AmqpTransport:
                 before()
             handle._closed = True
             handle._on_message = None
+            handle._on_flow = None
             handle._late = on_late
             answered: Future[None] | None = None
             if wait and not link.state & _REMOTE_CLOSED:
@@ -930,6 +968,9 @@ class _Events:
             link.drain_mode = False
             if not drained.done():
                 drained.set_result(None)
+        handle = transport._handles.get(Driver.key_of(link))
+        if handle is not None and handle._on_flow is not None:
+            handle._on_flow()
 
     # ------------------------------------------------------------- deliveries
     def on_delivery(self, delivery: Delivery, link_key: int) -> None:

@@ -243,11 +243,6 @@ def test_ord3_topic_each_subscription_keeps_order(make_connection, unique, drain
     "rabbitmq-stomp",
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
-@pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord3_ord9_shared_subscription_holds_group(
     make_connection, unique, require, receive_any
 ) -> None:
@@ -427,11 +422,6 @@ def test_ord6_url_query_binds_every_producer(provider_url, unique, drain, query)
 
 
 @pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
-@pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
@@ -531,11 +521,6 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
 
 
 @pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
-@pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
@@ -621,11 +606,6 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
         assert seen[g] == list(range(1, per_group + 1)), g
 
 
-@pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
 @pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
@@ -988,11 +968,6 @@ def test_ord12_delayed_message_blocks_its_group(connection, unique, require) -> 
     assert consumer.receive(2.0).text == "g:2"
 
 
-@pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
 @pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
