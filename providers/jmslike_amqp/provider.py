@@ -696,7 +696,8 @@ class AmqpConnection(ProviderConnection):
             temporary_destinations=native,
             browsers=native,
             exclusive_consumers=True,
-            extra={"gate_scope": f"amqp://{self.transport.address}"},
+            # A listener container's sessions take from one link (jmslike/_feed.py).
+            extra={"gate_scope": f"amqp://{self.transport.address}", "container_feed": True},
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()

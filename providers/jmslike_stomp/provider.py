@@ -337,7 +337,10 @@ class StompSession(ProviderSession):
         shared: bool = False,
         exclusive: bool = False,
         standby: bool = False,
+        window: int | None = None,
     ) -> ProviderConsumer:
+        """A subscription; ``window`` (messages) overrides the session's own window (a
+        listener container's feed asks for one sized to its sessions)."""
         connection = self.connection
         dialect = connection.dialect
         if shared and dialect.shared_subscription == "none":
@@ -349,7 +352,7 @@ class StompSession(ProviderSession):
         headers = {
             "destination": destination_name(destination, dialect),
             "ack": "client-individual",
-            **dialect.prefetch_headers(self.window),
+            **dialect.prefetch_headers(window or self.window),
         }
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
@@ -842,6 +845,8 @@ def _capabilities(
             "counted_by": "jmslike",
             # Consumers on connections of their own: arrival order is not broker order.
             "gate_by_sequence": dialect.consumer_connection,
+            # A listener container's sessions take from one subscription (jmslike/_feed.py).
+            "container_feed": True,
         },
     )
 
