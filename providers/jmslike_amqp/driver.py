@@ -43,7 +43,6 @@ from proton import (
     Collector,
     Condition,
     Connection,
-    Delivery,
     Event,
     EventType,
     Link,
@@ -65,8 +64,9 @@ class Driver:
     ``on_delivery(delivery, link_key)``: a delivery event, the one that comes with every
     message, is not wrapped into a Proton ``Event`` (which wraps the delivery, its link,
     session, connection and transport, each with a reference count and a record lookup:
-    a quarter of the connection thread's time in a send of 20,000 messages); its link
-    comes as :meth:`key_of` would name it."""
+    a quarter of the connection thread's time in a send of 20,000 messages), nor is the
+    delivery wrapped: it comes as Proton's C pointer (the handler wraps it where it
+    needs to), and its link as :meth:`key_of` would name it."""
 
     def __init__(
         self,
@@ -91,7 +91,7 @@ class Driver:
             method = getattr(handler, event_type.method, None)
             if method is not None and event_type.number != PN_DELIVERY:
                 self._methods[event_type.number] = method
-        self._on_delivery: Callable[[Delivery, int], None] = handler.on_delivery
+        self._on_delivery: Callable[[Any, int], None] = handler.on_delivery
         self.connection = Connection()
         self.collector = Collector()
         self.connection.collect(self.collector)
@@ -317,8 +317,7 @@ class Driver:
             number = pn_event_type(event)
             if number == PN_DELIVERY:
                 pointer = pn_event_delivery(event)
-                delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
-                on_delivery(delivery, addressof(pn_delivery_link(pointer)))
+                on_delivery(pointer, addressof(pn_delivery_link(pointer)))
             else:
                 method = methods.get(number)
                 if method is not None:

@@ -38,7 +38,20 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from cproton import (
+    pn_delivery_aborted,
+    pn_delivery_local,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_settle,
+    pn_delivery_settled,
+    pn_delivery_update,
+    pn_disposition_data,
+    pn_disposition_set_failed,
+)
 from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
+from proton._data import obj2dat
 from proton.reactor import LinkOption
 
 from jmslike.errors import (
@@ -114,8 +127,11 @@ class LinkHandle:
         self._late: Callable[[Message], None] | None = None
         """A receiver closed here, not yet by the broker: told of transfers that were on
         their way (they are released unseen)."""
-        self._deliveries: dict[int, Delivery] = {}
-        """Receivers: deliveries handed up and not settled yet, by number."""
+        self._deliveries: dict[int, Any] = {}
+        """Receivers: deliveries handed up and not settled yet, by number: Proton's C
+        pointers, alive while the link is (cleared with it), never wrapped (a wrapper per
+        delivery, with its two dispositions, cost a tenth of the connection thread's time
+        in a listener container's receive)."""
         self._unsettled: set[Delivery] = set()
         """Senders: transfers outside transactions the broker has not answered."""
 
@@ -624,18 +640,19 @@ class AmqpTransport:
     def _settle_now(
         self, receiver: LinkHandle, number: int, outcome: int, failed: bool, txn: Any
     ) -> None:
-        delivery = receiver._deliveries.pop(number, None)
-        if delivery is None:
+        pointer = receiver._deliveries.pop(number, None)
+        if pointer is None:
             return  # settled already, or its link is gone (the broker took it back)
-        if not delivery.settled:  # the broker has not settled it first
+        if not pn_delivery_settled(pointer):  # the broker has not settled it first
             if txn is not None:
-                delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
-                delivery.update(TRANSACTIONAL_STATE)
+                local = pn_delivery_local(pointer)
+                obj2dat([txn, _ACCEPTED_OUTCOME], pn_disposition_data(local))  # type: ignore[no-untyped-call]
+                pn_delivery_update(pointer, TRANSACTIONAL_STATE)
             else:
                 if failed:
-                    delivery.local.failed = True
-                delivery.update(outcome)
-        delivery.settle()
+                    pn_disposition_set_failed(pn_delivery_local(pointer), True)
+                pn_delivery_update(pointer, outcome)
+        pn_delivery_settle(pointer)
 
     def browse(self, source: str, options: Sequence[LinkOption], batch: int = 500) -> list[Message]:
         """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
@@ -973,10 +990,12 @@ class _Events:
             handle._on_flow()
 
     # ------------------------------------------------------------- deliveries
-    def on_delivery(self, delivery: Delivery, link_key: int) -> None:
+    def on_delivery(self, pointer: Any, link_key: int) -> None:
+        """A delivery event (``pointer``: Proton's C delivery)."""
         handle = self._transport._handles.get(link_key)
         link = handle._link if handle is not None else None
         if handle is None or link is None:  # a link already let go of
+            delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
             link = delivery.link
             if link.is_receiver and delivery.readable and not delivery.partial:
                 link.recv(delivery.pending)
@@ -985,18 +1004,20 @@ class _Events:
                 delivery.settle()
             return
         if not handle.is_sender:
-            self._received(handle, link, delivery)
-        elif delivery.updated:
+            self._received(handle, link, pointer)
+            return
+        delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+        if delivery.updated:
             self._answer(handle, link, delivery)
 
-    def _received(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
-        if delivery.aborted:
-            delivery.settle()
+    def _received(self, handle: LinkHandle, link: Link, pointer: Any) -> None:
+        if pn_delivery_aborted(pointer):
+            pn_delivery_settle(pointer)
             return
-        if not delivery.readable or delivery.partial:
+        if not pn_delivery_readable(pointer) or pn_delivery_partial(pointer):
             return
         message = IncomingMessage()
-        message.decode(link.recv(delivery.pending))
+        message.decode(link.recv(pn_delivery_pending(pointer)))
         link.advance()
         callback = handle._on_message
         if callback is None:
@@ -1004,11 +1025,11 @@ class _Events:
             late = handle._late
             if late is not None:
                 late(message)
-            delivery.update(Delivery.RELEASED)
-            delivery.settle()
+            pn_delivery_update(pointer, Delivery.RELEASED)
+            pn_delivery_settle(pointer)
             return
         number = next(self._transport._delivery_numbers)
-        handle._deliveries[number] = delivery
+        handle._deliveries[number] = pointer
         callback(message, number)
 
     def _answer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
