@@ -109,6 +109,8 @@ class Feed:
         """Members asking for messages (how many), in the order they asked."""
         self._owed = 0
         """Credit to give the broker again for messages handed out (AMQP)."""
+        self._pay_at = max(1, self.window // 4)
+        """Credit goes back to the broker this many at a time."""
         self._paid: set[Any] = set()
         """Tokens whose credit was given back already (handed out, not finished)."""
         self._flowing = False
@@ -248,12 +250,12 @@ class Feed:
     def _pay(self) -> None:
         """Give the broker back the credit of messages handed out, a few at a time
         (outside the lock)."""
+        if self._owed < self._pay_at:  # read without the lock: most calls stop here
+            return
         provider = self._provider
         with self._lock:
             owed = self._owed
-            if provider is None or self._closed or not self._flowing:
-                return
-            if owed < max(1, self.window // 4):
+            if provider is None or self._closed or not self._flowing or owed < self._pay_at:
                 return
             self._owed = 0
         provider.flow(owed)

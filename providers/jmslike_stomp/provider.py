@@ -352,7 +352,7 @@ class StompSession(ProviderSession):
         headers = {
             "destination": destination_name(destination, dialect),
             "ack": "client-individual",
-            **dialect.prefetch_headers(window or self.window),
+            **(dialect.window_headers(window) if window else dialect.prefetch_headers(self.window)),
         }
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
