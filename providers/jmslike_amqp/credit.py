@@ -27,7 +27,10 @@ message and then, with the other's credit, a new group's first message. The cons
 that got a grouped message most recently is poked first.
 
 A consumer that takes a grouped message and then asks for nothing may block receivers
-already waiting with plain credit: they probe again (a drain of what they have).
+already waiting with plain credit: they probe again (a drain of what they have). So may
+a message sent later, of a group pinned to such a consumer: a receiver that waits with
+plain credit while such consumers exist probes again after 20 ms, then after twice as
+long each time, up to once a second, until it gets something.
 
 Everything here runs on the connection's thread: the API's grants and withdrawals are
 posted to it, and deliveries and the broker's flow frames are handled there.
@@ -54,13 +57,20 @@ DRAINING = 4
 
 _STAMPS = itertools.count(1)
 
+FIRST_RECHECK = 0.02
+"""Seconds a receiver waiting with plain credit behind a possible blocker waits before it
+probes again; doubled each time, up to ``LAST_RECHECK``."""
+LAST_RECHECK = 1.0
+
 
 class Credit:
     """One receiver's credit among the receivers of one queue (or shared subscription)
     on one connection, ``ring``."""
 
     __slots__ = (
+        "armed",
         "closed",
+        "delay",
         "got",
         "link",
         "phase",
@@ -106,6 +116,10 @@ class Credit:
         self.stamp = 0
         """When it last took a grouped message (the order pokes go in)."""
         self.closed = False
+        self.delay = FIRST_RECHECK
+        """How long a wait with plain credit lasts before the next probe."""
+        self.armed = False
+        """A probe is due later (``_recheck``)."""
         ring.append(self)
 
     # ---------------------------------------------------------------- the API's
@@ -173,6 +187,7 @@ class Credit:
         if grouped:
             self.pinned = True
             self.stamp = next(_STAMPS)
+        self.delay = FIRST_RECHECK
         used_up = self.transport.credit_now(link) <= 0
         if self.poking:
             self.poke_got = True
@@ -235,6 +250,27 @@ class Credit:
         self.tried.clear()
         self.phase = PLAIN
         self.transport.grant_now(link, self.want)
+        if not self.armed:
+            self.armed = True
+            self.transport.call_later(self.delay, self._recheck)
+            self.delay = min(self.delay * 2, LAST_RECHECK)
+
+    def _recheck(self) -> None:
+        """Still waiting with plain credit: a message sent since may be held up behind a
+        group pinned to a consumer of this connection; probe again."""
+        self.armed = False
+        link = self.link
+        if (
+            link is None
+            or self.closed
+            or self.phase != PLAIN
+            or self.want <= 0
+            or not self._blockers()
+        ):
+            return
+        if self.transport.grant_now(link, 0, drain=True):
+            self.phase = PROBE
+            self.got = 0
 
     def _poke(self, waiter: Credit) -> None:
         self.waiters.append(waiter)

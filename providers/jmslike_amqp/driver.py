@@ -60,7 +60,9 @@ _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 class Driver:
     """One AMQP connection's engine and socket. ``handler`` has ``on_<event>`` methods
-    (Proton's event names, e.g. ``on_link_flow``) taking the event, ``on_wake()``, and
+    (Proton's event names, e.g. ``on_link_flow``) taking the event, ``on_wake()``,
+    ``next_timer()`` (the monotonic time its next timer is due, or None) with
+    ``on_timer()`` (called once it is due), and
     ``on_delivery(delivery, link_key)``: a delivery event, the one that comes with every
     message, is not wrapped into a Proton ``Event`` (which wraps the delivery, its link,
     session, connection and transport, each with a reference count and a record lookup:
@@ -254,8 +256,12 @@ class Driver:
                 else:
                     selector.unregister(sock)
                 interest = wanted
-            deadline = transport.tick(time.monotonic())
-            timeout = max(0.0, deadline - time.monotonic()) if deadline else None
+            now = time.monotonic()
+            deadline = transport.tick(now)
+            timer = self._handler.next_timer()
+            if timer is not None and (not deadline or timer < deadline):
+                deadline = timer
+            timeout = max(0.0, deadline - now) if deadline else None
             for key, mask in selector.select(timeout):
                 if key.fd == self._wake_read:
                     with contextlib.suppress(BlockingIOError):
@@ -264,6 +270,8 @@ class Driver:
                     self._handler.on_wake()
                 elif mask & _READ:
                     self._read(sock)
+            if timer is not None and timer <= time.monotonic():
+                self._handler.on_timer()
 
     def _read(self, sock: socket.socket) -> None:
         """Read what the socket has (up to a few transport buffers: events are handled

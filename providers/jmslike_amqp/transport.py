@@ -29,10 +29,12 @@ messages that took more than half of the connection thread's time
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -193,6 +195,8 @@ class AmqpTransport:
         """Links whose close or detach the caller waits for the broker to answer."""
         self._flushing: dict[Link, Future[None]] = {}
         """Senders being closed -> resolved once the broker has answered every transfer."""
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        """(due, order, function): ``call_later``'s, a heap, for the connection's thread."""
         self._opened: Future[None] = Future()
         self._closing = False
         self._container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
@@ -285,6 +289,7 @@ class AmqpTransport:
         for handle in self._handles.values():
             handle._release()
         self._handles.clear()
+        self._timers.clear()
         self._outcomes.clear()
         self._controls.clear()
 
@@ -329,6 +334,20 @@ class AmqpTransport:
             if wake is not None:  # else the thread runs the queue once it has one
                 self._woken = True
                 wake()
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        """The connection's thread only: run ``fn`` there in ``delay`` seconds."""
+        heapq.heappush(self._timers, (time.monotonic() + delay, next(_NUMBERS), fn))
+
+    def _run_timers(self) -> None:
+        timers = self._timers
+        now = time.monotonic()
+        while timers and timers[0][0] <= now:
+            _due, _order, fn = heapq.heappop(timers)
+            try:
+                fn()
+            except Exception as exc:  # a timer must not stop the loop
+                log.debug("AMQP timer on %s failed: %r", self.address, exc)
 
     def _ended(self) -> bool:
         """The connection's loop is over (a call queued now would never run)."""
@@ -851,6 +870,13 @@ class _Events:
 
     def on_wake(self) -> None:
         self._transport._run_calls()
+
+    def next_timer(self) -> float | None:
+        timers = self._transport._timers
+        return timers[0][0] if timers else None
+
+    def on_timer(self) -> None:
+        self._transport._run_timers()
 
     # ------------------------------------------------------------- connection
     def on_connection_remote_open(self, event: Any) -> None:
