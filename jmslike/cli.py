@@ -470,6 +470,10 @@ def _config_report(
     for entry in filter(None, (e.strip() for e in settings.unit_of_order_destinations.split(","))):
         destination, _sep, unit = entry.partition("=")
         destinations.setdefault(destination.strip(), {})["unit_of_order"] = unit.strip()
+    for spec in settings.partition_specs():
+        declared = destinations.setdefault(spec.destination.key, {})
+        declared["partitions"] = spec.count
+        declared["consumer_group"] = spec.consumer_group
     return {
         "factory": name,
         "config_file": str(resolution.config.path) if resolution.config else None,

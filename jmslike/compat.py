@@ -305,6 +305,7 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "message_listener": "property twin of get/set_message_listener",
         "closed": "jmslike's own; JMS has no isClosed",
         "strictly_ordered": "jmslike's own (ORD-18); no JMS counterpart",
+        "partitions": "jmslike's own (partitioned queues, ORD-16); no JMS counterpart",
         "subscription_name": "jmslike's own; JMS consumers do not expose it",
     },
     Message: {

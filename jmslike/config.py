@@ -16,10 +16,11 @@ once, when a factory is created. The precedence, highest first:
    that is what lets an unmodified program gain ordering;
 6. the defaults of :class:`FactorySettings`.
 
-``strictly_ordered`` and ``unit_of_order_destinations`` are lists of destinations and
-add up instead: each source adds its destinations (for the same destination a higher
-source's unit of order wins), and no source removes one that another declared, since a
-program's own list must not silently undo an administrator's ORD-18 declaration.
+``strictly_ordered``, ``unit_of_order_destinations`` and ``partitioned_destinations`` are
+lists of destinations and add up instead: each source adds its destinations (for the same
+destination a higher source's unit of order or partition count wins), and no source
+removes one that another declared, since a program's own list must not silently undo an
+administrator's ORD-18 or partition declaration.
 
 Keys may be written camelCase (as in Java configuration) or snake_case. An unknown key,
 file table or ``JMSLIKE_`` variable, or a value of the wrong type, is an error naming it,
@@ -38,12 +39,15 @@ import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config
-from jmslike.destination import Destination, parse_destination
+from jmslike.destination import Destination, Queue, parse_destination
 from jmslike.errors import ConfigurationError, InvalidDestinationError
+
+if TYPE_CHECKING:
+    from jmslike.partitions.layout import PartitionSpec
 
 __all__ = [
     "DEFAULT_URL",
@@ -300,6 +304,18 @@ class FactorySettings:
     ``session`` (a name generated once per session) or a fixed group name:
     ``"queue://orders=session,queue://ledger=ledger"``. Usually written as
     ``[destinations."queue://orders"] unit_of_order = "session"`` in the config file."""
+    partitioned_destinations: str = ""
+    """Partitioned queues (ORD-16 across processes, docs/partitions.md): comma-separated
+    ``queue://name=count`` entries, optionally ``queue://name=count@consumer-group``. A
+    group's messages go to one of ``count`` partition queues, each consumed by one process
+    at a time. Usually written ``[destinations."queue://orders"] partitions = 16``; as a
+    keyword argument a dict ``{"queue://orders": 16}`` is accepted too."""
+    partition_heartbeat: float = 1.0
+    """Seconds between the heart-beats a process sends while it consumes a partitioned
+    queue, so that the others know it is alive."""
+    partition_timeout: float = 4.0
+    """Seconds without a heart-beat after which a process counts as gone and its
+    partitions move to the others (a killed or frozen process)."""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -328,8 +344,13 @@ class FactorySettings:
         known = {f.name: f for f in dataclasses.fields(self)}
         changes: dict[str, Any] = {}
         extra = dict(self.extra)
-        for raw_key, raw_value in values.items():
+        for raw_key, given in values.items():
             key = _snake(raw_key)
+            raw_value = (
+                _partition_entries_of(given, source)
+                if key == "partitioned_destinations" and isinstance(given, Mapping)
+                else given
+            )
             if key in known and key != "extra":
                 changes[key] = _coerce(key, raw_value, known[key].type, source)
             elif raw_key in extra_names or key in extra_names:
@@ -366,6 +387,18 @@ class FactorySettings:
             _check_strict_entry(entry, source)
         for entry in _strict_entries(self.unit_of_order_destinations):
             _check_unit_of_order_entry(entry, source)
+        for entry in _strict_entries(self.partitioned_destinations):
+            _parse_partition_entry(entry, source)
+        if self.partition_heartbeat <= 0:
+            raise ConfigurationError(
+                f"partition_heartbeat={self.partition_heartbeat} in {source}: must be > 0"
+            )
+        if self.partition_timeout < 2 * self.partition_heartbeat:
+            raise ConfigurationError(
+                f"partition_timeout={self.partition_timeout} in {source}: must be at least "
+                f"twice partition_heartbeat ({self.partition_heartbeat}), or one late "
+                "heart-beat would make a live process look gone"
+            )
         if self.default_ordering_group_name is not None:
             from jmslike.ordering import validate_group_name
 
@@ -397,6 +430,24 @@ class FactorySettings:
             return None
         key = parse_destination(destination).key
         return _unit_of_order_map(self.unit_of_order_destinations).get(key)
+
+
+    def partitions_for(self, destination: Destination | str) -> PartitionSpec | None:
+        """The partitioning of ``destination`` (a queue), or None if it is not partitioned.
+
+        Asked when a producer sends to a destination or a consumer is created; the parsed
+        table is cached per setting string.
+        """
+        if not self.partitioned_destinations:
+            return None
+        key = parse_destination(destination).key
+        return _partition_map(self.partitioned_destinations).get(key)
+
+    def partition_specs(self) -> tuple[PartitionSpec, ...]:
+        """Every partitioned destination these settings declare."""
+        if not self.partitioned_destinations:
+            return ()
+        return tuple(_partition_map(self.partitioned_destinations).values())
 
 
 def _strict_entries(text: str) -> list[str]:
@@ -452,6 +503,66 @@ def _unit_of_order_map(text: str) -> Mapping[str, str]:
     for entry in _strict_entries(text):
         destination, value = _split_unit_of_order(entry)
         table[parse_destination(destination).key] = value
+    return types.MappingProxyType(table)
+
+
+def _partition_entries_of(value: Mapping[Any, Any], source: str) -> str:
+    """``{"queue://orders": 16}`` (a keyword argument) -> ``"queue://orders=16"``."""
+    parts = []
+    for destination, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise ConfigurationError(
+                f"partitioned_destinations[{destination!r}] = {count!r} in {source}: "
+                "the partition count must be an int"
+            )
+        parts.append(f"{destination}={count}")
+    return ",".join(parts)
+
+
+def _parse_partition_entry(entry: str, source: str) -> PartitionSpec:
+    """``queue://orders=16`` or ``queue://orders=16@billing`` -> its PartitionSpec."""
+    from jmslike.partitions.layout import MAX_PARTITIONS, PartitionSpec
+
+    destination, _sep, value = entry.partition("=")
+    count_text, _at, group = value.strip().partition("@")
+    how = (
+        "write 'queue://<name>=<partitions>' (optionally '@<consumer group>'), several "
+        "separated by commas"
+    )
+    try:
+        target = parse_destination(destination.strip())
+    except InvalidDestinationError:
+        raise ConfigurationError(
+            f"partitioned_destinations entry {entry!r} in {source}: {how}"
+        ) from None
+    if target.is_topic or target.is_temporary:
+        raise ConfigurationError(
+            f"partitioned_destinations entry {entry!r} in {source}: only queues can be "
+            f"partitioned, not {target}"
+        )
+    count_text = count_text.strip()
+    if not count_text.isdigit() or not 1 <= int(count_text) <= MAX_PARTITIONS:
+        raise ConfigurationError(
+            f"partitioned_destinations entry {entry!r} in {source}: the partition count "
+            f"must be a whole number from 1 to {MAX_PARTITIONS}; {how}"
+        )
+    group = group.strip() or target.name
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,200}", group):
+        raise ConfigurationError(
+            f"partitioned_destinations entry {entry!r} in {source}: consumer group "
+            f"{group!r} may hold only letters, digits, '_', '.' and '-'"
+        )
+    return PartitionSpec(Queue(target.name), int(count_text), group)
+
+
+@functools.lru_cache(maxsize=32)
+def _partition_map(text: str) -> Mapping[str, PartitionSpec]:
+    """Destination key -> PartitionSpec for a validated setting string; the last entry
+    for a destination wins."""
+    table: dict[str, PartitionSpec] = {}
+    for entry in _strict_entries(text):
+        spec = _parse_partition_entry(entry, "settings")
+        table[spec.destination.key] = spec
     return types.MappingProxyType(table)
 
 
@@ -512,7 +623,9 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
 
 
 # ----------------------------------------------------------------- where settings come from
-_LIST_SETTINGS = frozenset({"strictly_ordered", "unit_of_order_destinations"})
+_LIST_SETTINGS = frozenset(
+    {"strictly_ordered", "unit_of_order_destinations", "partitioned_destinations"}
+)
 """Settings that add up across sources instead of replacing each other (see the module
 docstring): they declare destinations, and a declaration is never silently dropped."""
 
@@ -562,7 +675,11 @@ class _Builder:
 
 
 def _combine_lists(key: str, current: str, added: str) -> str:
-    """Union of two destination lists; for units of order, ``added`` wins per destination."""
+    """Union of two destination lists; for units of order and partition counts, ``added``
+    wins per destination."""
+    if key == "partitioned_destinations":
+        specs = {**_partition_map(current), **_partition_map(added)} if current else None
+        return ",".join(s.entry() for s in specs.values()) if specs else added
     if key == "strictly_ordered":
         seen: dict[str, str] = {}
         for entry in [*_strict_entries(current), *_strict_entries(added)]:
@@ -638,6 +755,11 @@ def resolve(
                 where = config.where(dest_path, "unit_of_order")
                 pair = f"{destination}={table['unit_of_order']}"
                 build.apply("unit_of_order_destinations", pair, where, f"file {where}")
+            if "partitions" in table:
+                where = config.where(dest_path, "partitions")
+                group = table.get("consumer_group")
+                pair = f"{destination}={table['partitions']}" + (f"@{group}" if group else "")
+                build.apply("partitioned_destinations", pair, where, f"file {where}")
     if factory is not None:
         if config is None:
             raise ConfigurationError(

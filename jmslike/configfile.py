@@ -15,6 +15,7 @@ plays that part. It is ``$JMSLIKE_CONFIG`` if set, else ``./jmslike.toml``::
     [destinations."queue://orders"]  # one destination, whatever factory sends to it
     unit_of_order = "session"        # WebLogic's destination-level unit of order
     strictly_ordered = true          # ORD-18
+    partitions = 16                  # groups spread over 16 partition queues (ORD-16)
 
 This module reads and checks the file's shape: which tables exist, what a destination
 table may hold, and where each key is written, so that every error names the file, the
@@ -58,6 +59,8 @@ leave ordering off without a word."""
 DESTINATION_KEYS = {
     "unit_of_order": 'a string, "session" or a fixed group name',
     "strictly_ordered": "true or false, ORD-18",
+    "partitions": "a whole number from 1 to 1024, docs/partitions.md",
+    "consumer_group": "a name for the processes sharing the partitions",
 }
 """What a ``[destinations."queue://name"]`` table may hold, with the expected type."""
 
@@ -231,6 +234,17 @@ class ConfigFile:
             if key == "strictly_ordered" and not isinstance(value, bool):
                 raise ConfigurationError(
                     f"{where}: strictly_ordered = {value!r} must be true or false (bool)"
+                )
+            if key == "partitions" and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024
+            ):
+                raise ConfigurationError(
+                    f"{where}: partitions = {value!r} must be a whole number from 1 to 1024"
+                )
+            if key == "consumer_group" and "partitions" not in entry:
+                raise ConfigurationError(
+                    f"{where}: consumer_group only applies to a partitioned queue; add "
+                    "partitions = <count> to the table"
                 )
             if key == "unit_of_order":
                 if not isinstance(value, str) or not value:

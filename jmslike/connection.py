@@ -25,6 +25,7 @@ from jmslike.config import (
     resolve_settings,
 )
 from jmslike.errors import (
+    ConnectionFailedError,
     IllegalStateError,
     InvalidArgumentError,
     InvalidClientIDError,
@@ -123,11 +124,23 @@ class ConnectionFactory:
             password if password is not None else self._password,
         )
 
+    def _internal_connection(self) -> Connection:
+        """A connection for jmslike's own traffic (partition heart-beats): no
+        interceptors, so tracing and metrics see only the application's messages."""
+        return Connection(self, self._user, self._password, internal=True)
+
 
 class Connection:
     """An open connection to a broker (JMS Connection); a context manager."""
 
-    def __init__(self, factory: ConnectionFactory, user: str | None, password: str | None) -> None:
+    def __init__(
+        self,
+        factory: ConnectionFactory,
+        user: str | None,
+        password: str | None,
+        *,
+        internal: bool = False,
+    ) -> None:
         self._factory = factory
         self._settings = factory.settings
         self._ids = itertools.count(1)
@@ -137,7 +150,9 @@ class Connection:
             factory.url, self._settings, user, password, self._report
         )
         self._gate, self._gate_scope = self._acquire_gate()
-        self._interceptors = [*factory.interceptors, *self._plugin_interceptors()]
+        self._interceptors = (
+            [] if internal else [*factory.interceptors, *self._plugin_interceptors()]
+        )
         self._send_chain = fold_send(self._interceptors, send_to_provider)
         self._delivery_chain = fold_delivery(self._interceptors, deliver_to_handler, self._report)
         self._dead_letter_observers = [
@@ -148,6 +163,11 @@ class Connection:
         self._start_cond = threading.Condition()
         self._started = False
         self._closed = False
+        self._failed: ConnectionFailedError | None = None
+        """The provider's report that the connection is lost for good (after any
+        reconnect attempts): from then on receive() raises it, and nothing buffered from
+        the lost connection is handed out, since the broker gives those messages to
+        other consumers again."""
         self._used = False
         self._client_id: str | None = None
         if self._settings.client_id:
@@ -237,6 +257,11 @@ class Connection:
         return self._notifier.listener
 
     def _report(self, exc: JMSException) -> None:
+        if isinstance(exc, ConnectionFailedError) and self._failed is None:
+            self._failed = exc
+            for session in list(self._sessions):
+                for consumer in list(session._consumers):
+                    consumer._lost()
         self._notifier.report(exc)
 
     # --------------------------------------------------------------- sessions
@@ -317,6 +342,10 @@ class Connection:
         for session in list(self._sessions):
             try:
                 session.close()
+            except ConnectionFailedError as exc:
+                # Lost already: the broker gave back what the sessions held when it
+                # dropped the connection, so there is nothing left to close there.
+                log.info("closing %r after the connection was lost: %s", self, exc)
             except Exception as exc:  # keep closing the rest
                 errors.append(exc)
         self._closed = True
@@ -324,6 +353,8 @@ class Connection:
             self._start_cond.notify_all()
         try:
             self._provider.close()
+        except ConnectionFailedError as exc:
+            log.info("closing %r after the connection was lost: %s", self, exc)
         finally:
             self._notifier.close()
             if self._gate is not None:

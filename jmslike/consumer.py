@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike._feed import Member
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError
+from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
 from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
     from jmslike._feed import Feed
+    from jmslike.connection import Connection
     from jmslike.session import Session, _Held
     from jmslike.spi.provider import ProviderConsumer
 
@@ -79,6 +80,14 @@ class MessageConsumer:
             session._connection.capabilities.extra.get("gate_by_sequence")
         )
         self._late: list[tuple[Message, Any]] = []
+        self._warn_processes = (
+            self._gate is not None
+            and not destination.is_topic
+            and not destination.is_temporary
+            and session._settings.partitions_for(destination) is None
+        )
+        """On a broker that keeps no groups, say once that other processes would break
+        them (the first grouped message tells, see ``_warn_single_process``)."""
         # ORD-3: a group's scope is one destination, and on a topic one subscription.
         if not destination.is_topic:
             self._gate_scope = destination.key
@@ -132,6 +141,13 @@ class MessageConsumer:
         another consumer of the same broker (the declaration sticks)."""
         return self._provider.exclusive
 
+    @property
+    def partitions(self) -> list[int] | None:
+        """On a partitioned queue, the partitions this consumer takes messages from now
+        (they change as processes come and go); None on any other destination."""
+        owned = getattr(self._provider, "owned", None)
+        return list(owned) if owned is not None else None
+
     def __enter__(self) -> MessageConsumer:
         return self
 
@@ -166,6 +182,9 @@ class MessageConsumer:
         if gate is not None:
             group = message._properties.get(GROUP_ID)
             if isinstance(group, str):
+                if self._warn_processes:
+                    self._warn_processes = False
+                    _warn_single_process(self._connection, self.destination)
                 with self._cond:
                     if self._credit > 0:
                         self._credit -= 1
@@ -305,6 +324,11 @@ class MessageConsumer:
         while True:
             if self._closed:
                 return None
+            if connection._failed is not None:
+                self._lost()
+                raise ConnectionFailedError(
+                    f"consumer on {self.destination}: {connection._failed}"
+                ) from connection._failed
             if not connection._started:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -381,7 +405,12 @@ class MessageConsumer:
     def _dispatch_one(self) -> None:
         """Run on the dispatcher thread: hand one due message to the listener."""
         listener = self._listener
-        if self._closed or listener is None or not self._connection._started:
+        if (
+            self._closed
+            or listener is None
+            or not self._connection._started
+            or self._connection._failed is not None
+        ):
             return
         item, wait = self._pop_due()
         if item is None:
@@ -491,6 +520,40 @@ class MessageConsumer:
     def _wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+    def _lost(self) -> None:
+        """The connection is lost for good: what is buffered came over it and can never
+        be acknowledged (the broker hands those messages out again), so it is dropped,
+        and whoever waits in receive() wakes up to raise."""
+        with self._cond:
+            self._buffer.clear()
+            self._credit = 0
+            self._cond.notify_all()
+        if self._gate is not None:
+            self._gate.withdraw(self._session, lambda item: item[0] is self)
+
+
+_warned_single_process: set[tuple[str, str]] = set()
+
+
+def _warn_single_process(connection: Connection, destination: Destination) -> None:
+    """ORD-16: once per process, broker and queue, where grouped messages arrive from a
+    broker that ignores groups on a queue that is not partitioned."""
+    capabilities = connection.capabilities
+    key = (str(capabilities.extra.get("gate_scope") or connection._factory.url), destination.key)
+    if key in _warned_single_process:
+        return
+    _warned_single_process.add(key)
+    log.warning(
+        "%s keeps no ordering groups, so jmslike keeps the groups of %s within this "
+        "process only: consumers of it in other processes would take a group's messages "
+        "at the same time. Declare it partitioned in every process to keep them across "
+        'processes: [destinations."%s"] partitions = 16 in jmslike.toml, or the factory '
+        "setting partitioned_destinations (docs/partitions.md)",
+        capabilities.broker,
+        destination,
+        destination.key,
+    )
 
 
 def _strict_options(

@@ -84,10 +84,13 @@ class MessageListenerContainer:
             message_selector = None
         # Where the provider asks for it, the sessions take from one subscription, a
         # feed, and jmslike hands its messages out by group (jmslike/_feed.py says why);
-        # the embedded broker keeps groups per session and hands them out itself.
+        # the embedded broker keeps groups per session and hands them out itself. A
+        # partitioned queue is consumed partition by partition, each strictly ordered.
         self._feed: Feed | None = None
-        if not self.strictly_ordered and self._connection.capabilities.extra.get(
-            "container_feed"
+        if (
+            not self.strictly_ordered
+            and factory.settings.partitions_for(self.destination) is None
+            and self._connection.capabilities.extra.get("container_feed")
         ):
             window = max(factory.settings.prefetch, FEED_WINDOW) * concurrency
             self._feed = Feed(self._connection, self.destination, message_selector, window)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from jmslike._feed import Feed
     from jmslike.connection import Connection
-    from jmslike.spi.provider import ProviderConsumer
+    from jmslike.spi.provider import ProviderConsumer, ProviderSession
 
 __all__ = ["Session"]
 
@@ -123,7 +123,12 @@ class Session:
         self.acknowledge_mode = self.SESSION_TRANSACTED if transacted else acknowledge_mode
         self._auto = self.acknowledge_mode in (self.AUTO_ACKNOWLEDGE, self.DUPS_OK_ACKNOWLEDGE)
         self._settings = connection._settings
-        self._provider = connection._provider.create_session(transacted, self.acknowledge_mode)
+        provider = connection._provider.create_session(transacted, self.acknowledge_mode)
+        if self._settings.partitioned_destinations:
+            from jmslike.partitions.session import PartitionedSession
+
+            provider = PartitionedSession(provider, connection, self._settings, connection._report)
+        self._provider: ProviderSession = provider
         self._held: dict[_Held, None] = {}
         self._consumers: list[MessageConsumer] = []
         self._producers: list[MessageProducer] = []

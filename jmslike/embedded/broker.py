@@ -99,6 +99,15 @@ class Broker:
         if store is not None:
             self._recover(store)
 
+    def queue_depths(self, prefix: str) -> dict[str, int]:
+        """Messages waiting or in flight on each queue whose name starts with ``prefix``."""
+        with self.lock:
+            return {
+                key.removeprefix("queue://"): channel.pending + channel.inflight
+                for key, channel in self._queues.items()
+                if key.startswith("queue://" + prefix)
+            }
+
     def is_empty(self) -> bool:
         """No messages anywhere, and no subscription that outlives its consumers."""
         with self.lock:

@@ -157,6 +157,9 @@ class EmbeddedConnection(ProviderConnection):
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
         return EmbeddedSession(self, transacted)
 
+    def queue_depths(self, prefix: str) -> dict[str, int]:
+        return self.broker.queue_depths(prefix)
+
     def set_client_id(self, client_id: str) -> None:
         self.broker.claim_client_id(client_id)
         self.client_id = client_id

@@ -13,6 +13,11 @@ buffered and gave back unseen comes back from the broker flagged ``redelivered``
 JMS it was never delivered; :meth:`DeliveryCounts.returned_unseen` records that, so its
 next delivery keeps the number it had. Across processes only the broker's flag is known:
 a redelivered message seen first counts as 2.
+
+Artemis over AMQP 1.0 counts, but only what comes back to it (one per MODIFIED outcome):
+recover and rollback redeliver within the session, which the broker never hears of. So
+jmslike counts there too, and each delivery takes the higher of its own number and the
+broker's (``floor``): a message seen twice before its consumer closed comes back as 3.
 """
 
 from __future__ import annotations
@@ -36,14 +41,25 @@ class DeliveryCounts:
         self._seen: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
 
-    def count(self, key: str, redelivered: bool, broker_count: int | None = None) -> int:
-        """Number this delivery of ``key`` and remember it."""
+    def count(
+        self,
+        key: str,
+        redelivered: bool,
+        broker_count: int | None = None,
+        *,
+        floor: int | None = None,
+    ) -> int:
+        """Number this delivery of ``key`` and remember it: ``broker_count`` deliveries
+        before this one if the broker says so, else one more than this table saw, and at
+        least ``floor`` (the broker's number, where it misses local redeliveries)."""
         with self._lock:
             if broker_count is not None:
                 number = broker_count + 1
             else:
                 seen = self._seen.pop(key, None)
                 number = (2 if redelivered else 1) if seen is None else seen + 1
+            if floor is not None:
+                number = max(number, floor)
             self._seen[key] = number
             if len(self._seen) > _LIMIT:
                 self._seen.popitem(last=False)

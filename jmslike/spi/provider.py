@@ -59,7 +59,9 @@ class OrderingMode:
     CLIENT_GATE = "client-gate"
     """The broker ignores groups; jmslike gates delivery per group within the process."""
     PARTITIONED = "partitioned"
-    """Groups are routed to single-active-consumer partitions across processes."""
+    """Groups are routed to single-active-consumer partitions across processes. Kept for
+    the name: partitioning is declared per queue, so no connection reports it; see
+    ``Capabilities.groups_across_processes``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +98,35 @@ class Capabilities:
     """The provider keeps strictly ordered destinations (ORD-18): ``create_consumer``
     takes ``exclusive`` and ``standby``. Where False, a strictly ordered consumer is
     refused with IllegalStateError."""
+    exclusive_scope: str = "broker"
+    """Where ``exclusive_consumers`` holds: "broker" (the broker itself keeps one
+    consumer active, whatever process it is in: exclusive consumers, exclusive queues,
+    single-active-consumer queues) or "process" (jmslike keeps it within this process
+    only). Partitioned queues need "broker"; ``extra["exclusive_hint"]`` may say what
+    setting would give it."""
     delivery_count: bool = True
     """The broker counts deliveries (else jmslike counts them on the client)."""
     dead_letter_queue: bool = True
     persistent: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def groups_across_processes(self) -> str:
+        """How ordering groups hold when consumers of one queue run in several processes
+        (ORD-16): "broker" (the broker pins groups), "partitions" (it does not, but holds
+        each partition of a partitioned queue to one consumer: declare the queue
+        partitioned), or "none" (groups hold within one process only)."""
+        if self.ordering_mode == OrderingMode.BROKER:
+            return "broker"
+        if self.exclusive_consumers and self.exclusive_scope == "broker":
+            return "partitions"
+        return "none"
+
     def as_dict(self) -> dict[str, Any]:
         """All capabilities as a plain dict, for ``jmslike providers`` and logs."""
         names = [f for f in self.__dataclass_fields__ if f != "extra"]
         out = {name: getattr(self, name) for name in names}
+        out["groups_across_processes"] = self.groups_across_processes
         out["extra"] = dict(self.extra)
         return out
 
@@ -265,6 +286,12 @@ class ProviderConnection(abc.ABC):
 
     def stop(self) -> None:  # noqa: B027 - optional hook
         """Delivery is pausing."""
+
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        """Messages on each queue whose name starts with ``prefix`` (waiting or
+        unacknowledged), where the broker can be asked; None where it cannot. Used to
+        find partitions left behind by a smaller partition count."""
+        return None
 
     def create_temporary_queue(self) -> TemporaryQueue:
         raise JMSException(f"{type(self).__name__} has no temporary queues")

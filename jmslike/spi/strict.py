@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from jmslike.ordering import refuse_strict_consumer
 from jmslike.spi.perbroker import PerBroker
 
-__all__ = ["Claim", "StrictRegistry", "registry_for"]
+__all__ = ["Claim", "Promotion", "StrictRegistry", "registry_for"]
 
 
 @dataclass
@@ -111,6 +111,35 @@ class StrictRegistry:
             if place.active is None and not place.standbys and not place.plain:
                 del self._places[claim.place]
         if promote is not None:
+            promote()
+
+
+class Promotion:
+    """The ``promote`` callback of a standby that is still being made.
+
+    ``attach`` needs the callback before the provider's consumer exists, and the active
+    consumer may detach (on another thread) in between: the call is then kept and made
+    once the consumer is bound, instead of failing or being lost.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._target: Callable[[], None] | None = None
+        self._early = False
+
+    def __call__(self) -> None:
+        with self._lock:
+            target = self._target
+            if target is None:
+                self._early = True
+                return
+        target()
+
+    def bind(self, promote: Callable[[], None]) -> None:
+        with self._lock:
+            self._target = promote
+            early = self._early
+        if early:
             promote()
 
 

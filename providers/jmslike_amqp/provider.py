@@ -43,6 +43,7 @@ from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector as ClientSelector
 from jmslike.selector import message_lookup, parse_selector
 from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -53,7 +54,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
-from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.credit import Credit
@@ -80,7 +81,7 @@ class _Token:
     """One delivery: the AMQP message as it came (a redelivery carries what was sent)
     and its number on the consumer's link (the transport keeps the Proton delivery)."""
 
-    __slots__ = ("consumer", "count", "incoming", "key", "number")
+    __slots__ = ("consumer", "count", "incoming", "key", "number", "seen")
 
     def __init__(
         self,
@@ -96,6 +97,9 @@ class _Token:
         self.count = count
         self.key = key
         """The message id: what jmslike counts deliveries by where the broker does not."""
+        self.seen = False
+        """The application had this delivery (it was redelivered locally since): going
+        back to the broker, it counts as delivered even if its redelivery was not seen."""
 
 
 class AmqpConsumer(ProviderConsumer):
@@ -103,7 +107,14 @@ class AmqpConsumer(ProviderConsumer):
 
     A standby of a strictly ordered destination (ORD-18) attaches no link until the
     active consumer has given its messages back and detached (``promote``): credit asked
-    for meanwhile is kept and granted then."""
+    for meanwhile is kept and granted then.
+
+    On RabbitMQ a strictly ordered queue (or a partition) is a single-active-consumer
+    quorum queue, and such a queue puts what a *link* gives back (settled RELEASED, or
+    unsettled at detach) behind the messages still waiting: seen here, ``m3 m4 m5 m1 m2``
+    after a consumer holding ``m1`` and ``m2`` detached. What a closed *connection* held
+    comes back first, in order. So there such a consumer has a connection of its own,
+    and gives back by closing it, as every RabbitMQ consumer does over STOMP."""
 
     def __init__(
         self,
@@ -122,6 +133,12 @@ class AmqpConsumer(ProviderConsumer):
         self._session = session
         self.claim = claim
         self.exclusive = claim is not None and claim.strict
+        connection = session.connection
+        self.own_connection = (
+            self.exclusive and connection.rabbitmq and not destination.is_topic
+        )
+        self.transport: AmqpTransport = connection.transport
+        """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
         self._credit_waiting = 0
         """Credit asked for while a standby, granted once promoted."""
@@ -153,15 +170,20 @@ class AmqpConsumer(ProviderConsumer):
                 options.append(Selector(selector))  # Artemis reads the JMS names itself
         names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
+        if self.exclusive and connection.classic and not destination.is_topic:
+            # ORD-18 across processes: Classic's exclusive consumer, as an address option.
+            address += "?consumer.exclusive=true"
         self._credit: Credit | None = None
         """Where the broker stops a queue at a blocked group (Artemis): this receiver's
         credit among the others of the queue on this connection (credit.py)."""
         if ring is not None:
-            self._credit = Credit(connection.transport, ring, selective=selector is not None)
+            self._credit = Credit(self.transport, ring, selective=selector is not None)
         on_flow = self._credit.flowed if self._credit is not None else None
 
         def attach() -> LinkHandle:
-            link = connection.transport.open_receiver(
+            if self.own_connection:
+                self.transport = connection.open_transport()
+            link = self.transport.open_receiver(
                 address, self._on_message, options=options, on_flow=on_flow, **names
             )
             if self._credit is not None:
@@ -200,7 +222,7 @@ class AmqpConsumer(ProviderConsumer):
                 self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
                 return
             link = self._link
-        transport = self._session.connection.transport
+        transport = self.transport
         policy = self._credit
         if policy is not None:
             transport.post(lambda: policy.flow(credit))
@@ -226,25 +248,12 @@ class AmqpConsumer(ProviderConsumer):
         """The connection's thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
-        # Artemis counts deliveries (and leaves first-acquirer at its default, false);
-        # RabbitMQ leaves delivery-count at 0 and says only "not the first acquirer"
-        # (BROKERS.md), so there jmslike counts, as over STOMP: a message that was only
-        # buffered and given back unseen keeps its number.
         key = message.jms_message_id or ""
-        counts = connection.counts
-        if counts is not None:
-            redelivered = (
-                not incoming.first_acquirer
-                if connection.rabbitmq
-                else (incoming.delivery_count or 0) > 0
-            )
-            count = counts.count(key, redelivered)
-        else:
-            count = int(incoming.delivery_count or 0) + 1
+        count = connection.count_delivery(incoming, key)
         message.jms_redelivered = count > 1
         message._properties[DELIVERY_COUNT] = count
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
-            connection.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
+            self.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
             connection.forget(key)
             self.flow(1)  # the credit it used is given back
             return
@@ -259,7 +268,7 @@ class AmqpConsumer(ProviderConsumer):
         policy = self._credit
         if policy is not None and not policy.closed:
             with contextlib.suppress(JMSException):
-                self._session.connection.transport.post(policy.retire)
+                self.transport.post(policy.retire)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         """Give back what was pushed and not finished, in order (ORD-10), then detach.
@@ -275,6 +284,12 @@ class AmqpConsumer(ProviderConsumer):
         if standby:
             self._release_claim()
             return
+        if self.own_connection and not session.transacted:
+            # Closing the connection gives everything back, first and in order.
+            session.give_back(undelivered, seen=False)
+            session.give_back(delivered, seen=True)
+            self.detach()
+            return
         session.give_back(undelivered, seen=False)
         if session.transacted:
             session.zombies.append(self)
@@ -284,12 +299,21 @@ class AmqpConsumer(ProviderConsumer):
 
     def detach(self) -> None:
         connection = self._session.connection
+        if self.own_connection:
+            try:
+                for token in self.outstanding.values():
+                    connection.counts.returned_unseen(token.key)
+                self.outstanding = {}
+                connection.close_transport(self.transport)
+            finally:
+                self._release_claim()
+            return
         durable = self._subscription is not None
         # A standby promoted while the broker still holds this link could be given
         # messages that come after the ones this link gives back (seen on Classic, ORD-18).
         wait = durable or self.claim is not None
         try:
-            connection.transport.close_link(
+            self.transport.close_link(
                 self.link,
                 keep=durable,
                 wait=wait,
@@ -306,20 +330,16 @@ class AmqpConsumer(ProviderConsumer):
         the API gave back what it held were never seen by the application; back to the
         queue, uncounted, in the order they came (ORD-10, ORD-11)."""
         connection = self._session.connection
-        counts = connection.counts
         late, self.outstanding = list(self.outstanding.values()), {}
         for token in late:
-            if counts is not None:
-                counts.returned_unseen(token.key)
-            connection.transport.settle(self.link, token.number, Delivery.RELEASED)
+            connection.counts.returned_unseen(token.key)
+            self.transport.settle(self.link, token.number, Delivery.RELEASED)
 
     def _arrived_late(self, incoming: AmqpMessage) -> None:
         """The connection's thread: a transfer the broker sent before it read the detach.
         It was never seen here; where jmslike counts, its redelivery must not count it
         (seen on Classic: such a message came back flagged redelivered, count 2)."""
-        counts = self._session.connection.counts
-        if counts is not None:
-            counts.returned_unseen(message_key(incoming))
+        self._session.connection.counts.returned_unseen(message_key(incoming))
 
     def _release_claim(self) -> None:
         """A standby may take over now: what this consumer held went back first."""
@@ -430,10 +450,7 @@ class AmqpSession(ProviderSession):
         # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
         # a subscription of its own). The broker keeps no exclusivity over AMQP here,
         # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
-        cell: list[AmqpConsumer] = []  # the consumer, once made
-
-        def promote() -> None:
-            cell[0].promote()
+        promote = Promotion()  # bound to the consumer once made
 
         # Receivers that compete for one queue (or one shared subscription) on a broker
         # that stops the queue at a blocked group share a ring (credit.py).
@@ -442,13 +459,16 @@ class AmqpSession(ProviderSession):
             place = f"shared:{name}:{durable}" if shared else f"queue:{destination.key}"
             ring = connection.rings.setdefault(place, [])
         claim = connection.strict.attach(
-            connection.address_of(destination),
-            name if named else f"own-{id(cell)}" if destination.is_topic else None,
+            destination.key,
+            name if named else f"own-{id(promote)}" if destination.is_topic else None,
             exclusive=exclusive,
             standby=standby,
             promote=promote,
             what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
+        if claim.strict and not (destination.is_topic or destination.is_temporary):
+            # ORD-18 across processes: the broker itself holds the queue to one consumer.
+            connection.declare_exclusive_queue(destination, required=False)
         try:
             consumer = AmqpConsumer(
                 self, destination, sink, selector, claim=claim, ring=ring, **extra
@@ -456,20 +476,21 @@ class AmqpSession(ProviderSession):
         except BaseException:
             connection.strict.detach(claim)
             raise
-        cell.append(consumer)
+        promote.bind(consumer.promote)
         return consumer
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        transport = self.connection.transport
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
-            transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
+            consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:
-        counts = self.connection.counts
-        token.count = counts.count(token.key, True) if counts is not None else token.count + 1
+        token.seen = True
+        token.count = (
+            self.connection.counts.count(token.key, True) if token.key else token.count + 1
+        )
         message = decode(token.incoming, token.consumer.destination, None)
         message.jms_redelivered = True
         message._properties[DELIVERY_COUNT] = token.count
@@ -480,17 +501,21 @@ class AmqpSession(ProviderSession):
 
     def give_back(self, tokens: Sequence[Any], *, seen: bool) -> None:
         """Back to the queue, in order. One the application saw counts as delivered
-        (MODIFIED, delivery failed) where the broker counts; RabbitMQ refuses MODIFIED
-        (it ends the session), so there RELEASED, and first-acquirer tells the rest."""
-        transport = self.connection.transport
-        counted = seen and not self.connection.rabbitmq
+        (MODIFIED, delivery failed) where the broker counts, and so does one it saw before
+        a recover or rollback put it back in the buffer, unseen since; RabbitMQ refuses
+        MODIFIED (it ends the session), so there RELEASED, and first-acquirer tells the
+        rest. Unseen, its number in jmslike's count goes back one."""
+        rabbitmq = self.connection.rabbitmq
         counts = self.connection.counts
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
-            if counts is not None and not seen:
+            if not seen:
                 counts.returned_unseen(token.key)
-            if counted:
+            transport = consumer.transport
+            if consumer.own_connection:
+                continue  # given back by closing its connection (AmqpConsumer doc)
+            if (seen or token.seen) and not rabbitmq:
                 transport.settle(consumer.link, token.number, Delivery.MODIFIED, failed=True)
             else:
                 transport.settle(consumer.link, token.number, Delivery.RELEASED)
@@ -645,6 +670,7 @@ class AmqpConnection(ProviderConnection):
 
         self._connect = connect
         self.transport = connect(None)
+        self._extra_transports: set[AmqpTransport] = set()
         properties = self.transport.remote_properties()
         product = str((properties or {}).get("product", "")) if properties else ""
         lowered = product.lower()
@@ -668,6 +694,10 @@ class AmqpConnection(ProviderConnection):
                 str((properties or {}).get("topic-prefix") or ""),
             )
         )
+        self.exclusivity = exclusivity_for(
+            self.broker, url.host, settings, user, password, vhost or "/"
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
         native = not self.rabbitmq
         self.head_blocking = self.broker == "artemis"
         """The broker stops a queue's dispatch at a message whose group is pinned to a
@@ -696,25 +726,44 @@ class AmqpConnection(ProviderConnection):
             temporary_destinations=native,
             browsers=native,
             exclusive_consumers=True,
-            # A listener container's sessions take from one link (jmslike/_feed.py).
-            extra={"gate_scope": f"amqp://{self.transport.address}", "container_feed": True},
+            exclusive_scope=self.exclusivity.scope,
+            extra={
+                "gate_scope": f"amqp://{self.transport.address}",
+                "exclusive_hint": self.exclusivity.hint,
+                # A listener container's sessions take from one link (jmslike/_feed.py).
+                "container_feed": True,
+            },
         )
         self._lock = threading.Lock()
         self.subscriptions = SubscriptionNames()
-        # Classic leaves delivery-count alone when a message comes back MODIFIED
-        # (delivery failed): it counts nothing a test or a redelivery policy could use.
-        counted_here = self.rabbitmq or self.classic
-        self.counts = counts_for(self.transport.address) if counted_here else None
+        self.counts = counts_for(self.transport.address)
+        """jmslike's delivery counts for this broker (see ``count_delivery``)."""
         self.strict = registry_for(self.transport.address)
-        """Where jmslike counts deliveries (RabbitMQ); None where the broker counts."""
         self._temporary: dict[str, LinkHandle] = {}
         """Temporary destinations made here: name -> the dynamic sender link that keeps
         it alive (Artemis deletes it when the link or the connection closes)."""
 
     def forget(self, key: str) -> None:
-        """``key`` was acknowledged: it will not come again (RabbitMQ's counts)."""
-        if self.counts is not None:
-            self.counts.forget(key)
+        """``key`` was acknowledged: it will not come again."""
+        self.counts.forget(key)
+
+    def count_delivery(self, incoming: AmqpMessage, key: str) -> int:
+        """JMSXDeliveryCount of a delivery of the message with id ``key``.
+
+        RabbitMQ leaves ``delivery-count`` at 0 and says only "not the first acquirer";
+        Classic leaves it alone when a message comes back MODIFIED (delivery failed): there
+        jmslike counts, as over STOMP, and a message only buffered and given back unseen
+        keeps its number. Artemis counts what comes back to it, one per MODIFIED, but never
+        hears of a recover or rollback, which redeliver locally: jmslike counts there too
+        and takes the higher number, so a message seen twice before its consumer closed
+        comes back as 3, not 2. A message without an id has no key: the broker's count.
+        """
+        if self.rabbitmq:
+            return self.counts.count(key, not incoming.first_acquirer)
+        broker = int(incoming.delivery_count or 0) + 1
+        if self.classic:
+            return self.counts.count(key, broker > 1)
+        return self.counts.count(key, broker > 1, floor=broker) if key else broker
 
     def check_temporary(self, destination: Destination, *, consuming: bool) -> None:
         """JMS: a deleted temporary destination takes no sends, and only the connection
@@ -762,8 +811,47 @@ class AmqpConnection(ProviderConnection):
         destination's address is the broker's own."""
         if destination.is_temporary:
             return destination.name
+        if (
+            self.rabbitmq
+            and not destination.is_topic
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            # A single-active-consumer queue: /queue/<name> would declare it again
+            # without the argument, and be refused.
+            return "/amq/queue/" + destination.name
         queue_prefix, topic_prefix = self._prefixes
         return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
+
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
+    def open_transport(self) -> AmqpTransport:
+        """Another connection to the same broker, for a consumer that needs its own."""
+        transport = self._connect(None)
+        with self._lock:
+            self._extra_transports.add(transport)
+        return transport
+
+    def close_transport(self, transport: AmqpTransport) -> None:
+        with self._lock:
+            self._extra_transports.discard(transport)
+        transport.close()
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
 
     def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
         """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
@@ -811,6 +899,9 @@ class AmqpConnection(ProviderConnection):
             with _CLIENT_IDS_LOCK:
                 if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
                     del _CLIENT_IDS[(self.transport.address, self.client_id)]
+        for transport in list(self._extra_transports):
+            with contextlib.suppress(JMSException):
+                self.close_transport(transport)
         self.transport.close()
 
 
@@ -819,7 +910,7 @@ class AmqpProvider(Provider):
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = TLS_SETTINGS
+    setting_names = TLS_SETTINGS | {"managementUrl"}
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)

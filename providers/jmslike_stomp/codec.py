@@ -38,7 +38,14 @@ from jmslike.message import (
 )
 from jmslike_stomp.dialect import Dialect
 
-__all__ = ["RESERVED", "decode", "destination_name", "encode", "parse_destination_name"]
+__all__ = [
+    "RESERVED",
+    "decode",
+    "destination_name",
+    "encode",
+    "parse_destination_name",
+    "remember_wire_name",
+]
 
 TYPE_HEADER = "jmslikeType"
 TYPES_HEADER = "jmslikeTypes"
@@ -119,6 +126,13 @@ RESERVED = frozenset(
     }
 )
 """Headers that are not application properties (STOMP's, the brokers', jmslike's)."""
+
+
+def remember_wire_name(name: str, wire: str) -> None:
+    """Frames for the temporary queue ``name`` go to the broker's ``wire`` name (RabbitMQ's
+    ``/reply-queue/amq.gen-...``: it refuses a SEND to ``/temp-queue/x``, even from the
+    queue's creator)."""
+    _TEMPORARY_WIRE_NAMES[name] = wire
 
 
 def destination_name(destination: Destination, dialect: Dialect) -> str:

@@ -66,8 +66,10 @@ class Dialect:
     """Where the broker reads a time to live in milliseconds rather than ``expires``
     (RabbitMQ: ``expiration``)."""
     temp_queue_implicit: bool = False
-    """True: the broker subscribes a temporary queue's creator itself, delivering under the
-    queue's name (RabbitMQ); a SUBSCRIBE to it is never confirmed."""
+    """True: the broker creates a temporary queue only when a SEND names it in ``reply-to``
+    and then subscribes the creator itself, delivering under the queue's name with no ACK
+    needed, consumer or not (RabbitMQ); a SEND or SUBSCRIBE to ``/temp-queue/x`` is
+    refused ("not a valid destination"): sends use the name the broker gives the queue."""
     persistent_false: bool = True
     """False: never send ``persistent:false`` (RabbitMQ 3.10 reads it as a non-durable,
     exclusive, auto-delete queue declaration: a new queue vanishes with the sender, an

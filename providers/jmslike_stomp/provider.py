@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue, TemporaryQueue
 from jmslike.errors import (
     ConfigurationError,
+    ConnectionFailedError,
     IllegalStateError,
     InvalidClientIDError,
     InvalidDestinationError,
@@ -41,6 +43,8 @@ from jmslike.errors import (
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, message_lookup, parse_selector
 from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
+from jmslike.spi.management import ArtemisManagement
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -51,12 +55,11 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
-from jmslike.spi.strict import Claim, registry_for
+from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
-from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode
+from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode, remember_wire_name
 from jmslike_stomp.dialect import Dialect, dialect_for
-from jmslike_stomp.management import ArtemisManagement
-from jmslike_stomp.transport import Reconnect, StompTransport
+from jmslike_stomp.transport import FrameHandler, Reconnect, StompTransport
 
 __all__ = ["StompProvider"]
 
@@ -75,6 +78,57 @@ _CLIENT_IDS_LOCK = threading.Lock()
 _DELETED_TEMPORARY: set[str] = set()
 """Temporary queues whose connection (in this process) closed. Classic and RabbitMQ would
 quietly create a new one on a send; JMS says such a send fails."""
+
+PROBE_HEADER = "jmslikeTemporaryProbe"
+"""Names the temporary queue a probe was sent for (see ``StompConnection._declare``)."""
+
+
+class _TemporaryInbox:
+    """A temporary queue that the broker delivers to its creator by itself (RabbitMQ).
+
+    RabbitMQ pushes such a queue's messages to the creating connection as they arrive,
+    acknowledged already, whether a consumer exists or not. JMS says they wait in the queue
+    until a consumer takes them, so they wait here: from ``create_temporary_queue()`` on,
+    every frame goes to the attached consumer, or into ``waiting`` while there is none.
+    A consumer that closes puts back, in order, what it held or buffered unfinished.
+    """
+
+    __slots__ = ("_handler", "_lock", "_waiting")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[dict[str, str], bytes]] = deque()
+        self._handler: FrameHandler | None = None
+
+    def on_frame(
+        self, headers: dict[str, str], body: bytes, returned_by: FrameHandler | None = None
+    ) -> None:
+        """stomp.py's receiver thread: to the consumer, or wait for one. A consumer that
+        got the frame as it closed (``returned_by``) hands it back here."""
+        with self._lock:
+            handler = self._handler
+            if handler is None or handler == returned_by:
+                self._waiting.append((headers, body))
+                return
+        handler(headers, body)
+
+    def attach(self, handler: FrameHandler) -> None:
+        """A consumer of the queue: it gets what waits first, in order, then what comes."""
+        with self._lock:
+            while self._waiting:
+                headers, body = self._waiting.popleft()
+                handler(headers, body)
+            self._handler = handler
+
+    def detach(self, handler: FrameHandler) -> None:
+        with self._lock:
+            if self._handler == handler:
+                self._handler = None
+
+    def put_back(self, frames: Sequence[tuple[dict[str, str], bytes]]) -> None:
+        """Frames a closed consumer did not finish: ahead of the others, in order."""
+        with self._lock:
+            self._waiting.extendleft(reversed(frames))
 
 
 class _Token:
@@ -105,8 +159,7 @@ class _Token:
         return self._ack_id
 
     def decode(self) -> Message:
-        consumer = self.consumer
-        return decode(self.headers, self.body, consumer.dialect, consumer.destination.is_topic)
+        return self.consumer.decode(self.headers, self.body)
 
 
 class StompConsumer(ProviderConsumer):
@@ -139,6 +192,12 @@ class StompConsumer(ProviderConsumer):
             session.connection.consumers.add(self)
         self.dialect = session.connection.dialect
         self.destination = destination
+        self.inbox = (
+            session.connection.temporary_inboxes[destination.name]
+            if destination.is_temporary and self.dialect.temp_queue_implicit
+            else None
+        )
+        """RabbitMQ's temporary queue: its frames come through the connection's inbox."""
         self._sink = sink
         self._headers = headers
         self._filter = client_filter
@@ -159,6 +218,14 @@ class StompConsumer(ProviderConsumer):
         if credit > 0 and not self._closed and not self._subscribed:
             self.subscribe()
 
+    def decode(self, headers: dict[str, str], body: bytes) -> Message:
+        message = decode(headers, body, self.dialect, self.destination.is_topic)
+        if self.inbox is not None:
+            # RabbitMQ names the queue's real name (/queue/amq.gen-...): JMSDestination is
+            # the temporary queue the application made.
+            message.jms_destination = self.destination
+        return message
+
     def subscribe(self) -> None:
         with self._lock:
             if self._waiting:
@@ -166,10 +233,10 @@ class StompConsumer(ProviderConsumer):
                 return
             if self._subscribed:
                 return
-            if self.destination.is_temporary and self.dialect.temp_queue_implicit:
+            if self.inbox is not None:
                 # RabbitMQ subscribes the creating connection to its temporary queue by
-                # itself (and never confirms a SUBSCRIBE to one): just listen.
-                self._transport.listen(self._headers["destination"], self._on_frame)
+                # itself (and refuses a SUBSCRIBE to one): take what its inbox holds.
+                self.inbox.attach(self._on_frame)
             else:
                 self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
             self._subscribed = True
@@ -184,19 +251,23 @@ class StompConsumer(ProviderConsumer):
             self.subscribe()
 
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
-        """stomp.py's receiver thread: decode, count, filter, push to the sink."""
+        """stomp.py's receiver thread (for what waited in a temporary queue's inbox, the
+        thread making the consumer): decode, count, filter, push to the sink."""
         connection = self._session.connection
         if self._closed:
+            if self.inbox is not None:
+                # It came as the consumer closed: it waits for the next one.
+                self.inbox.on_frame(headers, body, returned_by=self._on_frame)
+                return
             # Sent before the broker saw UNSUBSCRIBE; it goes back unseen.
             connection.counts.returned_unseen(
                 headers.get(ID_HEADER) or headers.get("message-id", "")
             )
             return
-        dialect = connection.dialect
-        message = decode(headers, body, dialect, self.destination.is_topic)
+        message = self.decode(headers, body)
         # No ack id: a delivery the broker needs no acknowledgement for (RabbitMQ's own
         # subscription to a temporary queue); acknowledging it would be an error.
-        implicit = self.destination.is_temporary and dialect.temp_queue_implicit
+        implicit = self.inbox is not None
         ack_id = "" if implicit else headers.get("ack") or headers.get("message-id", "")
         key = headers.get(ID_HEADER) or headers.get("message-id", "")
         count = connection.count_delivery(key, headers)
@@ -228,6 +299,15 @@ class StompConsumer(ProviderConsumer):
         counts = self._session.connection.counts
         for token in undelivered:
             counts.returned_unseen(token.key)
+        if self.inbox is not None:
+            # The broker took these back from nobody (it needs no acknowledgement): they
+            # wait in the inbox for the queue's next consumer. In a transaction, what the
+            # application saw waits for the rollback (``release``) or the commit.
+            self.inbox.detach(self._on_frame)
+            held = [*undelivered] if self._session.transacted else [*delivered, *undelivered]
+            self.inbox.put_back([(token.headers, token.body) for token in held])
+            self._session.connection.strict.detach(self.claim)
+            return
         if self._session.transacted:
             # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
             # hand them to other consumers before the commit could consume them.
@@ -267,9 +347,8 @@ class StompConsumer(ProviderConsumer):
             for token in reversed(held):
                 if token.ack_id:
                     self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
-        if self.destination.is_temporary and self.dialect.temp_queue_implicit:
-            self._transport.unlisten(self._headers["destination"])
-            return
+        if self.inbox is not None:
+            return  # detached from the inbox when it closed
         self._transport.unsubscribe(self.sub_id)
 
 
@@ -317,7 +396,7 @@ class StompSession(ProviderSession):
             )
         dialect = self.connection.dialect
         headers, body = encode(message, destination, dialect)
-        headers["destination"] = destination_name(destination, dialect)
+        headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
             headers["transaction"] = self._tx
         persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
@@ -350,7 +429,7 @@ class StompSession(ProviderSession):
             )
         sub_id = f"sub-{uuid.uuid4().hex[:12]}"
         headers = {
-            "destination": destination_name(destination, dialect),
+            "destination": connection.wire_name(destination),
             "ack": "client-individual",
             **(dialect.window_headers(window) if window else dialect.prefetch_headers(self.window)),
         }
@@ -377,13 +456,10 @@ class StompSession(ProviderSession):
         named = durable or shared
         place = (subscription or "") if named else sub_id if destination.is_topic else None
         what = str(destination) + (f" subscription {subscription!r}" if named else "")
-        cell: list[StompConsumer] = []  # the consumer, once made
-
-        def promote() -> None:
-            cell[0].promote()
+        promote = Promotion()  # bound to the consumer once made
 
         claim = connection.strict.attach(
-            headers["destination"],
+            destination.key,
             place,
             exclusive=exclusive,
             standby=standby,
@@ -392,7 +468,10 @@ class StompSession(ProviderSession):
         )
         if claim.strict:
             # One active consumer: it takes one message at a time unless its session must
-            # hold many (ORD-18), and Classic keeps other processes' consumers out too.
+            # hold many (ORD-18), and the broker keeps other processes' consumers out too.
+            if not (destination.is_topic or destination.is_temporary):
+                connection.declare_exclusive_queue(destination, required=False)
+                headers["destination"] = connection.wire_name(destination)
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
             if dialect.exclusive_header:
@@ -402,7 +481,7 @@ class StompSession(ProviderSession):
         except BaseException:
             connection.strict.detach(claim)
             raise
-        cell.append(consumer)
+        promote.bind(consumer.promote)
         consumer._durable_name = subscription if durable else None
         if destination.is_topic or destination.is_temporary:
             # A topic keeps nothing for a subscriber that is not there yet, and RabbitMQ
@@ -445,7 +524,15 @@ class StompSession(ProviderSession):
 
     def release(self, tokens: Sequence[Any]) -> None:
         """Their consumer is closed: Classic and Artemis hand them back on UNSUBSCRIBE;
-        RabbitMQ needs a NACK first, while the subscription still exists."""
+        RabbitMQ needs a NACK first, while the subscription still exists; a RabbitMQ
+        temporary queue's go back to its inbox."""
+        inboxes: dict[_TemporaryInbox, list[tuple[dict[str, str], bytes]]] = {}
+        for token in tokens:
+            inbox = token.consumer.inbox
+            if inbox is not None:
+                inboxes.setdefault(inbox, []).append((token.headers, token.body))
+        for inbox, frames in inboxes.items():
+            inbox.put_back(frames)
         if self.connection.dialect.release_by_nack:
             for token in reversed(tokens):
                 consumer = token.consumer
@@ -464,7 +551,7 @@ class StompSession(ProviderSession):
         dialect = self.connection.dialect
         dlq = Queue(self.connection.settings.dead_letter_queue)
         headers, body = encode(message, dlq, dialect)
-        headers["destination"] = destination_name(dlq, dialect)
+        headers["destination"] = self.connection.wire_name(dlq)
         headers["persistent"] = "true"
         tx = f"dlq-{uuid.uuid4().hex[:12]}"
         self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
@@ -561,7 +648,7 @@ class StompSession(ProviderSession):
 
         sub_id = f"browse-{uuid.uuid4().hex[:12]}"
         headers = {
-            "destination": destination_name(destination, dialect),
+            "destination": self.connection.wire_name(destination),
             "browser": "true",
             "ack": "auto",
         }
@@ -596,6 +683,12 @@ class StompConnection(ProviderConnection):
         self._on_exception = on_exception
         self.client_id: str | None = None
         self.temporary_names: set[str] = set()
+        self.temporary_inboxes: dict[str, _TemporaryInbox] = {}
+        """RabbitMQ's temporary queues made here, by name (see ``_TemporaryInbox``)."""
+        self._probe_lock = threading.Lock()
+        self._probe_destination: str | None = None
+        self._probes: dict[str, list[Any]] = {}
+        """Temporary queue name -> [event, the broker's name for it], while its probe is out."""
         self._extra_transports: set[StompTransport] = set()
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
@@ -612,7 +705,50 @@ class StompConnection(ProviderConnection):
             if management_url and self.dialect.management == "artemis-jolokia"
             else None
         )
-        self.capabilities = _capabilities(self.dialect, self.transport, self.management)
+        first = url.members[0] if url.members else url
+        self.exclusivity = exclusivity_for(
+            self.dialect.name,
+            first.host or "127.0.0.1",
+            settings,
+            self._user,
+            self._password,
+            self.transport.vhost,
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
+        self.capabilities = _capabilities(
+            self.dialect, self.transport, self.management, self.exclusivity
+        )
+
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
+
+    def wire_name(self, destination: Destination) -> str:
+        """The STOMP ``destination`` header: RabbitMQ's single-active-consumer queues are
+        addressed as ``/amq/queue/<name>``, since ``/queue/<name>`` would declare the
+        queue again without the argument and be refused."""
+        if (
+            self.dialect.name == "rabbitmq"
+            and not (destination.is_topic or destination.is_temporary)
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            return "/amq/queue/" + destination.name
+        return destination_name(destination, self.dialect)
 
     def _connect(
         self,
@@ -641,11 +777,17 @@ class StompConnection(ProviderConnection):
 
     def _reconnected(self) -> None:
         """The broker forgot every transaction of the lost connection: the sessions' open
-        transactions are rolled back (their next commit says so)."""
+        transactions are rolled back (their next commit says so). RabbitMQ deleted the
+        temporary queues with the connection: they are made again, under new names."""
         for session in list(self.sessions):
             session.transaction_lost()
         for consumer in list(self.consumers):
             consumer.revoke_stale()
+        for name in list(self.temporary_inboxes):
+            try:
+                self._declare(name)
+            except JMSException as exc:
+                log.warning("temporary queue %s not made again after a reconnect: %s", name, exc)
 
     def open_transport(self, on_reconnect: Callable[[], None] | None = None) -> StompTransport:
         """Another connection to the same broker, for a consumer that needs its own."""
@@ -801,8 +943,62 @@ class StompConnection(ProviderConnection):
                 "(capability temporary_destinations)"
             )
         queue = TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
+        if self.dialect.temp_queue_implicit:
+            inbox = self.temporary_inboxes[queue.name] = _TemporaryInbox()
+            self.transport.listen(queue.name, inbox.on_frame)
+            try:
+                self._declare(queue.name)
+            except BaseException:
+                del self.temporary_inboxes[queue.name]
+                self.transport.unlisten(queue.name)
+                raise
         self.temporary_names.add(queue.name)
         return queue
+
+    def _declare(self, name: str) -> None:
+        """Make RabbitMQ create the temporary queue ``name`` now, and learn its real name.
+
+        RabbitMQ creates a ``/temp-queue/x`` only when a SEND names it in ``reply-to``, and
+        refuses it as a SEND's or SUBSCRIBE's destination (even from its creator). So a
+        probe goes to a topic this connection subscribes to, with ``reply-to`` naming the
+        queue: RabbitMQ creates the queue (exclusive to this connection, deleted with it)
+        and subscribes this connection to it at once, and the probe comes back with the
+        name others reach it by (``/reply-queue/amq.gen-...``), which a send to it uses.
+        """
+        with self._probe_lock:
+            destination = self._probe_destination
+            if destination is None:
+                probe_id = uuid.uuid4().hex[:12]
+                destination = f"{self.dialect.topic_prefix}jmslike.temporary-probe.{probe_id}"
+                self.transport.subscribe(
+                    f"probe-{probe_id}", {"destination": destination, "ack": "auto"}, self._probed
+                )
+                self._probe_destination = destination
+            slot: list[Any] = [threading.Event(), None]
+            self._probes[name] = slot
+        try:
+            self.transport.frame(
+                "SEND",
+                {"destination": destination, "reply-to": name, PROBE_HEADER: name},
+                confirm=True,
+            )
+            if not slot[0].wait(self.settings.request_timeout):
+                raise ConnectionFailedError(
+                    f"STOMP broker {self.transport.address} did not return the probe that "
+                    f"creates temporary queue {name} within {self.settings.request_timeout} s"
+                )
+        finally:
+            with self._probe_lock:
+                self._probes.pop(name, None)
+        remember_wire_name(name, slot[1])
+
+    def _probed(self, headers: dict[str, str], body: bytes) -> None:
+        """stomp.py's receiver thread: a probe came back with a temporary queue's name."""
+        with self._probe_lock:
+            slot = self._probes.get(headers.get(PROBE_HEADER, ""))
+        if slot is not None and headers.get("reply-to"):
+            slot[1] = headers["reply-to"]
+            slot[0].set()
 
     def delete_temporary(self, destination: Destination) -> None:
         """The broker deletes temporary queues with the connection."""
@@ -819,7 +1015,10 @@ class StompConnection(ProviderConnection):
 
 
 def _capabilities(
-    dialect: Dialect, transport: StompTransport, management: ArtemisManagement | None
+    dialect: Dialect,
+    transport: StompTransport,
+    management: ArtemisManagement | None,
+    exclusivity: Exclusivity,
 ) -> Capabilities:
     native = dialect.native_groups
     return Capabilities(
@@ -838,9 +1037,11 @@ def _capabilities(
         temporary_destinations=dialect.temp_queue_prefix is not None,
         browsers=dialect.browse or management is not None,
         exclusive_consumers=True,
+        exclusive_scope=exclusivity.scope,
         delivery_count=True,
         persistent=True,
         extra={
+            "exclusive_hint": exclusivity.hint,
             "gate_scope": f"stomp://{transport.address}",
             "counted_by": "jmslike",
             # Consumers on connections of their own: arrival order is not broker order.

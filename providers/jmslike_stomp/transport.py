@@ -219,7 +219,7 @@ class StompTransport:
         self._timeout = timeout
         # STOMP's host header names the virtual host: RabbitMQ refuses one it does not
         # know, so send the URL's path (stomp://h:61614/vhost), "/" by default.
-        self._vhost = (url.path or members[0].path or "/").removeprefix("/") or "/"
+        self.vhost = (url.path or members[0].path or "/").removeprefix("/") or "/"
         self._on_exception = on_exception
         self._reconnect = reconnect or Reconnect()
         self.on_reconnect = on_reconnect
@@ -253,7 +253,7 @@ class StompTransport:
             auto_content_length=False,
             reconnect_attempts_max=1,
             timeout=self._timeout,
-            vhost=self._vhost,
+            vhost=self.vhost,
         )
         for member in self._members:
             if member.scheme.endswith("+ssl"):

@@ -249,8 +249,15 @@ PROVIDER_CASES: list[ProviderCase] = [
     ),
     ProviderCase(
         id="artemis-amqp",
-        url_factory=lambda: broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
+        # managementUrl as for artemis-stomp: exclusive queues (ORD-18 across processes,
+        # partitions) are set through Artemis' management API.
+        url_factory=lambda: (
+            broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL")
+            + "?managementUrl="
+            + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
+        ),
         marks=(pytest.mark.amqp, pytest.mark.artemis),
+        settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=_empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {

@@ -296,6 +296,59 @@ def test_transacted_consumer_close_leaves_messages_to_the_transaction(
     assert _flags(drain(other.create_session().create_consumer(queue))) == [("b", False, 1)]
 
 
+@pytest.mark.parametrize("how", ["rollback", "recover", "listener"])
+def test_redelivered_messages_given_back_unseen_stay_redelivered(
+    make_factory, make_connection, unique, drain, require, how
+) -> None:
+    """ORD-11 with ORD-10: a message that rollback, recover or a raising AUTO listener
+    delivers again was delivered already, whether or not the application saw it again. If
+    its consumer closes while the redelivery waits in its buffer, the message goes back to
+    the broker, and the next consumer gets it marked redelivered with its count raised past
+    every count the application saw. (Issue 16: Artemis over AMQP 1.0 handed it out again
+    as new, count 1, and a message seen twice came back with count 2.)"""
+    # The listener's redelivery waits out a long delay, so that it is still buffered
+    # when the consumer closes.
+    conn = make_connection(make_factory(redelivery_delay=30.0 if how == "listener" else 0.0))
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    _fill(conn.create_session(), queue, ["a", "b", "c"])
+    if how == "listener":
+        session = conn.create_session()
+        raised = threading.Event()
+
+        def listener(msg: Message) -> None:
+            raised.set()
+            raise RuntimeError("processing failed")
+
+        conn.set_exception_listener(lambda exc: None)
+        consumer = session.create_consumer(queue)
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert raised.wait(5.0)
+        consumer.close()
+        expected = [("a", True, 2), ("b", False, 1), ("c", False, 1)]
+    else:
+        transacted = how == "rollback"
+        session = conn.create_session(transacted, Session.CLIENT_ACKNOWLEDGE)
+        again = session.rollback if transacted else session.recover
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert [consumer.receive(2.0).text for _ in range(2)] == ["a", "b"]
+        again()
+        assert _flags([consumer.receive(2.0) for _ in range(2)]) == [
+            ("a", True, 2),
+            ("b", True, 2),
+        ]
+        again()  # "a" and "b" wait in the consumer's buffer, unseen
+        consumer.close()
+        if transacted:
+            session.commit()  # the closed consumer's messages leave with the transaction
+        expected = [("a", True, 3), ("b", True, 3), ("c", False, 1)]
+    other = make_connection()
+    other.start()
+    assert _flags(drain(other.create_session().create_consumer(queue), 1.0)) == expected
+
+
 # ------------------------------------------------------------------ redelivery policy
 
 

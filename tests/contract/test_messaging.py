@@ -546,6 +546,59 @@ def test_temporary_queue_request_reply(make_connection, unique, require) -> None
     assert answer.jms_correlation_id == request.jms_message_id
 
 
+def test_temporary_queue_keeps_a_reply_sent_before_its_consumer(
+    make_connection, unique, drain, require
+) -> None:
+    """JMS: a temporary queue exists from ``create_temporary_queue()``, so a reply sent to
+    it before its creator made a consumer waits there, and a consumer the creating
+    connection makes later receives it. (Issue 16: RabbitMQ over STOMP delivered the reply
+    to the creator's connection at once, and with no consumer there it was lost.)"""
+    requester = make_connection()
+    require(requester, "temporary_destinations")
+    responder = make_connection()
+    service = f"queue://{unique('svc')}"
+    rs = responder.create_session()
+    requests = rs.create_consumer(service)
+    responder.start()
+
+    qs = requester.create_session()
+    reply_queue = qs.create_temporary_queue()
+    requester.start()
+    request = qs.create_text_message("ping")
+    request.jms_reply_to = reply_queue
+    qs.create_producer(service).send(request)
+
+    got = requests.receive(2.0)
+    assert got is not None and got.jms_reply_to == reply_queue
+    rs.create_producer(got.jms_reply_to).send(rs.create_text_message("pong"))  # persistent
+    # The broker has the reply once the send returned; give a broker that pushes it to the
+    # creator's connection time to do so before any consumer exists.
+    time.sleep(0.3)
+    replies = qs.create_consumer(reply_queue)
+    assert [m.text for m in drain(replies, 1.0)] == ["pong"]
+
+
+def test_temporary_queue_takes_its_own_connections_sends(make_connection, drain, require) -> None:
+    """JMS: the connection that created a temporary queue may send to it too; what it sent
+    before a consumer existed, and what a closed consumer left unread, wait there for the
+    next consumer, in order."""
+    conn = make_connection()
+    require(conn, "temporary_destinations")
+    session = conn.create_session()
+    tmp = session.create_temporary_queue()
+    producer = session.create_producer(tmp)
+    for text in ("a", "b", "c"):
+        producer.send(session.create_text_message(text))
+    conn.start()
+    first = session.create_consumer(tmp)
+    assert first.receive(2.0).text == "a"
+    first.close()  # AUTO: "a" is finished; "b" and "c" stay in the queue
+    producer.send(session.create_text_message("d"))
+    rest = drain(session.create_consumer(tmp), 1.0)
+    assert [m.text for m in rest] == ["b", "c", "d"]
+    assert all(m.jms_destination == tmp for m in rest)
+
+
 def test_temporary_queue_only_its_connection_consumes(make_connection, require) -> None:
     """JMS: only the connection that created a temporary queue may consume from it, and it
     vanishes with that connection."""

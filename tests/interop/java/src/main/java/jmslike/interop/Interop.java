@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.zip.CRC32;
 import javax.jms.BytesMessage;
 import javax.jms.Connection;
 import javax.jms.ConnectionFactory;
@@ -41,6 +42,7 @@ import javax.jms.Topic;
  * <pre>
  * java -jar interop.jar produce   --protocol amqp|core|openwire --url URL [--user U --password P]
  *                                 --queue Q --run R [--groups 3] [--per-group 6]
+ *                                 [--partitions N [--queue-prefix /amq/queue/]]
  * java -jar interop.jar consume   ... --queue Q --count N [--timeout 20]
  * java -jar interop.jar bookstore ... --queue Q [--seed S]      (until stdin closes)
  * java -jar interop.jar subscribe ... --topic T --subscription S [--client-id C]
@@ -110,19 +112,42 @@ public final class Interop {
         int groups = Integer.parseInt(args.getOrDefault("groups", "3"));
         int perGroup = Integer.parseInt(args.getOrDefault("per-group", "6"));
         String run = args.get("run");
+        String partitions = args.get("partitions");
         Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
         Queue queue = session.createQueue(args.get("queue"));
-        MessageProducer producer = session.createProducer(queue);
+        MessageProducer producer = session.createProducer(partitions == null ? queue : null);
         producer.setDeliveryMode(DeliveryMode.PERSISTENT);
         for (int index = 1; index <= perGroup; index++) {
             for (int g = 0; g < groups; g++) {
                 Message message = build(session, run, g, index);
-                producer.send(message);
-                Map<String, Object> record = record(message);
+                Map<String, Object> record;
+                if (partitions == null) {
+                    producer.send(message);
+                    record = record(message);
+                } else {
+                    int partition = partitionOf(message.getStringProperty("JMSXGroupID"),
+                            Integer.parseInt(partitions));
+                    String name = args.getOrDefault("queue-prefix", "") + args.get("queue")
+                            + ".p" + partition;
+                    producer.send(session.createQueue(name), message);
+                    record = record(message);
+                    record.put("partition", partition);
+                }
                 record.put("event", "sent");
                 out.println(Json.write(record));
             }
         }
+    }
+
+    /**
+     * The partition of a group in a jmslike partitioned queue (docs/partitions.md): CRC-32 of
+     * the group name's UTF-8 bytes, mod the partition count. A Java producer of a partitioned
+     * queue sends a group's messages to queue {@code <name>.p<partition>}.
+     */
+    static int partitionOf(String group, int partitions) {
+        CRC32 crc = new CRC32();
+        crc.update(group.getBytes(StandardCharsets.UTF_8));
+        return (int) (crc.getValue() % partitions);
     }
 
     static Message build(Session session, String run, int g, int index) throws JMSException {

@@ -1,8 +1,9 @@
-"""ORD-18 across processes on ActiveMQ Classic: a strictly ordered queue has one active
-consumer even when the consumers live in different processes.
+"""ORD-18 across processes, on every broker and protocol: a strictly ordered queue has
+one active consumer even when the consumers live in different processes.
 
 Within one process jmslike keeps ORD-18 itself (jmslike/spi/strict.py); across
-processes it relies on Classic's exclusive consumer (``activemq.exclusive``). Here a
+processes the broker does (jmslike/spi/exclusive.py): Classic's exclusive consumer,
+Artemis' exclusive queue, RabbitMQ's single-active-consumer queue. Here a
 child process holds the queue with a CLIENT_ACKNOWLEDGE consumer that acknowledges the
 first message and keeps the next two; a strictly ordered consumer in this process must get
 nothing meanwhile, and once the child is killed (SIGKILL: no goodbye), it must take over
@@ -11,7 +12,7 @@ the rest. (The same crash on a plain CLIENT consumer is what showed that Classic
 back messages ACKed inside a transaction after the others when a connection dies, which
 is why Classic consumers no longer open their window with such ACKs: docs/providers.md.)
 
-Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_strict_processes.py -v``
+Run: ``.venv/bin/python -m pytest tests/integration/test_strict_processes.py -v``
 (needs ``scripts/brokers.sh start``; a missing broker fails, never skips).
 """
 
@@ -24,11 +25,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from brokerenv import broker_url
+from brokercases import CASES, case_url
 
 from jmslike import ConnectionFactory, Session
-
-pytestmark = [pytest.mark.stomp]
 
 CHILD = """
 import sys
@@ -64,14 +63,25 @@ def _child_holding(script: str, url: str, queue: str) -> Iterator[subprocess.Pop
             child.wait(10.0)
 
 
-@pytest.mark.activemq
-def test_ord18_strict_queue_has_one_consumer_across_processes() -> None:
+def _flagged(case: str, got: list[tuple[str, bool]]) -> bool:
+    """The dead process's two messages come back flagged redelivered. Artemis over AMQP
+    cannot say so: it gives a dead consumer's unsettled messages back with
+    ``delivery-count`` 0 and no ``first-acquirer`` (seen on 2.56: every copy arrived as
+    ``(0, False)``), and jmslike's own count lives in the dead process; there the flag
+    is not checked, the order is (docs/providers.md, limits)."""
+    return case == "artemis-amqp" or (got[0][1] and got[1][1])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None:
     """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
     ordered queue, this process's consumer gets nothing; when that process dies, this one
     takes over with what it left unfinished, in order, redelivered, then the rest."""
-    url = broker_url("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL")
+    url = case_url(case)
     queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
-    factory = ConnectionFactory(url)
+    # Declared by the sender too: RabbitMQ cannot make a queue single-active-consumer
+    # once something declared it as an ordinary one.
+    factory = ConnectionFactory(url, strictly_ordered=queue)
     with factory.create_connection() as connection:
         sender = connection.create_session()
         producer = sender.create_producer(queue)
@@ -79,7 +89,7 @@ def test_ord18_strict_queue_has_one_consumer_across_processes() -> None:
             producer.send(sender.create_text_message(f"m{n}"))
         with _child_holding(CHILD, url, queue) as child:
             mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-            consumer = mine.create_consumer(queue, strictly_ordered=True)
+            consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
             connection.start()
             assert consumer.receive(1.0) is None  # the child is the active consumer
             child.kill()
@@ -93,28 +103,19 @@ def test_ord18_strict_queue_has_one_consumer_across_processes() -> None:
             # m4 and m5 may come flagged too: the dead process had them prefetched, and
             # the broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
             assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-            assert got[0][1] and got[1][1]
+            assert _flagged(case, got)
             assert consumer.receive(0.2) is None
 
 
 GROUPED_CHILD = CHILD.replace(", strictly_ordered=True", "")
 
 
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("ACTIVEMQ", marks=pytest.mark.activemq),
-        pytest.param("ARTEMIS", marks=pytest.mark.artemis),
-        pytest.param("RABBITMQ", marks=pytest.mark.rabbitmq),
-    ],
-)
-def test_ord11_group_order_survives_a_consumer_process_crash(broker: str) -> None:
+@pytest.mark.parametrize("case", CASES)
+def test_ord11_group_order_survives_a_consumer_process_crash(case: str) -> None:
     """ORD-11 (+ ORD-9): a CLIENT_ACKNOWLEDGE consumer process that dies holding a
     group's messages gives them back; the next consumer gets them in send order, before
     the group's later messages. (On Classic this once failed: see the module text.)"""
-    url = broker_url(f"JMSLIKE_TEST_{broker}_STOMP_URL")
-    if broker == "ARTEMIS":
-        url += "?managementUrl=" + broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")
+    url = case_url(case)
     queue = f"queue://crash-{uuid.uuid4().hex[:8]}"
     with ConnectionFactory(url).create_connection() as connection:
         sender = connection.create_session()
@@ -130,4 +131,4 @@ def test_ord11_group_order_survives_a_consumer_process_crash(broker: str) -> Non
         while (message := consumer.receive(2.0)) is not None:
             got.append((message.text, message.jms_redelivered))
         assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-        assert got[0][1] and got[1][1]
+        assert _flagged(case, got)

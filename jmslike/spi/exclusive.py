@@ -1,0 +1,133 @@
+"""Queues held to one active consumer by the broker itself, across processes.
+
+Strictly ordered destinations (ORD-18) and the partitions of a partitioned queue need a
+broker that lets one consumer at a time take a queue's messages, whichever process it is
+in, and hands the queue to a waiting consumer when that one goes. Each broker says it
+differently:
+
+* ActiveMQ Classic: an *exclusive consumer*, asked for by the consumer (STOMP's
+  ``activemq.exclusive`` header, AMQP's ``?consumer.exclusive=true`` address option).
+  Nothing to declare.
+* Artemis: an *exclusive queue*, a property of the queue set through its management API
+  (neither STOMP nor AMQP can set it), so ``managementUrl`` must be given.
+* RabbitMQ: a *single-active-consumer* queue, declared with that argument through the
+  management API before anything else uses the queue name (a queue declared without it
+  cannot be changed); consumers and senders then address it as ``/amq/queue/<name>``,
+  which does not declare anything.
+
+:func:`exclusivity_for` says, for one connection, how the broker does it and makes the
+declaring function; :class:`ExclusiveQueues` remembers, per broker address and for the
+whole process, which queues were declared, so that each is declared once and its
+senders and consumers address it the way the broker needs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jmslike.config import FactorySettings
+from jmslike.errors import ConfigurationError
+from jmslike.spi.management import ArtemisManagement, RabbitManagement
+from jmslike.spi.perbroker import PerBroker
+
+__all__ = ["ExclusiveQueues", "Exclusivity", "exclusive_queues_for", "exclusivity_for"]
+
+log = logging.getLogger("jmslike.spi")
+
+
+class ExclusiveQueues:
+    """The queue names declared exclusive at one broker, for the whole process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._declared: set[str] = set()
+        self._refused: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._declared
+
+    def declare(self, name: str, declare: Callable[[str], None], *, required: bool) -> bool:
+        """Run ``declare(name)`` unless this process already did it for this broker;
+        True if the broker now holds the queue to one consumer.
+
+        A broker may refuse because the queue exists as an ordinary one (RabbitMQ cannot
+        change that). ``required`` (a partition) re-raises the ConfigurationError; else
+        (ORD-18 declared after the queue was first used) it is logged once as a warning
+        and the queue stays strictly ordered within this process only.
+        """
+        if name in self._declared:
+            return True
+        if name in self._refused and not required:
+            return False
+        try:
+            declare(name)
+        except ConfigurationError as exc:
+            if required:
+                raise
+            with self._lock:
+                first = name not in self._refused
+                self._refused.add(name)
+            if first:
+                log.warning(
+                    "%s; until then jmslike keeps it strictly ordered within this process "
+                    "only (ORD-18)",
+                    exc,
+                )
+            return False
+        with self._lock:
+            self._declared.add(name)
+            self._refused.discard(name)
+        return True
+
+
+exclusive_queues_for = PerBroker(ExclusiveQueues)
+
+
+@dataclass(frozen=True)
+class Exclusivity:
+    """How one connection's broker keeps a queue to one consumer across processes."""
+
+    scope: str
+    """"broker" (across processes) or "process" (jmslike keeps it within the process)."""
+    declare: Callable[[str], None] | None
+    """Declare a queue exclusive at the broker (None: nothing to declare, or cannot)."""
+    hint: str = ""
+    """Where ``scope`` is "process": the setting that would make it "broker"."""
+    depths: Callable[[str], dict[str, int]] | None = None
+    """Messages per queue named ``prefix...``, through the management API (None: none)."""
+
+
+def exclusivity_for(
+    broker: str,
+    host: str,
+    settings: FactorySettings,
+    user: str | None,
+    password: str | None,
+    vhost: str = "/",
+) -> Exclusivity:
+    """The :class:`Exclusivity` of a connection to ``broker`` ("activemq", "artemis",
+    "rabbitmq", or anything else) on ``host``."""
+    url = settings.extra.get("managementUrl")
+    timeout = settings.request_timeout
+    if broker == "activemq":
+        return Exclusivity("broker", None)
+    if broker == "rabbitmq":
+        rabbit = RabbitManagement(url or f"http://{host}:15672", user, password, timeout)
+        return Exclusivity(
+            "broker",
+            lambda name: rabbit.declare_single_active(vhost, name),
+            depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
+        )
+    if broker == "artemis" and url:
+        artemis = ArtemisManagement(url, user, password, timeout)
+        return Exclusivity("broker", artemis.declare_exclusive, depths=artemis.queue_depths)
+    hint = (
+        f"set managementUrl to Artemis' Jolokia endpoint (http://{host}:8161/console/jolokia "
+        "by default) so that jmslike can make the queue exclusive"
+        if broker == "artemis"
+        else f"{broker} has no exclusive queues jmslike knows how to ask for"
+    )
+    return Exclusivity("process", None, hint)

@@ -1,0 +1,67 @@
+"""Did a run keep the ordering-group promise? A checker for processing logs.
+
+Give it what consumers logged, one record per attempt to process a message (which
+process, the message's text ``"<group>:<n>"``, whether it came flagged redelivered, when
+the work started and ended, and whether its acknowledgement or commit succeeded), and the
+texts that were sent. It answers in readable lines what broke the promise:
+
+* a message that was never processed (lost);
+* one processed twice where the later copy was not flagged redelivered;
+* a group whose messages were first processed out of send order;
+* two messages of one group in progress at the same time.
+
+Only attempts whose acknowledgement succeeded count: work whose acknowledgement failed
+was given back and is not an effect. jmslike's own cross-process tests and the
+partition benchmark use it; it is as useful on a real deployment's logs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["problems"]
+
+
+def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[str]:
+    """What breaks the promise, as readable lines (empty: the run kept it).
+
+    ``records`` need the keys ``pid``, ``text`` (``"<group>:<n>"``, ``n`` zero-padded so
+    that texts of a group sort in send order), ``redelivered``, ``start``, ``end`` and
+    ``ok``; records without ``ok`` (errors, notes) are ignored.
+    """
+    found: list[str] = []
+    done = sorted((r for r in records if r.get("ok")), key=lambda r: r["start"])
+    by_text: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in done:
+        by_text[record["text"]].append(record)
+    lost = [text for text in sent if text not in by_text]
+    if lost:
+        found.append(f"lost {len(lost)}: {lost[:10]}")
+    for text, copies in by_text.items():
+        if any(not later["redelivered"] for later in copies[1:]):
+            found.append(f"{text} processed {len(copies)} times, a later copy not redelivered")
+    firsts: dict[str, list[str]] = defaultdict(list)
+    for record in sorted((c[0] for c in by_text.values()), key=lambda r: r["start"]):
+        firsts[_group(record["text"])].append(record["text"])
+    for name, order in firsts.items():
+        if order != sorted(order):
+            found.append(f"group {name} out of order: {order}")
+    spans: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in done:
+        spans[_group(record["text"])].append(record)
+    for name, group_records in spans.items():
+        for before, after in itertools.pairwise(group_records):
+            if after["start"] < before["end"]:
+                found.append(
+                    f"group {name}: {before['text']} (pid {before['pid']}) and "
+                    f"{after['text']} (pid {after['pid']}) in progress at once"
+                )
+                break
+    return found
+
+
+def _group(text: str) -> str:
+    return text.rsplit(":", 1)[0]

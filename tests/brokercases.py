@@ -1,0 +1,38 @@
+"""The real broker x protocol cases, for tests that start processes of their own.
+
+The contract suite (tests/contract/conftest.py) runs in-process against these and the
+embedded broker; tests that start consumer processes need a URL a child can use on its
+own (credentials and the management endpoint in it), which is what :func:`case_url`
+gives. ``CASES`` is ready for ``pytest.mark.parametrize("case", CASES)``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+from brokerenv import broker_url
+
+__all__ = ["CASES", "case_url"]
+
+_MARKS = {
+    "activemq-stomp": (pytest.mark.stomp, pytest.mark.activemq),
+    "artemis-stomp": (pytest.mark.stomp, pytest.mark.artemis),
+    "rabbitmq-stomp": (pytest.mark.stomp, pytest.mark.rabbitmq),
+    "activemq-amqp": (pytest.mark.amqp, pytest.mark.activemq),
+    "artemis-amqp": (pytest.mark.amqp, pytest.mark.artemis),
+    "rabbitmq-amqp": (pytest.mark.amqp, pytest.mark.rabbitmq),
+}
+
+CASES = [pytest.param(case, id=case, marks=marks) for case, marks in _MARKS.items()]
+
+
+def case_url(case: str) -> str:
+    """A URL of the case's broker that carries everything a child process needs."""
+    broker, protocol = case.split("-")
+    url = broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")
+    if broker == "artemis":
+        url += "?managementUrl=" + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
+    if case == "rabbitmq-amqp":
+        url += "/jmslike-amqp"  # the vhost of the AMQP contract case (scripts/brokers/rabbitmq.sh)
+    return url

@@ -1,0 +1,294 @@
+"""Partitioned queues within one process, on every provider (ORD-16, ORD-9, ORD-10, ORD-17).
+
+A partitioned queue is declared by a setting alone (here the factory keyword; a file
+does the same, tests/unit/test_partitions.py). Its groups are spread over partition
+queues, each consumed by one consumer at a time; the consumers of one process share the
+process's partitions. Across processes the same runs in
+tests/integration/test_partitions_processes.py. Message bodies are "<group>:<n>".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+
+from jmslike import (
+    ConfigurationError,
+    Message,
+    MessageListenerContainer,
+    Queue,
+    Session,
+)
+from jmslike.partitions.layout import partition_of
+
+FAST = {"partition_heartbeat": 0.2, "partition_timeout": 0.8}
+
+
+@pytest.fixture(autouse=True)
+def _partition_capable(make_connection, require) -> None:
+    """Partitions need the broker to hold a queue to one consumer across processes."""
+    require(make_connection(), "exclusive_scope", "broker")
+
+
+def _partitioned(make_factory, queue: str, count: int = 4, **settings):  # type: ignore[no-untyped-def]
+    return make_factory(partitioned_destinations={queue: count}, **FAST, **settings)
+
+
+def _send(session: Session, queue: str, groups: int, per_group: int) -> list[str]:
+    producers = []
+    for g in range(groups):
+        producer = session.create_producer(queue)
+        producer.enable_ordering_group(f"g{g}")
+        producers.append(producer)
+    sent = []
+    for n in range(1, per_group + 1):
+        for g, producer in enumerate(producers):
+            producer.send(session.create_text_message(f"g{g}:{n}"))
+            sent.append(f"g{g}:{n}")
+    return sent
+
+
+def _in_group_order(texts: list[str]) -> bool:
+    seen: dict[str, int] = {}
+    for text in texts:
+        group, n = text.split(":")
+        if int(n) != seen.get(group, 0) + 1:
+            return False
+        seen[group] = int(n)
+    return True
+
+
+def test_groups_spread_over_partitions_and_kept_in_order(make_factory, unique) -> None:
+    """ORD-16: a partitioned queue's groups each go to one partition (CRC-32 of the name);
+    two consumers of the process split the partitions between them, each group is
+    received by one of them only and in send order, and a received message names the
+    queue it was sent to, not the partition."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue)
+    with factory.create_connection() as connection:
+        sender = connection.create_session()
+        sent = _send(sender, queue, groups=8, per_group=5)
+        sessions = [connection.create_session(False, Session.CLIENT_ACKNOWLEDGE) for _ in range(2)]
+        consumers = [s.create_consumer(queue) for s in sessions]
+        connection.start()
+        deadline = time.monotonic() + 5.0
+        while [len(c.partitions or []) for c in consumers] != [2, 2]:
+            assert time.monotonic() < deadline, [c.partitions for c in consumers]
+            time.sleep(0.05)
+        assert sorted(p for c in consumers for p in (c.partitions or [])) == [0, 1, 2, 3]
+        got: dict[int, list[Message]] = defaultdict(list)
+        idle = time.monotonic()
+        while time.monotonic() - idle < 1.0:
+            for index, consumer in enumerate(consumers):
+                message = consumer.receive(0.05)
+                if message is not None:
+                    got[index].append(message)
+                    message.acknowledge()
+                    idle = time.monotonic()
+        texts = [m.text for ms in got.values() for m in ms]
+        assert sorted(texts) == sorted(sent)
+        for index, messages in got.items():
+            assert _in_group_order([m.text for m in messages])
+            owned = consumers[index].partitions or []
+            for message in messages:
+                assert message.jms_destination == Queue(queue.removeprefix("queue://"))
+                assert partition_of(message.ordering_group or "", 4) in owned
+        groups_of = [{m.ordering_group for m in got[i]} for i in range(2)]
+        assert not groups_of[0] & groups_of[1]
+
+
+def test_closing_a_consumer_hands_its_partitions_over_in_order(make_factory, unique) -> None:
+    """ORD-10, ORD-11 on a partitioned queue: a consumer that closes holding a group's
+    messages unacknowledged gives its partitions to the process's other consumer, which
+    gets those messages first, redelivered, and then the rest of the group."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue, count=1)
+    with factory.create_connection() as connection:
+        _send(connection.create_session(), queue, groups=1, per_group=5)
+        first_session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        first = first_session.create_consumer(queue)
+        connection.start()
+        held = [first.receive(5.0) for _ in range(2)]
+        assert [m.text for m in held if m is not None] == ["g0:1", "g0:2"]
+        second = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(
+            queue
+        )
+        # One partition, two consumers: it stays with the first, which is busy with it.
+        assert second.receive(0.5) is None
+        first.close()
+        got = []
+        while (message := second.receive(3.0)) is not None:
+            got.append((message.text, message.jms_redelivered))
+            message.acknowledge()
+        assert [text for text, _r in got] == ["g0:1", "g0:2", "g0:3", "g0:4", "g0:5"]
+        assert got[0][1] and got[1][1]
+
+
+def test_a_partition_moves_only_once_its_messages_are_finished(make_factory, unique) -> None:
+    """ORD-9, ORD-16: when a new consumer joins and a partition moves to it, the old
+    owner keeps it until it has finished (here: acknowledged) every message it took from
+    it; the new owner gets the partition's next message only after that."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue, count=2)
+    with factory.create_connection() as connection:
+        sent = _send(connection.create_session(), queue, groups=6, per_group=3)
+        old_session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        old = old_session.create_consumer(queue)
+        connection.start()
+        held = old.receive(5.0)
+        assert held is not None
+        partition = partition_of(held.ordering_group or "", 2)
+        new = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        deadline = time.monotonic() + 5.0
+        while len(old.partitions or []) + len(new.partitions or []) != 2 or not new.partitions:
+            assert time.monotonic() < deadline, (old.partitions, new.partitions)
+            time.sleep(0.05)
+        texts = [held.text]
+        if partition in (new.partitions or []):
+            # Moved: the new owner gets nothing of it while the old one holds `held`.
+            early = new.receive(0.5)
+            assert early is None or partition_of(early.ordering_group or "", 2) != partition
+            if early is not None:
+                texts.append(early.text)
+                early.acknowledge()
+        held.acknowledge()
+        idle = time.monotonic()
+        while time.monotonic() - idle < 1.0:
+            for consumer in (old, new):
+                message = consumer.receive(0.05)
+                if message is not None:
+                    texts.append(message.text)
+                    message.acknowledge()
+                    idle = time.monotonic()
+        assert sorted(texts) == sorted(sent)
+        assert _in_group_order(texts)
+
+
+def test_container_works_up_to_concurrency_partitions_at_once(make_factory, unique) -> None:
+    """ORD-17 on a partitioned queue: a listener container with concurrency 4 over 8
+    partitions processes groups of different partitions at once, each group in order
+    and never two of its messages at once, and loses nothing."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue, count=8)
+    with factory.create_connection() as connection:
+        sent = _send(connection.create_session(), queue, groups=16, per_group=5)
+    lock = threading.Lock()
+    running: set[str] = set()
+    most = 0
+    order: list[str] = []
+    overlap: list[str] = []
+
+    def handle(message: Message) -> None:
+        nonlocal most
+        group = message.ordering_group or ""
+        with lock:
+            if group in running:
+                overlap.append(group)
+            running.add(group)
+            most = max(most, len(running))
+        time.sleep(0.02)
+        with lock:
+            running.discard(group)
+            order.append(message.text)
+
+    with MessageListenerContainer(factory, queue, handle, concurrency=4):
+        deadline = time.monotonic() + 30.0
+        while len(order) < len(sent) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert sorted(order) == sorted(sent)
+    assert _in_group_order(order)
+    assert not overlap
+    assert most >= 2
+
+
+def test_partitions_refused_where_the_broker_cannot_hold_them(make_factory, unique) -> None:
+    """Bad input: a partitioned queue that is also declared strictly ordered is refused
+    (its partitions already are, one by one), naming the queue."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue, strictly_ordered=queue)
+    with factory.create_connection() as connection:
+        with pytest.raises(Exception) as info:
+            connection.create_session().create_consumer(queue)
+        assert queue in str(info.value)
+        assert "partitioned" in str(info.value)
+
+
+def test_two_factories_of_a_process_must_agree_on_the_count(make_factory, unique) -> None:
+    """Bad input: one process, two factories, two counts for one queue: refused when the
+    second consumer is created, naming both counts."""
+    queue = f"queue://{unique('parts')}"
+    with _partitioned(make_factory, queue, count=4).create_connection() as first:
+        first.create_session().create_consumer(queue)
+        with _partitioned(make_factory, queue, count=8).create_connection() as second:
+            with pytest.raises(ConfigurationError) as info:
+                second.create_session().create_consumer(queue)
+            assert "4" in str(info.value) and "8" in str(info.value)
+
+
+def test_capabilities_say_how_groups_hold_across_processes(connection) -> None:
+    """ORD-16: ``groups_across_processes`` is "broker" where the broker pins groups and
+    "partitions" where it does not but can hold a partition to one consumer."""
+    caps = connection.capabilities
+    expected = "broker" if caps.native_groups else "partitions"
+    assert caps.groups_across_processes == expected
+    assert caps.as_dict()["groups_across_processes"] == expected
+
+
+def test_a_smaller_count_refuses_while_dropped_partitions_hold_messages(
+    make_factory, unique, connection
+) -> None:
+    """Bad input: the count went down from 4 to 2 while partitions 2 and 3 still hold
+    messages; a consumer with the new count is refused with an error naming them and
+    what to do, and nothing is taken (the old count still gets every message). Where the
+    broker cannot be asked how many messages a queue holds (ActiveMQ Classic), the check
+    is not made, as docs/partitions.md says."""
+    queue = f"queue://{unique('parts')}"
+    old = _partitioned(make_factory, queue, count=4)
+    with old.create_connection() as conn:
+        sent = _send(conn.create_session(), queue, groups=8, per_group=2)
+    name = queue.removeprefix("queue://")
+    askable = connection._provider.queue_depths(name) is not None
+    deadline = time.monotonic() + 15.0  # RabbitMQ's statistics are a few seconds late
+    while askable and sum((connection._provider.queue_depths(name) or {}).values()) < len(sent):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    with _partitioned(make_factory, queue, count=2).create_connection() as conn:
+        if askable:
+            with pytest.raises(ConfigurationError) as info:
+                conn.create_session().create_consumer(queue)
+            text = str(info.value)
+            assert "partitions = 2" in text and ".p2" in text and ".p3" in text
+        else:
+            conn.create_session().create_consumer(queue).close()
+    with old.create_connection() as conn:
+        consumer = conn.create_session().create_consumer(queue)
+        conn.start()
+        got = []
+        while (message := consumer.receive(1.0)) is not None:
+            got.append(message.text)
+    assert sorted(got) == sorted(sent)
+
+
+def test_no_partitions_on_a_broker_without_groups_warns_once(
+    make_factory, unique, require, caplog
+) -> None:
+    """ORD-16: where the broker keeps no groups, the first grouped message a consumer
+    gets on a queue that is not partitioned logs one warning naming the setting to
+    use; a second consumer of the queue in the process does not repeat it."""
+    factory = make_factory()
+    with factory.create_connection() as connection:
+        require(connection, "native_groups", False)
+        queue = f"queue://{unique('plain')}"
+        _send(connection.create_session(), queue, groups=2, per_group=2)
+        connection.start()
+        with caplog.at_level("WARNING", logger="jmslike.consumer"):
+            for _ in range(2):
+                consumer = connection.create_session().create_consumer(queue)
+                assert consumer.receive(2.0) is not None
+                consumer.close()
+    warnings = [r for r in caplog.records if "partitions" in r.getMessage()]
+    assert len(warnings) == 1
+    assert f'[destinations."{queue}"] partitions' in warnings[0].getMessage()

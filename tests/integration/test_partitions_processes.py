@@ -1,0 +1,332 @@
+"""Ordering groups across processes, on every broker and protocol (ORD-9, ORD-11, ORD-16).
+
+Three consumer processes (tests/integration/workers/partition_worker.py, two sessions
+each) share one queue. The queue is partitioned by configuration alone: the processes
+read ``partitions = 8`` from the jmslike.toml that ``$JMSLIKE_CONFIG`` names, and their
+code is the plain JMS receive loop. This process sends 50 groups x 40 messages, groups
+interleaved, while they consume with a random few milliseconds of work per message.
+Every attempt is logged with its process and start and end time; an attempt counts as
+processed only if its acknowledgement (or commit) succeeded. Then:
+
+* nothing is lost: every message was processed;
+* nothing was processed twice unless the later copy came flagged redelivered;
+* every group was processed in send order (first processings, by start time);
+* no two messages of one group were ever in progress at once (processed ones).
+
+The same runs with a process killed (SIGKILL) mid-stream, and with one frozen (SIGSTOP)
+for longer than the heart-beat timeout and then resumed (transacted sessions there, since
+a frozen process's acknowledgement must fail once its partitions have moved). The
+rebalance test lets a process join and one leave during the run, and then checks through
+the broker's management API that every partition has exactly one consumer.
+
+On brokers that keep groups themselves (ActiveMQ, Artemis) the partitions are extra;
+on RabbitMQ they are what keeps the groups at all. The scale here is CI's; the
+benchmark (benchmarks/partitions.py) runs the issue's full one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokercases import CASES, case_url
+from brokerenv import broker_url
+
+from jmslike import ConnectionFactory, DeliveryMode
+from jmslike.testing.ordercheck import problems
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+WORKER = Path(__file__).parent / "workers" / "partition_worker.py"
+PARTITIONS = 8
+GROUPS = 50
+PER_GROUP = 40
+HEARTBEAT = 0.5
+TIMEOUT = 2.0
+FROZEN = 10.0
+"""Seconds a frozen process stays stopped: past the partition timeout, and past what the
+STOMP brokers need to notice (2 s heart-beats, a few missed)."""
+
+
+# ----------------------------------------------------------------------------- fleet
+
+
+class Fleet:
+    """The consumer processes of one test, with their logs."""
+
+    def __init__(self, tmp: Path, url: str, queue: str, mode: str) -> None:
+        self.tmp, self.url, self.queue, self.mode = tmp, url, queue, mode
+        self.config = tmp / "jmslike.toml"
+        self.config.write_text(
+            "[defaults]\n"
+            f"partition_heartbeat = {HEARTBEAT}\n"
+            f"partition_timeout = {TIMEOUT}\n\n"
+            f'[destinations."{queue}"]\n'
+            f"partitions = {PARTITIONS}\n"
+        )
+        self.workers: list[tuple[subprocess.Popen[str], Path]] = []
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "JMSLIKE_CONFIG": str(self.config)}
+
+    def start(self, sessions: int = 2) -> subprocess.Popen[str]:
+        log = self.tmp / f"worker-{len(self.workers)}.jsonl"
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                str(WORKER),
+                "--url",
+                self.url,
+                "--queue",
+                self.queue,
+                "--sessions",
+                str(sessions),
+                "--mode",
+                self.mode,
+                "--log",
+                str(log),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=self.env(),
+        )
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "ready", f"worker did not start: {line!r}"
+        self.workers.append((child, log))
+        return child
+
+    def stop(self, child: subprocess.Popen[str]) -> None:
+        """A graceful leave: the worker closes its connection (giving back in order)."""
+        if child.poll() is None:
+            assert child.stdin is not None
+            child.stdin.close()
+            assert child.wait(60.0) == 0
+
+    def records(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for _child, log in self.workers:
+            if log.exists():
+                for line in log.read_text(encoding="utf-8").splitlines():
+                    with contextlib.suppress(ValueError):
+                        out.append(json.loads(line))
+        return out
+
+    def processed(self) -> set[str]:
+        return {r["text"] for r in self.records() if r.get("ok")}
+
+    def wait_processed(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.processed()) < count:
+            if time.monotonic() > deadline:
+                errors = [r for r in self.records() if "error" in r][-5:]
+                raise AssertionError(
+                    f"only {len(self.processed())} of {count} processed after {timeout} s; "
+                    f"last errors: {errors}"
+                )
+            time.sleep(0.2)
+
+    def owned(self) -> dict[int, list[int]]:
+        out = {}
+        for child, log in self.workers:
+            owned = Path(str(log) + ".owned")
+            if child.poll() is None and owned.exists():
+                out[child.pid] = json.loads(owned.read_text())["owned"]
+        return out
+
+    def close(self) -> None:
+        for child, _log in self.workers:
+            if child.poll() is None:
+                with contextlib.suppress(OSError):
+                    child.send_signal(signal.SIGCONT)
+                self.stop(child)
+
+
+@contextlib.contextmanager
+def fleet(
+    tmp: Path, case: str, queue: str, mode: str = "client", *, heartbeat_ms: int = 0
+) -> Iterator[Fleet]:
+    url = case_url(case)
+    if heartbeat_ms and case.endswith("stomp"):
+        # STOMP heart-beats: the broker notices a frozen process after a few missed
+        # ones, closes its connections and hands its partitions to a standby.
+        url += ("&" if "?" in url else "?") + f"heartbeat={heartbeat_ms}"
+    group = Fleet(tmp, url, queue, mode)
+    try:
+        yield group
+    finally:
+        try:
+            group.close()
+        finally:
+            for child, _log in group.workers:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait(10.0)
+                for pipe in (child.stdin, child.stdout):
+                    if pipe is not None:
+                        pipe.close()
+
+
+def send_groups(group: Fleet) -> list[str]:
+    """50 groups x 40 messages, groups interleaved; returns the bodies in send order."""
+    sent = []
+    env_before = os.environ.get("JMSLIKE_CONFIG")
+    os.environ["JMSLIKE_CONFIG"] = str(group.config)
+    try:
+        factory = ConnectionFactory(group.url)
+    finally:
+        if env_before is None:
+            del os.environ["JMSLIKE_CONFIG"]
+        else:
+            os.environ["JMSLIKE_CONFIG"] = env_before
+    assert factory.settings.partitions_for(group.queue) is not None
+    with factory.create_connection() as connection:
+        session = connection.create_session()
+        producers = []
+        for g in range(GROUPS):
+            producer = session.create_producer(group.queue)
+            producer.delivery_mode = DeliveryMode.PERSISTENT
+            producer.enable_ordering_group(f"g{g:02d}")
+            producers.append(producer)
+        for n in range(1, PER_GROUP + 1):
+            for g, producer in enumerate(producers):
+                text = f"g{g:02d}:{n:02d}"
+                producer.send(session.create_text_message(text))
+                sent.append(text)
+    return sent
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def assert_kept(group: Fleet, sent: list[str]) -> None:
+    records = group.records()
+    found = problems(records, sent)
+    assert not found, "\n".join(found[:20])
+    # Every process took part: the partitions were spread, not all in one.
+    pids = {r["pid"] for r in records if r.get("ok")}
+    assert len(pids) >= 2, f"only {pids} processed anything"
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def _queue() -> str:
+    return f"queue://parts-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
+    """ORD-9, ORD-16: three processes, nothing lost, no unflagged duplicate, every group
+    in send order and never in progress twice at once."""
+    with fleet(tmp_path, case, _queue()) as group:
+        for _ in range(3):
+            group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent), 120.0)
+        owned = group.owned()
+        assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
+    assert_kept(group, sent)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_groups_kept_when_a_process_is_killed(case: str, tmp_path: Path) -> None:
+    """ORD-11, ORD-16: a process killed with SIGKILL mid-stream; its partitions move to
+    the others within the heart-beat timeout, starting with what it left unfinished."""
+    with fleet(tmp_path, case, _queue()) as group:
+        victim = group.start()
+        for _ in range(2):
+            group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent) // 3, 60.0)
+        victim.kill()
+        victim.wait(10.0)
+        group.wait_processed(len(sent), 120.0)
+        time.sleep(2 * TIMEOUT)
+        owned = group.owned()
+        assert victim.pid not in owned
+        assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
+    assert_kept(group, sent)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
+    """ORD-11, ORD-16: a process frozen (SIGSTOP) for longer than the heart-beat timeout,
+    then resumed. Its partitions move when the broker gives them up (STOMP heart-beats);
+    what it finishes after waking fails to commit once they have moved, so nothing is
+    processed twice at once."""
+    with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
+        victim = group.start()
+        for _ in range(2):
+            group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent) // 3, 60.0)
+        victim.send_signal(signal.SIGSTOP)
+        time.sleep(FROZEN)
+        victim.send_signal(signal.SIGCONT)
+        group.wait_processed(len(sent), 150.0)
+    assert_kept(group, sent)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rebalance_when_processes_join_and_leave(case: str, tmp_path: Path) -> None:
+    """ORD-16: a process joins and another leaves during the run; afterwards every
+    partition is owned by exactly one live process, and the broker agrees: each
+    partition queue has exactly one consumer (management API, where the broker has one)."""
+    queue = _queue()
+    with fleet(tmp_path, case, queue) as group:
+        leaver = group.start()
+        group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent) // 4, 60.0)
+        group.start()  # joins
+        group.wait_processed(len(sent) // 2, 60.0)
+        group.stop(leaver)  # leaves, giving back what it held
+        group.wait_processed(len(sent), 120.0)
+        time.sleep(2 * TIMEOUT)
+        owned = group.owned()
+        assert leaver.pid not in owned
+        assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
+        assert all(owned.values()), f"a live process owns nothing: {owned}"
+        counts = _broker_consumer_counts(case, queue.removeprefix("queue://"))
+        if counts is not None:
+            assert counts == [1] * PARTITIONS, counts
+    assert_kept(group, sent)
+
+
+def _broker_consumer_counts(case: str, name: str) -> list[int] | None:
+    """Consumers per partition queue as the broker's management API reports them
+    (None for ActiveMQ Classic, whose Debian build serves none)."""
+    from jmslike.spi.management import ArtemisManagement, RabbitManagement
+
+    if case.startswith("rabbitmq"):
+        api = RabbitManagement(broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10)
+        vhost = "jmslike-amqp" if case.endswith("amqp") else "/"
+        deadline = time.monotonic() + 15.0  # its statistics are a few seconds late
+        while True:
+            counts = []
+            for index in range(PARTITIONS):
+                info = api.queue(vhost, f"{name}.p{index}") or {}
+                details = info.get("consumer_details") or []
+                active = [d for d in details if d.get("activity_status") == "single_active"]
+                counts.append(len(active) if len(details) == len(active) else -len(details))
+            if counts == [1] * PARTITIONS or time.monotonic() > deadline:
+                return counts
+            time.sleep(1.0)
+    if case.startswith("artemis"):
+        api = ArtemisManagement(
+            broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), "admin", "admin", 10
+        )
+        return [api.consumer_count(f"{name}.p{index}") for index in range(PARTITIONS)]
+    return None

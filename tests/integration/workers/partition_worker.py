@@ -1,0 +1,117 @@
+"""A consumer process of the cross-process partition tests (test_partitions_processes.py).
+
+It consumes one partitioned queue, declared so by the jmslike.toml that
+``$JMSLIKE_CONFIG`` names (the process itself knows nothing of partitions), with
+``--sessions`` sessions, each in a thread of its own with a plain ``receive()`` loop. For
+every message it logs one JSON line: which process, the body, whether it came flagged
+redelivered, when the work started and ended, and whether the acknowledgement (or the
+commit) succeeded. Only a successful one counts as processed; work whose
+acknowledgement failed was given back and is not an effect.
+
+Every half second it writes which partitions its consumers own to ``<log>.owned``. It
+runs until its standard input closes, then closes its connection and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import threading
+import time
+
+from jmslike import ConnectionFactory, JMSException, Session
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--queue", required=True)
+    parser.add_argument("--sessions", type=int, default=2)
+    parser.add_argument("--mode", choices=("client", "transacted"), default="client")
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--work-ms", type=float, nargs=2, default=(0.5, 4.0))
+    args = parser.parse_args()
+
+    rng = random.Random(os.getpid())
+    lock = threading.Lock()
+    log = open(args.log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    stop = threading.Event()
+
+    def write(record: dict[str, object]) -> None:
+        with lock:
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+
+    connection = ConnectionFactory(args.url).create_connection()
+    connection.set_exception_listener(
+        lambda exc: write({"pid": os.getpid(), "error": str(exc), "at": time.time()})
+    )
+    transacted = args.mode == "transacted"
+    consumers = []
+    for _ in range(args.sessions):
+        session = connection.create_session(transacted, Session.CLIENT_ACKNOWLEDGE)
+        consumers.append((session, session.create_consumer(args.queue)))
+
+    def work(session: Session, consumer) -> None:  # type: ignore[no-untyped-def]
+        while not stop.is_set():
+            try:
+                message = consumer.receive(0.3)
+            except JMSException as exc:
+                write({"pid": os.getpid(), "error": f"receive: {exc}", "at": time.time()})
+                time.sleep(0.3)
+                continue
+            if message is None:
+                continue
+            start = time.time()
+            time.sleep(rng.uniform(*args.work_ms) / 1000)
+            try:
+                if transacted:
+                    session.commit()
+                else:
+                    message.acknowledge()
+                ok = True
+            except JMSException as exc:
+                ok = False
+                write({"pid": os.getpid(), "error": f"finish: {exc}", "at": time.time()})
+            write(
+                {
+                    "pid": os.getpid(),
+                    "text": message.text,
+                    "redelivered": message.jms_redelivered,
+                    "start": start,
+                    "end": time.time(),
+                    "ok": ok,
+                }
+            )
+
+    threads = [
+        threading.Thread(target=work, args=pair, daemon=True, name=f"worker-{i}")
+        for i, pair in enumerate(consumers)
+    ]
+    connection.start()
+    for thread in threads:
+        thread.start()
+
+    def report_owned() -> None:
+        while not stop.wait(0.5):
+            owned = sorted(p for _s, c in consumers for p in (c.partitions or []))
+            with open(args.log + ".owned.tmp", "w", encoding="utf-8") as out:
+                json.dump({"pid": os.getpid(), "owned": owned, "at": time.time()}, out)
+            os.replace(args.log + ".owned.tmp", args.log + ".owned")
+
+    threading.Thread(target=report_owned, daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    stop.set()
+    for thread in threads:
+        thread.join(10.0)
+    connection.close()
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
