@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 from brokerenv import broker_url
 
-__all__ = ["CASES", "case_url"]
+__all__ = ["CASES", "case_url", "delete_rabbitmq_queues"]
 
 _MARKS = {
     "activemq-stomp": (pytest.mark.stomp, pytest.mark.activemq),
@@ -36,3 +36,21 @@ def case_url(case: str) -> str:
     if case == "rabbitmq-amqp":
         url += "/jmslike-amqp"  # the vhost of the AMQP contract case (scripts/brokers/rabbitmq.sh)
     return url
+
+
+def delete_rabbitmq_queues(case: str, prefix: str) -> None:
+    """Delete the RabbitMQ queues whose names start with ``prefix`` (a test's partitions).
+
+    A RabbitMQ single-active-consumer queue is a quorum queue, a Raft cluster of its own;
+    a test broker that gathered a few hundred of them stopped accepting connections here
+    (its log went silent, its HTTP API still answered), so the tests that make them
+    delete them again. Other cases: nothing to do.
+    """
+    if not case.startswith("rabbitmq"):
+        return
+    from jmslike.spi.management import RabbitManagement
+
+    api = RabbitManagement(broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10)
+    vhost = "jmslike-amqp" if case.endswith("amqp") else "/"
+    for name in api.queue_depths(vhost, prefix):
+        api.delete_queue(vhost, name)

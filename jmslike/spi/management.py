@@ -297,6 +297,11 @@ class RabbitManagement(_Http):
             if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)
         }
 
+    def delete_queue(self, vhost: str, queue: str) -> None:
+        """Delete ``queue`` with its messages (no error if it does not exist)."""
+        path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
+        self._request("DELETE", path, allow=(404,))
+
     def queue(self, vhost: str, queue: str) -> dict[str, Any] | None:
         """The queue as the management API describes it (None if it does not exist)."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"

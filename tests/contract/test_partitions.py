@@ -12,8 +12,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 import pytest
+from brokercases import delete_rabbitmq_queues
 
 from jmslike import (
     ConfigurationError,
@@ -28,9 +30,12 @@ FAST = {"partition_heartbeat": 0.2, "partition_timeout": 0.8}
 
 
 @pytest.fixture(autouse=True)
-def _partition_capable(make_connection, require) -> None:
-    """Partitions need the broker to hold a queue to one consumer across processes."""
+def _partition_capable(make_connection, require, provider_case) -> Iterator[None]:
+    """Partitions need the broker to hold a queue to one consumer across processes; the
+    partition queues a test made on RabbitMQ go afterwards (brokercases says why)."""
     require(make_connection(), "exclusive_scope", "broker")
+    yield
+    delete_rabbitmq_queues(provider_case.id, "parts-")
 
 
 def _partitioned(make_factory, queue: str, count: int = 4, **settings):  # type: ignore[no-untyped-def]

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokercases import CASES, case_url
+from brokercases import CASES, case_url, delete_rabbitmq_queues
 from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, DeliveryMode
@@ -64,15 +64,25 @@ STOMP brokers need to notice (2 s heart-beats, a few missed)."""
 class Fleet:
     """The consumer processes of one test, with their logs."""
 
-    def __init__(self, tmp: Path, url: str, queue: str, mode: str) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        url: str,
+        queue: str,
+        mode: str,
+        *,
+        partitions: int = PARTITIONS,
+        work_ms: tuple[float, float] = (0.5, 4.0),
+    ) -> None:
         self.tmp, self.url, self.queue, self.mode = tmp, url, queue, mode
+        self.work_ms = work_ms
         self.config = tmp / "jmslike.toml"
         self.config.write_text(
             "[defaults]\n"
             f"partition_heartbeat = {HEARTBEAT}\n"
             f"partition_timeout = {TIMEOUT}\n\n"
             f'[destinations."{queue}"]\n'
-            f"partitions = {PARTITIONS}\n"
+            f"partitions = {partitions}\n"
         )
         self.workers: list[tuple[subprocess.Popen[str], Path]] = []
 
@@ -95,6 +105,8 @@ class Fleet:
                 self.mode,
                 "--log",
                 str(log),
+                "--work-ms",
+                *(str(ms) for ms in self.work_ms),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -168,6 +180,7 @@ def fleet(
     finally:
         try:
             group.close()
+            delete_rabbitmq_queues(case, queue.removeprefix("queue://"))
         finally:
             for child, _log in group.workers:
                 if child.poll() is None:
@@ -178,8 +191,14 @@ def fleet(
                         pipe.close()
 
 
-def send_groups(group: Fleet) -> list[str]:
-    """50 groups x 40 messages, groups interleaved; returns the bodies in send order."""
+def send_groups(
+    group: Fleet,
+    groups: int = GROUPS,
+    per_group: int = PER_GROUP,
+    delivery_mode: int = DeliveryMode.PERSISTENT,
+) -> list[str]:
+    """``groups`` x ``per_group`` messages, groups interleaved; returns the bodies in
+    send order ("g007:0012": zero-padded, so a group's bodies sort in send order)."""
     sent = []
     env_before = os.environ.get("JMSLIKE_CONFIG")
     os.environ["JMSLIKE_CONFIG"] = str(group.config)
@@ -194,14 +213,15 @@ def send_groups(group: Fleet) -> list[str]:
     with factory.create_connection() as connection:
         session = connection.create_session()
         producers = []
-        for g in range(GROUPS):
+        width, depth = len(str(groups)), len(str(per_group))
+        for g in range(groups):
             producer = session.create_producer(group.queue)
-            producer.delivery_mode = DeliveryMode.PERSISTENT
-            producer.enable_ordering_group(f"g{g:02d}")
+            producer.delivery_mode = delivery_mode
+            producer.enable_ordering_group(f"g{g:0{width}d}")
             producers.append(producer)
-        for n in range(1, PER_GROUP + 1):
+        for n in range(1, per_group + 1):
             for g, producer in enumerate(producers):
-                text = f"g{g:02d}:{n:02d}"
+                text = f"g{g:0{width}d}:{n:0{depth}d}"
                 producer.send(session.create_text_message(text))
                 sent.append(text)
     return sent
