@@ -19,12 +19,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from jmslike._feed import Member
 from jmslike.destination import Destination
 from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
 from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
+    from jmslike._feed import Feed
     from jmslike.connection import Connection
     from jmslike.session import Session, _Held
     from jmslike.spi.provider import ProviderConsumer
@@ -54,6 +56,7 @@ class MessageConsumer:
         shared: bool = False,
         exclusive: bool = False,
         standby: bool = False,
+        feed: Feed | None = None,
     ) -> None:
         self._session = session
         self._connection = session._connection
@@ -100,16 +103,22 @@ class MessageConsumer:
             if exclusive or standby
             else {}
         )
-        self._provider: ProviderConsumer = session._provider.create_consumer(
-            destination,
-            self._sink,
-            selector=selector,
-            no_local=no_local,
-            subscription=subscription,
-            durable=durable,
-            shared=shared,
-            **options,
-        )
+        self._feed = feed
+        """A listener container's shared subscription this consumer takes from (_feed.py)."""
+        self._provider: ProviderConsumer
+        if feed is not None:
+            self._provider = feed.join(self)
+        else:
+            self._provider = session._provider.create_consumer(
+                destination,
+                self._sink,
+                selector=selector,
+                no_local=no_local,
+                subscription=subscription,
+                durable=durable,
+                shared=shared,
+                **options,
+            )
         if options and not self._provider.exclusive:
             # The provider took the keywords (say through **options) but did not keep
             # them: a second consumer would compete. Refuse rather than pretend.
@@ -162,11 +171,12 @@ class MessageConsumer:
             dropped += [item[2] for _key, item in parked]
         return dropped
 
-    def _sink(self, message: Message, token: Any) -> None:
+    def _sink(self, message: Message, token: Any, *, by_sequence: bool = True) -> None:
         """Called by the provider for each delivery; never blocks, never runs user code.
 
         Where the broker ignores groups, a grouped delivery first passes the client gate
-        (ORD-16), which may park it until its group is free for this session.
+        (ORD-16), which may park it until its group is free for this session. A feed
+        (one socket, the broker's order) passes ``by_sequence=False``.
         """
         gate = self._gate
         if gate is not None:
@@ -176,7 +186,8 @@ class MessageConsumer:
                     self._warn_processes = False
                     _warn_single_process(self._connection, self.destination)
                 with self._cond:
-                    self._credit -= 1
+                    if self._credit > 0:
+                        self._credit -= 1
                 key = (self._gate_scope, group)
                 sequence = message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
                 gate.arrive(
@@ -186,6 +197,7 @@ class MessageConsumer:
                     (self, message, token),
                     sequence if isinstance(sequence, int) else None,
                     message._group_prev_expiration,
+                    in_order=not by_sequence,
                 )
                 # Parked or not, the credit is spent: wake whoever waits on this consumer so
                 # it asks for more, and other groups flow past a blocked one (ORD-9).
@@ -195,7 +207,10 @@ class MessageConsumer:
                     self._session._wake(self)
                 return
         with self._cond:
-            self._credit -= 1
+            # A delivery nobody asked for (a STOMP window's, or one a provider fetched
+            # to unblock a queue) leaves no debt behind.
+            if self._credit > 0:
+                self._credit -= 1
             self._buffer.append((message, token, 0.0))
             if self._sleeping:
                 self._cond.notify()
@@ -444,6 +459,9 @@ class MessageConsumer:
             self._credit = 0
             self._cond.notify_all()
         self._listener = None
+        if self._feed is not None:
+            self._leave_feed(self._feed, delivered, buffered)
+            return
         undelivered = [token for _msg, token, _nb in buffered]
         gate = self._gate
         if gate is not None:
@@ -463,6 +481,41 @@ class MessageConsumer:
             self._session._gate_returned(
                 [(self._gate_scope, msg.ordering_group, msg.jms_message_id) for msg, _t in late]
             )
+
+    def _leave_feed(self, feed: Feed, delivered: list[_Held], buffered: list[Buffered]) -> None:
+        """Give back to the feed, in order, what this consumer's session had of it
+        unfinished (``delivered``, seen: as redelivered copies), then what was buffered
+        or parked here (ORD-10); the feed hands them out again. The client gate, if
+        any, hears that this session no longer holds those groups, after the feed has
+        them back, so that nothing later of a group passes them."""
+        session = self._session
+        gate = self._gate
+        parked: list[tuple[Message, Any]] = []
+        if gate is not None:
+            withdrawn = gate.withdraw(session, lambda item: item[0] is self, holes=False)
+            parked = [(item[1], item[2]) for _key, item in withdrawn]
+        items: list[tuple[Message, Any, bool]] = [
+            (session._provider.redeliver(h.token), h.token, True) for h in delivered
+        ]
+        items += [(msg, token, bool(msg.jms_redelivered)) for msg, token, _nb in buffered]
+        items += [(msg, token, bool(msg.jms_redelivered)) for msg, token in parked]
+        assert isinstance(self._provider, Member)
+        feed.leave(self._provider, items)
+        with self._cond:
+            late, self._late = self._late, []
+        if late:  # the gate let these through while we closed
+            feed.give_back([(msg, token, bool(msg.jms_redelivered)) for msg, token in late])
+        if gate is not None:  # what was taken at the gate (parked messages were not)
+            counts: dict[tuple[str, str], int] = {}
+            taken = [h.group for h in delivered]
+            taken += [msg.ordering_group for msg, _token, _nb in buffered]
+            taken += [msg.ordering_group for msg, _token in late]
+            for group in taken:
+                if group is not None:
+                    key = (self._gate_scope, group)
+                    counts[key] = counts.get(key, 0) + 1
+            for key, count in counts.items():
+                gate.finish(key, session, count)
 
     def _wake_waiters(self) -> None:
         with self._cond:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from jmslike._feed import Feed
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import InvalidArgumentError, JMSException
 from jmslike.message import Message
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["MessageListenerContainer"]
 
 log = logging.getLogger("jmslike.container")
+
+FEED_WINDOW = 4
+"""Messages per session the broker may have out to a container's feed (at least)."""
 
 
 class MessageListenerContainer:
@@ -76,6 +80,20 @@ class MessageListenerContainer:
         self._sessions: list[Session] = []
         self._consumers: list[MessageConsumer] = []
         self._stopped = False
+        if message_selector is not None and not message_selector.strip():
+            message_selector = None
+        # Where the provider asks for it, the sessions take from one subscription, a
+        # feed, and jmslike hands its messages out by group (jmslike/_feed.py says why);
+        # the embedded broker keeps groups per session and hands them out itself. A
+        # partitioned queue is consumed partition by partition, each strictly ordered.
+        self._feed: Feed | None = None
+        if (
+            not self.strictly_ordered
+            and factory.settings.partitions_for(self.destination) is None
+            and self._connection.capabilities.extra.get("container_feed")
+        ):
+            window = max(factory.settings.prefetch, FEED_WINDOW) * concurrency
+            self._feed = Feed(self._connection, self.destination, message_selector, window)
         try:
             if exception_listener is not None:
                 self._connection.set_exception_listener(exception_listener)
@@ -83,8 +101,12 @@ class MessageListenerContainer:
                 session = self._connection.create_session(
                     acknowledge_mode == Session.SESSION_TRANSACTED, acknowledge_mode
                 )
-                consumer = session.create_consumer(
-                    self.destination, message_selector, strictly_ordered=self.strictly_ordered
+                consumer = session._attach_consumer(
+                    self.destination,
+                    message_selector,
+                    False,
+                    strictly_ordered=self.strictly_ordered,
+                    feed=self._feed,
                 )
                 consumer.set_message_listener(self._listener_for(session))
                 self._sessions.append(session)

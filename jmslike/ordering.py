@@ -266,6 +266,8 @@ class ClientGroupGate(Generic[T]):
         item: T,
         sequence: int | None = None,
         predecessor_expiration: int = 0,
+        *,
+        in_order: bool = False,
     ) -> None:
         """A delivery of group ``key`` for ``holder``'s session came from the broker.
 
@@ -274,15 +276,20 @@ class ClientGroupGate(Generic[T]):
         broker's order), a message whose producer's earlier messages of the group have not
         arrived yet waits up to ``wait_for_predecessor`` seconds for them (ORD-9, ORD-16),
         except for the message just before it once that one's ``predecessor_expiration``
-        (epoch ms, 0: never) has passed: the broker drops it unseen (ORD-13).
+        (epoch ms, 0: never) has passed: the broker drops it unseen (ORD-13). With
+        ``in_order`` (a delivery read in the broker's order, from a feed) the sequence is
+        only noted, so that a later consumer on another socket does not wait for it.
         """
         expect_later = False
         with self._lock:
             state = self._table.state(_flat(key))
             if sequence is not None and message_id:
-                expect_later = self._expect_predecessors(
-                    key, state, message_id, sequence, predecessor_expiration
-                )
+                if in_order:
+                    self._note_sequence(key, message_id, sequence)
+                else:
+                    expect_later = self._expect_predecessors(
+                        key, state, message_id, sequence, predecessor_expiration
+                    )
             hole = self._holes.pop((key, message_id), None) if message_id else None
             if hole is None and sequence is not None and message_id:
                 hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
@@ -308,15 +315,9 @@ class ClientGroupGate(Generic[T]):
         """Leave holes for the producer's earlier messages of the group that have not
         arrived (at most 16; the first message seen of a producer counts back from its
         number). Returns True if it left any. Under the lock."""
-        source = message_id.rpartition(":")[0]
-        seen_key = (_flat(key), source)
-        last = self._last_seq.get(seen_key)
+        last = self._note_sequence(key, message_id, sequence)
         if last is not None and sequence <= last:
             return False  # a redelivery, or the producer bound the group again (ORD-8a)
-        self._last_seq[seen_key] = sequence
-        self._last_seq.move_to_end(seen_key)
-        if len(self._last_seq) > 100_000:
-            self._last_seq.popitem(last=False)
         first_missing = max((last or 0) + 1, sequence - 16, 1)
         deadline = time.monotonic() + self.wait_for_predecessor
         end = sequence
@@ -332,6 +333,19 @@ class ClientGroupGate(Generic[T]):
             state.waiting.append(hole)
             left = True
         return left
+
+    def _note_sequence(self, key: GroupKey, message_id: str, sequence: int) -> int | None:
+        """Remember the highest sequence seen of the message's producer in the group;
+        returns the one seen before (under the lock)."""
+        seen_key = (_flat(key), message_id.rpartition(":")[0])
+        last = self._last_seq.get(seen_key)
+        if last is not None and sequence <= last:
+            return last
+        self._last_seq[seen_key] = sequence
+        self._last_seq.move_to_end(seen_key)
+        if len(self._last_seq) > 100_000:
+            self._last_seq.popitem(last=False)
+        return last
 
     def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
         """``holder`` finished ``count`` messages of the group (ORD-10)."""
@@ -377,25 +391,32 @@ class ClientGroupGate(Generic[T]):
         if holes:
             self._expire_later(key)
 
-    def withdraw(self, holder: Hashable, belongs: Callable[[T], bool]) -> list[tuple[GroupKey, T]]:
+    def withdraw(
+        self, holder: Hashable, belongs: Callable[[T], bool], *, holes: bool = True
+    ) -> list[tuple[GroupKey, T]]:
         """Take back the parked deliveries ``belongs`` picks (their consumer is closing).
 
-        Each leaves a hole in its line, since the broker will deliver it again.
+        Each leaves a hole in its line, since the broker will deliver it again; with
+        ``holes=False`` it simply leaves the line (a feed hands it out again itself).
         """
         taken: list[tuple[GroupKey, T]] = []
         deadline = time.monotonic() + self.wait_for_return
         with self._lock:
             for flat, state in list(self._table._groups.items()):
                 key = _unflat(flat)
-                for slot in state.waiting:
+                for slot in list(state.waiting):
                     if slot.item is not None and belongs(slot.item):
                         taken.append((key, slot.item))
+                        if not holes:
+                            state.waiting.remove(slot)
+                            continue
                         slot.holder, slot.item, slot.deadline = None, None, deadline
                         if slot.message_id:
                             self._holes[(key, slot.message_id)] = slot
                 self._release(key, state)
-        for key in dict.fromkeys(key for key, _item in taken):
-            self._expire_later(key)
+        if holes:
+            for key in dict.fromkeys(key for key, _item in taken):
+                self._expire_later(key)
         return taken
 
     def _expire_later(self, key: GroupKey, after: float | None = None) -> None:

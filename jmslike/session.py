@@ -55,6 +55,7 @@ from jmslike.producer import MessageProducer
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from jmslike._feed import Feed
     from jmslike.connection import Connection
     from jmslike.spi.provider import ProviderConsumer, ProviderSession
 
@@ -354,6 +355,31 @@ class Session:
         standby: bool = False,
         strictly_ordered: bool = False,
     ) -> MessageConsumer:
+        return self._attach_consumer(
+            destination,
+            selector,
+            no_local,
+            subscription=subscription,
+            durable=durable,
+            shared=shared,
+            standby=standby,
+            strictly_ordered=strictly_ordered,
+        )
+
+    def _attach_consumer(
+        self,
+        destination: Destination,
+        selector: str | None,
+        no_local: bool,
+        *,
+        subscription: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+        standby: bool = False,
+        strictly_ordered: bool = False,
+        feed: Feed | None = None,
+    ) -> MessageConsumer:
+        """A consumer; with ``feed``, one taking from a listener container's feed."""
         self._check_open()
         self._parse_selector(selector)
         for name, value in (("standby", standby), ("strictly_ordered", strictly_ordered)):
@@ -372,6 +398,7 @@ class Session:
             # ORD-18: asked here or declared by the factory; looked up once, here.
             exclusive=strictly_ordered or self._settings.is_strictly_ordered(destination),
             standby=standby,
+            feed=feed,
         )
         with self._lock:
             self._consumers.append(consumer)
@@ -391,6 +418,8 @@ class Session:
             return False
         reason = f"delivered {count - 1} times before; redelivery limit {limit} reached"
         self._provider.dead_letter(token, reason)
+        # It passed the client gate (or came from a feed) as this session's: finished.
+        self._gate_finished([_Held(consumer, message, token)])
         self._dead_lettered(consumer, message, reason)
         return True
 
@@ -439,8 +468,7 @@ class Session:
         if provider_consumer is None:
             self._acknowledge(done)
             return
-        if self._gate is not None:
-            self._gate_finished(done)
+        self._gate_finished(done)
         self._provider.acknowledge_and_flow([h.token for h in done], provider_consumer, credit)
 
     def _run_listener(
@@ -504,6 +532,15 @@ class Session:
             self._gate_finished(held)
 
     def _gate_finished(self, held: list[_Held]) -> None:
+        """``held`` are finished: the client gate and a listener container's feed, where
+        they came through one, hear that this session no longer holds them."""
+        feeds: dict[Feed, list[Any]] = {}
+        for h in held:
+            feed = h.consumer._feed
+            if feed is not None:
+                feeds.setdefault(feed, []).append(h.token)
+        for feed, tokens in feeds.items():
+            feed.finished(tokens)
         gate = self._gate
         if gate is None:
             return
@@ -529,10 +566,36 @@ class Session:
             gate.give_back(key, self, ids)
 
     def _release(self, held: list[_Held]) -> None:
-        """Give delivered messages back to the broker (their consumer is gone)."""
+        """Give delivered messages back to the broker (their consumer is gone); those that
+        came through a feed go back to the feed, which hands them out again."""
+        fed = [h for h in held if h.consumer._feed is not None]
+        if fed:
+            held = [h for h in held if h.consumer._feed is None]
+            self._give_back_to_feeds(fed)
         if held:
             self._provider.release([h.token for h in held])
             self._gate_returned([(h.consumer._gate_scope, h.group, h.message_id) for h in held])
+
+    def _give_back_to_feeds(self, held: list[_Held]) -> None:
+        """Back to the front of their feeds, in order, as redelivered copies; then the
+        client gate, if any, hears that this session no longer holds them (after the
+        feed has them, so that nothing later of their groups can pass them)."""
+        feeds: dict[Feed, list[tuple[Message, Any, bool]]] = {}
+        for h in held:
+            feed = h.consumer._feed
+            assert feed is not None
+            feeds.setdefault(feed, []).append((self._provider.redeliver(h.token), h.token, True))
+        for feed, items in feeds.items():
+            feed.give_back(items)
+        gate = self._gate
+        if gate is not None:
+            counts: dict[GroupKey, int] = {}
+            for h in held:
+                if h.group is not None:
+                    key = (h.consumer._gate_scope, h.group)
+                    counts[key] = counts.get(key, 0) + 1
+            for key, count in counts.items():
+                gate.finish(key, self, count)
 
     def recover(self) -> None:
         """Stop, and deliver again every unacknowledged message, in order (ORD-11)."""

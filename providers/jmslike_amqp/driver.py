@@ -43,7 +43,6 @@ from proton import (
     Collector,
     Condition,
     Connection,
-    Delivery,
     Event,
     EventType,
     Link,
@@ -61,12 +60,15 @@ _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 class Driver:
     """One AMQP connection's engine and socket. ``handler`` has ``on_<event>`` methods
-    (Proton's event names, e.g. ``on_link_flow``) taking the event, ``on_wake()``, and
+    (Proton's event names, e.g. ``on_link_flow``) taking the event, ``on_wake()``,
+    ``next_timer()`` (the monotonic time its next timer is due, or None) with
+    ``on_timer()`` (called once it is due), and
     ``on_delivery(delivery, link_key)``: a delivery event, the one that comes with every
     message, is not wrapped into a Proton ``Event`` (which wraps the delivery, its link,
     session, connection and transport, each with a reference count and a record lookup:
-    a quarter of the connection thread's time in a send of 20,000 messages); its link
-    comes as :meth:`key_of` would name it."""
+    a quarter of the connection thread's time in a send of 20,000 messages), nor is the
+    delivery wrapped: it comes as Proton's C pointer (the handler wraps it where it
+    needs to), and its link as :meth:`key_of` would name it."""
 
     def __init__(
         self,
@@ -91,7 +93,7 @@ class Driver:
             method = getattr(handler, event_type.method, None)
             if method is not None and event_type.number != PN_DELIVERY:
                 self._methods[event_type.number] = method
-        self._on_delivery: Callable[[Delivery, int], None] = handler.on_delivery
+        self._on_delivery: Callable[[Any, int], None] = handler.on_delivery
         self.connection = Connection()
         self.collector = Collector()
         self.connection.collect(self.collector)
@@ -254,8 +256,12 @@ class Driver:
                 else:
                     selector.unregister(sock)
                 interest = wanted
-            deadline = transport.tick(time.monotonic())
-            timeout = max(0.0, deadline - time.monotonic()) if deadline else None
+            now = time.monotonic()
+            deadline = transport.tick(now)
+            timer = self._handler.next_timer()
+            if timer is not None and (not deadline or timer < deadline):
+                deadline = timer
+            timeout = max(0.0, deadline - now) if deadline else None
             for key, mask in selector.select(timeout):
                 if key.fd == self._wake_read:
                     with contextlib.suppress(BlockingIOError):
@@ -264,6 +270,8 @@ class Driver:
                     self._handler.on_wake()
                 elif mask & _READ:
                     self._read(sock)
+            if timer is not None and timer <= time.monotonic():
+                self._handler.on_timer()
 
     def _read(self, sock: socket.socket) -> None:
         """Read what the socket has (up to a few transport buffers: events are handled
@@ -317,8 +325,7 @@ class Driver:
             number = pn_event_type(event)
             if number == PN_DELIVERY:
                 pointer = pn_event_delivery(event)
-                delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
-                on_delivery(delivery, addressof(pn_delivery_link(pointer)))
+                on_delivery(pointer, addressof(pn_delivery_link(pointer)))
             else:
                 method = methods.get(number)
                 if method is not None:

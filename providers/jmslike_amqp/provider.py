@@ -57,6 +57,7 @@ from jmslike.spi.provider import (
 from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
+from jmslike_amqp.credit import Credit
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
 
@@ -127,6 +128,7 @@ class AmqpConsumer(ProviderConsumer):
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
         claim: Claim | None = None,
+        ring: list[Credit] | None = None,
     ) -> None:
         self._session = session
         self.claim = claim
@@ -171,16 +173,31 @@ class AmqpConsumer(ProviderConsumer):
         if self.exclusive and connection.classic and not destination.is_topic:
             # ORD-18 across processes: Classic's exclusive consumer, as an address option.
             address += "?consumer.exclusive=true"
+        self._credit: Credit | None = None
+        """Where the broker stops a queue at a blocked group (Artemis): this receiver's
+        credit among the others of the queue on this connection (credit.py)."""
+        if ring is not None:
+            self._credit = Credit(self.transport, ring, selective=selector is not None)
+        on_flow = self._credit.flowed if self._credit is not None else None
 
         def attach() -> LinkHandle:
             if self.own_connection:
                 self.transport = connection.open_transport()
-            return self.transport.open_receiver(
-                address, self._on_message, options=options, **names
+            link = self.transport.open_receiver(
+                address, self._on_message, options=options, on_flow=on_flow, **names
             )
+            if self._credit is not None:
+                self._credit.link = link  # before any credit: nothing uses it yet
+            return link
 
         self._attach = attach
-        self._link: LinkHandle | None = None if claim is not None and claim.waiting else attach()
+        try:
+            self._link: LinkHandle | None = (
+                None if claim is not None and claim.waiting else attach()
+            )
+        except BaseException:
+            self._retire()
+            raise
         if subscription is not None:
             connection.subscriptions.active[subscription] += 1
 
@@ -206,6 +223,10 @@ class AmqpConsumer(ProviderConsumer):
                 return
             link = self._link
         transport = self.transport
+        policy = self._credit
+        if policy is not None:
+            transport.post(lambda: policy.flow(credit))
+            return
         if credit > 0:
             transport.flow(link, credit)
         elif not self._session.connection.rabbitmq:
@@ -239,6 +260,15 @@ class AmqpConsumer(ProviderConsumer):
         token = _Token(self, incoming, number, count, key)
         self.outstanding[number] = token
         self._sink(message, token)
+        if self._credit is not None:
+            self._credit.delivered(incoming.group_id is not None)
+
+    def _retire(self) -> None:
+        """Leave the queue's ring of receivers (credit.py), on the connection's thread."""
+        policy = self._credit
+        if policy is not None and not policy.closed:
+            with contextlib.suppress(JMSException):
+                self.transport.post(policy.retire)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         """Give back what was pushed and not finished, in order (ORD-10), then detach.
@@ -250,6 +280,7 @@ class AmqpConsumer(ProviderConsumer):
         with self._lock:
             self._closed = True
             standby = self._link is None
+        self._retire()  # nothing pokes a closed consumer for a group's next message
         if standby:
             self._release_claim()
             return
@@ -424,6 +455,12 @@ class AmqpSession(ProviderSession):
         # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
         promote = Promotion()  # bound to the consumer once made
 
+        # Receivers that compete for one queue (or one shared subscription) on a broker
+        # that stops the queue at a blocked group share a ring (credit.py).
+        ring = None
+        if connection.head_blocking and (shared or not destination.is_topic):
+            place = f"shared:{name}:{durable}" if shared else f"queue:{destination.key}"
+            ring = connection.rings.setdefault(place, [])
         claim = connection.strict.attach(
             destination.key,
             name if named else f"own-{id(promote)}" if destination.is_topic else None,
@@ -436,7 +473,9 @@ class AmqpSession(ProviderSession):
             # ORD-18 across processes: the broker itself holds the queue to one consumer.
             connection.declare_exclusive_queue(destination, required=False)
         try:
-            consumer = AmqpConsumer(self, destination, sink, selector, claim=claim, **extra)
+            consumer = AmqpConsumer(
+                self, destination, sink, selector, claim=claim, ring=ring, **extra
+            )
         except BaseException:
             connection.strict.detach(claim)
             raise
@@ -663,6 +702,12 @@ class AmqpConnection(ProviderConnection):
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         native = not self.rabbitmq
+        self.head_blocking = self.broker == "artemis"
+        """The broker stops a queue's dispatch at a message whose group is pinned to a
+        consumer without credit (credit.py); Classic skips such a message, RabbitMQ
+        keeps no groups."""
+        self.rings: dict[str, list[Credit]] = {}
+        """Receivers competing for one node on this connection (credit.py), by node."""
         self.coordinated = not self.rabbitmq
         """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
         self.capabilities = Capabilities(
@@ -688,6 +733,8 @@ class AmqpConnection(ProviderConnection):
             extra={
                 "gate_scope": f"amqp://{self.transport.address}",
                 "exclusive_hint": self.exclusivity.hint,
+                # A listener container's sessions take from one link (jmslike/_feed.py).
+                "container_feed": True,
             },
         )
         self._lock = threading.Lock()

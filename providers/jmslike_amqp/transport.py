@@ -29,16 +29,31 @@ messages that took more than half of the connection thread's time
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from cproton import (
+    pn_delivery_aborted,
+    pn_delivery_local,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_settle,
+    pn_delivery_settled,
+    pn_delivery_update,
+    pn_disposition_data,
+    pn_disposition_set_failed,
+)
 from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
+from proton._data import obj2dat
 from proton.reactor import LinkOption
 
 from jmslike.errors import (
@@ -84,6 +99,7 @@ class LinkHandle:
         "_deliveries",
         "_late",
         "_link",
+        "_on_flow",
         "_on_message",
         "_unsettled",
         "address",
@@ -92,7 +108,13 @@ class LinkHandle:
         "name",
     )
 
-    def __init__(self, link: Link, address: str | None, on_message: MessageCallback | None):
+    def __init__(
+        self,
+        link: Link,
+        address: str | None,
+        on_message: MessageCallback | None,
+        on_flow: Callable[[], None] | None = None,
+    ):
         self.name: str = link.name
         self.address = address or ""
         self.is_sender: bool = link.is_sender
@@ -102,11 +124,16 @@ class LinkHandle:
         self._closed = False
         """Closed (or detached) here: let go of once the broker has answered."""
         self._on_message = on_message
+        self._on_flow = on_flow
+        """Receivers: told (on the connection's thread) of each flow frame from the broker."""
         self._late: Callable[[Message], None] | None = None
         """A receiver closed here, not yet by the broker: told of transfers that were on
         their way (they are released unseen)."""
-        self._deliveries: dict[int, Delivery] = {}
-        """Receivers: deliveries handed up and not settled yet, by number."""
+        self._deliveries: dict[int, Any] = {}
+        """Receivers: deliveries handed up and not settled yet, by number: Proton's C
+        pointers, alive while the link is (cleared with it), never wrapped (a wrapper per
+        delivery, with its two dispositions, cost a tenth of the connection thread's time
+        in a listener container's receive)."""
         self._unsettled: set[Delivery] = set()
         """Senders: transfers outside transactions the broker has not answered."""
 
@@ -115,6 +142,7 @@ class LinkHandle:
         A send still waiting for credit goes on, and fails at once: no link."""
         self._link = None
         self._late = None
+        self._on_flow = None
         self._deliveries.clear()
         self._unsettled.clear()
         self.credit.set()
@@ -167,6 +195,8 @@ class AmqpTransport:
         """Links whose close or detach the caller waits for the broker to answer."""
         self._flushing: dict[Link, Future[None]] = {}
         """Senders being closed -> resolved once the broker has answered every transfer."""
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        """(due, order, function): ``call_later``'s, a heap, for the connection's thread."""
         self._opened: Future[None] = Future()
         self._closing = False
         self._container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
@@ -259,6 +289,7 @@ class AmqpTransport:
         for handle in self._handles.values():
             handle._release()
         self._handles.clear()
+        self._timers.clear()
         self._outcomes.clear()
         self._controls.clear()
 
@@ -303,6 +334,20 @@ class AmqpTransport:
             if wake is not None:  # else the thread runs the queue once it has one
                 self._woken = True
                 wake()
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        """The connection's thread only: run ``fn`` there in ``delay`` seconds."""
+        heapq.heappush(self._timers, (time.monotonic() + delay, next(_NUMBERS), fn))
+
+    def _run_timers(self) -> None:
+        timers = self._timers
+        now = time.monotonic()
+        while timers and timers[0][0] <= now:
+            _due, _order, fn = heapq.heappop(timers)
+            try:
+                fn()
+            except Exception as exc:  # a timer must not stop the loop
+                log.debug("AMQP timer on %s failed: %r", self.address, exc)
 
     def _ended(self) -> bool:
         """The connection's loop is over (a call queued now would never run)."""
@@ -361,16 +406,17 @@ class AmqpTransport:
         *,
         name: str | None = None,
         options: LinkOption | list[LinkOption] | None = None,
+        on_flow: Callable[[], None] | None = None,
     ) -> LinkHandle:
         """A receiver link with no credit yet (``flow`` grants it), once the broker has
         attached it: a JMS consumer exists from its creation, so a message sent after it
-        must reach it."""
+        must reach it. ``on_flow`` hears of each flow frame the broker sends on it."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
             receiver = self._engine.create_link(
                 True, source, name or self.link_name("receiver"), options
             )
-            return self._track(receiver, source, on_message)
+            return self._track(receiver, source, on_message, on_flow)
 
         handle, attached = self.call(attach)
         self._wait_attached(attached, source or "")
@@ -394,9 +440,14 @@ class AmqpTransport:
         return handle
 
     def _track(
-        self, link: Link, address: str | None, on_message: MessageCallback | None
+        self,
+        link: Link,
+        address: str | None,
+        on_message: MessageCallback | None,
+        on_flow: Callable[[], None] | None = None,
     ) -> tuple[LinkHandle, Future[None]]:
-        handle = self._handles[Driver.key_of(link)] = LinkHandle(link, address, on_message)
+        handle = LinkHandle(link, address, on_message, on_flow)
+        self._handles[Driver.key_of(link)] = handle
         future: Future[None] = Future()
         self._attaching[link] = future
         return handle, future
@@ -538,6 +589,27 @@ class AmqpTransport:
 
         self.post(take_back)
 
+    # The connection's thread only: what a receiver's credit policy (provider.py) uses
+    # from inside its callbacks, where waiting for the thread would wait for itself.
+    def credit_now(self, receiver: LinkHandle) -> int:
+        """The credit ``receiver`` has granted and the broker has not used yet."""
+        link = receiver._link
+        return link.credit if link is not None else 0
+
+    def grant_now(self, receiver: LinkHandle, credit: int, *, drain: bool = False) -> bool:
+        """Grant ``credit`` more on ``receiver`` now; with ``drain``, ask the broker to send
+        at once what it has for the link's credit and give back the rest (it answers
+        with a flow frame, or by using the credit up). False if the link is gone."""
+        link = receiver._link
+        if link is None or link.state & _REMOTE_CLOSED:
+            return False
+        if drain:
+            link.drain(credit)
+        else:
+            link.drain_mode = False
+            link.flow(credit)
+        return True
+
     def drain(self, receiver: LinkHandle, credit: int = 0) -> bool:
         """Grant ``credit`` more in drain mode and return once the broker has answered
         (True), or after the timeout (False): the broker then has sent everything it will
@@ -587,18 +659,19 @@ class AmqpTransport:
     def _settle_now(
         self, receiver: LinkHandle, number: int, outcome: int, failed: bool, txn: Any
     ) -> None:
-        delivery = receiver._deliveries.pop(number, None)
-        if delivery is None:
+        pointer = receiver._deliveries.pop(number, None)
+        if pointer is None:
             return  # settled already, or its link is gone (the broker took it back)
-        if not delivery.settled:  # the broker has not settled it first
+        if not pn_delivery_settled(pointer):  # the broker has not settled it first
             if txn is not None:
-                delivery.local.data = [txn, _ACCEPTED_OUTCOME]  # type: ignore[list-item]
-                delivery.update(TRANSACTIONAL_STATE)
+                local = pn_delivery_local(pointer)
+                obj2dat([txn, _ACCEPTED_OUTCOME], pn_disposition_data(local))  # type: ignore[no-untyped-call]
+                pn_delivery_update(pointer, TRANSACTIONAL_STATE)
             else:
                 if failed:
-                    delivery.local.failed = True
-                delivery.update(outcome)
-        delivery.settle()
+                    pn_disposition_set_failed(pn_delivery_local(pointer), True)
+                pn_delivery_update(pointer, outcome)
+        pn_delivery_settle(pointer)
 
     def browse(self, source: str, options: Sequence[LinkOption], batch: int = 500) -> list[Message]:
         """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
@@ -702,6 +775,7 @@ class AmqpTransport:
                 before()
             handle._closed = True
             handle._on_message = None
+            handle._on_flow = None
             handle._late = on_late
             answered: Future[None] | None = None
             if wait and not link.state & _REMOTE_CLOSED:
@@ -800,6 +874,13 @@ class _Events:
 
     def on_wake(self) -> None:
         self._transport._run_calls()
+
+    def next_timer(self) -> float | None:
+        timers = self._transport._timers
+        return timers[0][0] if timers else None
+
+    def on_timer(self) -> None:
+        self._transport._run_timers()
 
     # ------------------------------------------------------------- connection
     def on_connection_remote_open(self, event: Any) -> None:
@@ -934,12 +1015,17 @@ class _Events:
             link.drain_mode = False
             if not drained.done():
                 drained.set_result(None)
+        handle = transport._handles.get(Driver.key_of(link))
+        if handle is not None and handle._on_flow is not None:
+            handle._on_flow()
 
     # ------------------------------------------------------------- deliveries
-    def on_delivery(self, delivery: Delivery, link_key: int) -> None:
+    def on_delivery(self, pointer: Any, link_key: int) -> None:
+        """A delivery event (``pointer``: Proton's C delivery)."""
         handle = self._transport._handles.get(link_key)
         link = handle._link if handle is not None else None
         if handle is None or link is None:  # a link already let go of
+            delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
             link = delivery.link
             if link.is_receiver and delivery.readable and not delivery.partial:
                 link.recv(delivery.pending)
@@ -948,18 +1034,20 @@ class _Events:
                 delivery.settle()
             return
         if not handle.is_sender:
-            self._received(handle, link, delivery)
-        elif delivery.updated:
+            self._received(handle, link, pointer)
+            return
+        delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+        if delivery.updated:
             self._answer(handle, link, delivery)
 
-    def _received(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
-        if delivery.aborted:
-            delivery.settle()
+    def _received(self, handle: LinkHandle, link: Link, pointer: Any) -> None:
+        if pn_delivery_aborted(pointer):
+            pn_delivery_settle(pointer)
             return
-        if not delivery.readable or delivery.partial:
+        if not pn_delivery_readable(pointer) or pn_delivery_partial(pointer):
             return
         message = IncomingMessage()
-        message.decode(link.recv(delivery.pending))
+        message.decode(link.recv(pn_delivery_pending(pointer)))
         link.advance()
         callback = handle._on_message
         if callback is None:
@@ -967,11 +1055,11 @@ class _Events:
             late = handle._late
             if late is not None:
                 late(message)
-            delivery.update(Delivery.RELEASED)
-            delivery.settle()
+            pn_delivery_update(pointer, Delivery.RELEASED)
+            pn_delivery_settle(pointer)
             return
         number = next(self._transport._delivery_numbers)
-        handle._deliveries[number] = delivery
+        handle._deliveries[number] = pointer
         callback(message, number)
 
     def _answer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:

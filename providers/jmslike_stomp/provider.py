@@ -429,7 +429,10 @@ class StompSession(ProviderSession):
         shared: bool = False,
         exclusive: bool = False,
         standby: bool = False,
+        window: int | None = None,
     ) -> ProviderConsumer:
+        """A subscription; ``window`` (messages) overrides the session's own window (a
+        listener container's feed asks for one sized to its sessions)."""
         connection = self.connection
         dialect = connection.dialect
         if shared and dialect.shared_subscription == "none":
@@ -441,7 +444,7 @@ class StompSession(ProviderSession):
         headers = {
             "destination": connection.wire_name(destination),
             "ack": "client-individual",
-            **dialect.prefetch_headers(self.window),
+            **(dialect.window_headers(window) if window else dialect.prefetch_headers(self.window)),
         }
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
@@ -1060,6 +1063,8 @@ def _capabilities(
             "counted_by": "jmslike",
             # Consumers on connections of their own: arrival order is not broker order.
             "gate_by_sequence": dialect.consumer_connection,
+            # A listener container's sessions take from one subscription (jmslike/_feed.py).
+            "container_feed": True,
         },
     )
 

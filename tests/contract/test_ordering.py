@@ -6,6 +6,7 @@ Each test's docstring cites the ORD rule(s) it checks. Message bodies are writte
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -243,11 +244,6 @@ def test_ord3_topic_each_subscription_keeps_order(make_connection, unique, drain
     "rabbitmq-stomp",
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
-@pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord3_ord9_shared_subscription_holds_group(
     make_connection, unique, require, receive_any
 ) -> None:
@@ -427,11 +423,6 @@ def test_ord6_url_query_binds_every_producer(provider_url, unique, drain, query)
 
 
 @pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
-@pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
@@ -531,11 +522,6 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
 
 
 @pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
-@pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
@@ -621,11 +607,6 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
         assert seen[g] == list(range(1, per_group + 1)), g
 
 
-@pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
 @pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
@@ -989,11 +970,6 @@ def test_ord12_delayed_message_blocks_its_group(connection, unique, require) -> 
 
 
 @pytest.mark.known_bug(
-    "artemis-amqp",
-    reason="BROKER-LIMIT: Artemis stops a consumer's dispatch at a group message whose pinned "
-    "consumer has no credit, so others wait behind it, ORD-9 (docs/providers.md, limits)",
-)
-@pytest.mark.known_bug(
     ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
     reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
 )
@@ -1239,6 +1215,58 @@ def test_ord17_container_parallel_across_groups_strict_within(
         assert seqs == list(range(1, per_group + 1)), group
     assert 1 < max_active <= concurrency
     assert 1 < len(threads) <= concurrency
+
+
+def test_ord17_container_spreads_a_backlog_of_groups(factory, make_connection, unique) -> None:
+    """ORD-17 + ORD-9: with 8 groups x 10 messages already queued (each group's messages
+    one after another) a container at concurrency 4 has 4 groups in progress at once
+    within its first second, handles each group in send order and never two messages
+    of a group at once, and loses nothing. (A broker that pins a group to a consumer and
+    stops a queue at a busy group's message, or one whose window a parked message
+    fills, kept it to 2 groups at a time.)"""
+    queue = f"queue://{unique('q')}"
+    groups, per_group, concurrency, work = 8, 10, 4, 0.02
+    sender = make_connection().create_session()
+    for g in range(groups):
+        producer = sender.create_producer(queue)
+        producer.enable_ordering_group(f"g{g}")
+        for n in range(1, per_group + 1):
+            producer.send(sender.create_text_message(f"g{g}:{n}"))
+    lock = threading.Lock()
+    runs: list[tuple[str, int, float, float]] = []  # group, JMSXGroupSeq, start, end
+    done = threading.Event()
+
+    def on_message(msg: Message) -> None:
+        started = time.monotonic()
+        time.sleep(work)
+        seq = msg.get_int_property("JMSXGroupSeq")
+        with lock:
+            runs.append((msg.ordering_group, seq, started, time.monotonic()))
+            if len(runs) == groups * per_group:
+                done.set()
+
+    began = time.monotonic()
+    with MessageListenerContainer(factory, queue, on_message, concurrency=concurrency):
+        assert done.wait(10.0), f"processed {len(runs)} of {groups * per_group}"
+        time.sleep(0.1)  # nothing more comes
+    assert len(runs) == groups * per_group, "a message was handled twice"
+    by_group: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+    for group, seq, started, ended in runs:
+        by_group[group].append((seq, started, ended))
+    assert sorted(by_group) == [f"g{g}" for g in range(groups)]
+    for group, seen in by_group.items():
+        seen.sort(key=lambda run: run[1])
+        assert [seq for seq, _s, _e in seen] == list(range(1, per_group + 1)), group
+        for before, after in itertools.pairwise(seen):
+            assert after[1] >= before[2], f"{group}: {after[0]} began before {before[0]} ended"
+    # Groups in progress at each start within the first second.
+    most = 0
+    for _group, _seq, at, _end in runs:
+        if at - began < 1.0:
+            busy = {g for g, _q, started, ended in runs if started <= at < ended}
+            assert len(busy) <= concurrency
+            most = max(most, len(busy))
+    assert most == concurrency, f"at most {most} groups in progress at once in the first second"
 
 
 def test_ord17_container_spreads_ungrouped_messages(factory, make_connection, unique) -> None:

@@ -30,9 +30,9 @@ class JmslikeRunner(Runner):
         if target.protocol == "embedded":
             url = f"embedded://bench-{id(self):x}"  # one broker per runner, kept by the pool
         self.factory = self._factory(url, sizes.prefetch)
-        # The container keeps jmslike's default prefetch of 1: a larger window lets the
-        # first consumer take (and, on Artemis, pin) every group before the others start,
-        # which is what ORD-9's default avoids.
+        # The container keeps jmslike's default prefetch of 1 per session (ORD-9); on the
+        # STOMP and AMQP brokers its sessions share one subscription, whose window the
+        # container sizes itself (jmslike/_feed.py), whatever clientWindow says.
         self.container_factory = self._factory(url, 1)
         self._keep: Any = None
         if target.protocol == "embedded":

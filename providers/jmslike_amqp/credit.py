@@ -1,0 +1,336 @@
+"""Receiver credit on a broker that stops a queue at a blocked group (Artemis).
+
+Artemis pins a group to the consumer (the link) that took its first message, for the
+life of that link. Its dispatch loop (``QueueImpl.deliver``) walks the queue in order,
+and when the next message belongs to a group whose consumer has no credit, it gives up
+for every consumer of the queue (ARTEMIS-1999: the group's consumer is the only one
+looked at). So with credit 1 per consumer (ORD-9: a session holds only the groups it is
+about to process), a session that holds ``g:1`` unfinished and asks for nothing stops
+the whole queue as soon as ``g:2`` is next: other sessions' receives return nothing,
+even with ``h:1`` and ungrouped messages right behind it.
+
+What unblocks the queue is credit on the consumer the group is pinned to, for exactly
+that one message, at a moment when that message is next. A waiting receiver finds out
+with a drain (*probe*): it grants its credit in drain mode, and the broker sends what it
+can and answers at once. If nothing came, the message next in line belongs to a group
+pinned to a consumer without credit, or the queue is empty. The receiver then *pokes*
+one such consumer of the same connection (one that was pinned a group and asks for
+nothing): a drain of 1 on its link. The broker gives it that group's message, if the
+group is its own, and nothing otherwise: the dispatch loop stops at the first message it
+cannot hand out, so a poked consumer takes no new group while the blocking message is
+ahead. Whatever the poke brings waits in that consumer's buffer, where it would have gone
+anyway (the group is pinned there), and the waiting receiver probes again. When no
+poke brings anything, it grants its credit plainly and waits.
+
+Pokes go to one consumer at a time: two consumers poked at once could take the blocking
+message and then, with the other's credit, a new group's first message. The consumer
+that got a grouped message most recently is poked first.
+
+A consumer that takes a grouped message and then asks for nothing may block receivers
+already waiting with plain credit: they probe again (a drain of what they have). So may
+a message sent later, of a group pinned to such a consumer: a receiver that waits with
+plain credit while such consumers exist probes again after 20 ms, then after twice as
+long each time, up to once a second, until it gets something.
+
+Everything here runs on the connection's thread: the API's grants and withdrawals are
+posted to it, and deliveries and the broker's flow frames are handled there.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from jmslike_amqp.transport import AmqpTransport, LinkHandle
+
+__all__ = ["Credit"]
+
+IDLE = 0
+"""No credit on the link."""
+PLAIN = 1
+"""Credit granted plainly; the receiver waits for the broker."""
+PROBE = 2
+"""Credit granted in drain mode; waiting for the broker's answer."""
+ASK = 3
+"""The probe came back empty; waiting for a poke of another consumer to end."""
+DRAINING = 4
+"""Credit withdrawn (a drain of 0); waiting for the broker's answer."""
+
+_STAMPS = itertools.count(1)
+
+FIRST_RECHECK = 0.02
+"""Seconds a receiver waiting with plain credit behind a possible blocker waits before it
+probes again; doubled each time, up to ``LAST_RECHECK``."""
+LAST_RECHECK = 1.0
+
+
+class Credit:
+    """One receiver's credit among the receivers of one queue (or shared subscription)
+    on one connection, ``ring``."""
+
+    __slots__ = (
+        "armed",
+        "closed",
+        "delay",
+        "got",
+        "link",
+        "phase",
+        "pinned",
+        "poke_got",
+        "poking",
+        "ring",
+        "selective",
+        "stamp",
+        "transport",
+        "tried",
+        "waiters",
+        "want",
+    )
+
+    def __init__(
+        self,
+        transport: AmqpTransport,
+        ring: list[Credit],
+        *,
+        selective: bool,
+    ) -> None:
+        self.transport = transport
+        self.ring = ring
+        self.selective = selective
+        """A receiver with a selector: an empty probe may only mean that nothing
+        matches, so it never pokes (it is still poked)."""
+        self.link: LinkHandle | None = None
+        self.want = 0
+        """Credit the API layer asked for and the broker has not used."""
+        self.phase = IDLE
+        self.got = 0
+        """Deliveries during the current probe."""
+        self.poking = False
+        """A poke (a drain of 1) of this receiver is on its way."""
+        self.poke_got = False
+        self.waiters: list[Credit] = []
+        """Receivers waiting for the current poke of this one to end."""
+        self.tried: set[int] = set()
+        """Receivers poked (by id) since this one last got something."""
+        self.pinned = False
+        """This receiver took a grouped message: the broker pins groups to it."""
+        self.stamp = 0
+        """When it last took a grouped message (the order pokes go in)."""
+        self.closed = False
+        self.delay = FIRST_RECHECK
+        """How long a wait with plain credit lasts before the next probe."""
+        self.armed = False
+        """A probe is due later (``_recheck``)."""
+        ring.append(self)
+
+    # ---------------------------------------------------------------- the API's
+    def flow(self, credit: int) -> None:
+        """Grant ``credit`` more for the API layer; 0 withdraws what is left."""
+        link = self.link
+        if link is None or self.closed:
+            return
+        transport = self.transport
+        if credit <= 0:
+            self.want = 0
+            if self.phase == PLAIN:
+                if transport.credit_now(link) > 0 and transport.grant_now(link, 0, drain=True):
+                    self.phase = DRAINING
+                else:
+                    self.phase = IDLE
+            return  # a probe, ask or drain on its way finds want 0 when it ends
+        self.want += credit
+        if self.poking or self.phase in (PROBE, ASK, DRAINING):
+            return  # handled when that ends
+        if self.phase == PLAIN:
+            transport.grant_now(link, credit)
+            return
+        self._ask()
+
+    def _ask(self) -> None:
+        """IDLE with credit wanted: probe if something of this connection may block the
+        queue, else grant plainly."""
+        link = self.link
+        if link is None:
+            return
+        self.tried.clear()
+        if self.selective or not self._blockers():
+            self.phase = PLAIN
+            self.transport.grant_now(link, self.want)
+            return
+        self.phase = PROBE
+        self.got = 0
+        self.transport.grant_now(link, self.want, drain=True)
+
+    def _blockers(self) -> list[Credit]:
+        """Receivers of the ring that may hold the queue up: pinned a group, asking for
+        nothing, with no credit; the most recently pinned first."""
+        found = [
+            other
+            for other in self.ring
+            if other is not self
+            and other.pinned
+            and not other.closed
+            and other.want == 0
+            and other.phase == IDLE
+            and other.link is not None
+        ]
+        found.sort(key=lambda other: -other.stamp)
+        return found
+
+    # ----------------------------------------------------------- the broker's
+    def delivered(self, grouped: bool) -> None:
+        """A delivery on this link (after it went to the API layer)."""
+        link = self.link
+        if link is None:
+            return
+        if self.want > 0:
+            self.want -= 1
+        if grouped:
+            self.pinned = True
+            self.stamp = next(_STAMPS)
+        self.delay = FIRST_RECHECK
+        used_up = self.transport.credit_now(link) <= 0
+        if self.poking:
+            self.poke_got = True
+            if used_up:
+                self._poke_end()
+            return
+        phase = self.phase
+        if phase == PROBE:
+            self.got += 1
+            if used_up:
+                self._probe_end()
+        elif phase == DRAINING:
+            if used_up:
+                self._drained()
+        elif phase == PLAIN and used_up:
+            self.phase = IDLE
+            if self.want > 0:
+                self._ask()
+            elif grouped:
+                self._wake_waiting()
+
+    def flowed(self) -> None:
+        """The broker sent a flow frame for this link (a drain's answer among others)."""
+        link = self.link
+        if link is None or self.transport.credit_now(link) > 0:
+            return
+        if self.poking:
+            self._poke_end()
+        elif self.phase == PROBE:
+            self._probe_end()
+        elif self.phase == DRAINING:
+            self._drained()
+
+    def _drained(self) -> None:
+        self.phase = IDLE
+        if self.want > 0:
+            self._ask()
+
+    def _probe_end(self) -> None:
+        self.phase = IDLE
+        if self.want <= 0:
+            return
+        if self.got > 0:
+            self._ask()
+            return
+        self._poke_next()
+
+    def _poke_next(self) -> None:
+        """The queue gave this receiver nothing: poke the next blocker not tried yet, or
+        wait with plain credit when none is left."""
+        link = self.link
+        if link is None:
+            return
+        for blocker in self._blockers():
+            if id(blocker) not in self.tried:
+                self.tried.add(id(blocker))
+                self.phase = ASK
+                blocker._poke(self)
+                return
+        self.tried.clear()
+        self.phase = PLAIN
+        self.transport.grant_now(link, self.want)
+        if not self.armed:
+            self.armed = True
+            self.transport.call_later(self.delay, self._recheck)
+            self.delay = min(self.delay * 2, LAST_RECHECK)
+
+    def _recheck(self) -> None:
+        """Still waiting with plain credit: a message sent since may be held up behind a
+        group pinned to a consumer of this connection; probe again."""
+        self.armed = False
+        link = self.link
+        if (
+            link is None
+            or self.closed
+            or self.phase != PLAIN
+            or self.want <= 0
+            or not self._blockers()
+        ):
+            return
+        if self.transport.grant_now(link, 0, drain=True):
+            self.phase = PROBE
+            self.got = 0
+
+    def _poke(self, waiter: Credit) -> None:
+        self.waiters.append(waiter)
+        if self.poking:
+            return
+        link = self.link
+        self.poking = True
+        self.poke_got = False
+        if link is None or not self.transport.grant_now(link, 1, drain=True):
+            self._poke_end()
+
+    def _poke_end(self) -> None:
+        self.poking = False
+        got = self.poke_got
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            waiter._poked(got)
+        if self.want > 0 and self.phase == IDLE and not self.closed:
+            self._ask()
+
+    def _poked(self, got: bool) -> None:
+        """The poke this receiver waited for ended (``got``: it brought a message)."""
+        if self.phase != ASK:
+            return
+        self.phase = IDLE
+        if self.want <= 0 or self.closed:
+            return
+        if got:
+            self._ask()
+        else:
+            self._poke_next()
+
+    def _wake_waiting(self) -> None:
+        """This receiver now holds a group and asks for nothing: receivers waiting with
+        plain credit may be held up behind its group; they probe again."""
+        transport = self.transport
+        for other in self.ring:
+            link = other.link
+            if (
+                other is self
+                or other.closed
+                or other.selective
+                or other.phase != PLAIN
+                or other.want <= 0
+                or link is None
+            ):
+                continue
+            if transport.grant_now(link, 0, drain=True):
+                other.phase = PROBE
+                other.got = 0
+
+    # ------------------------------------------------------------------ close
+    def retire(self) -> None:
+        """The receiver's link closes: leave the ring; whoever waits on it goes on."""
+        self.closed = True
+        if self in self.ring:
+            self.ring.remove(self)
+        for other in self.ring:
+            if self in other.waiters:
+                other.waiters.remove(self)
+        if self.poking:
+            self.poke_got = False
+            self._poke_end()
