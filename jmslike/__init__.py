@@ -26,6 +26,7 @@ from jmslike.errors import (
     MessageNotReadableError,
     MessageNotWriteableError,
     OrderingError,
+    TransactionInDoubtError,
     TransactionInProgressError,
     TransactionRolledBackError,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "TemporaryTopic",
     "TextMessage",
     "Topic",
+    "TransactionInDoubtError",
     "TransactionInProgressError",
     "TransactionRolledBackError",
     "__version__",

@@ -431,7 +431,6 @@ class FactorySettings:
         key = parse_destination(destination).key
         return _unit_of_order_map(self.unit_of_order_destinations).get(key)
 
-
     def partitions_for(self, destination: Destination | str) -> PartitionSpec | None:
         """The partitioning of ``destination`` (a queue), or None if it is not partitioned.
 

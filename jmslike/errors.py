@@ -19,6 +19,7 @@ The tree::
     |   +-- MessageNotReadableError   (reserved for stream messages)
     +-- JMSSecurityError              credentials refused
     +-- TransactionRolledBackError    commit could not complete, so it rolled back
+    +-- TransactionInDoubtError       commit sent, connection lost before the answer
     +-- TransactionInProgressError    ack/commit/rollback that does not fit the session mode
     +-- InvalidOrderingGroupError     a group name that breaks ORD-1
     +-- OrderingError                 a send that would break group order (ORD-19)
@@ -50,6 +51,7 @@ __all__ = [
     "MessageNotReadableError",
     "MessageNotWriteableError",
     "OrderingError",
+    "TransactionInDoubtError",
     "TransactionInProgressError",
     "TransactionRolledBackError",
     "map_provider_errors",
@@ -111,6 +113,17 @@ class JMSSecurityError(JMSException):
 
 class TransactionRolledBackError(JMSException):
     """A commit that could not complete: the transaction was rolled back instead."""
+
+
+class TransactionInDoubtError(JMSException):
+    """A commit that reached the broker, whose answer was lost with the connection.
+
+    It may have taken effect or not; no client can tell (JMS calls this "in doubt"). If it
+    did not, the broker delivers the consumed messages again, flagged redelivered, and the
+    sends are gone; if it did, they are done. Not a TransactionRolledBackError, because
+    redoing the work as if it had rolled back could do it twice: an application that must
+    know checks its own effects (an idempotent write, a processed-id table).
+    """
 
 
 class TransactionInProgressError(JMSException):

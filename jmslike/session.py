@@ -36,6 +36,7 @@ from jmslike.errors import (
     InvalidDestinationError,
     JMSException,
     ListenerError,
+    TransactionInDoubtError,
     TransactionInProgressError,
     TransactionRolledBackError,
 )
@@ -615,6 +616,11 @@ class Session:
             self._gate_finished(held)
         except TransactionRolledBackError:
             self._redeliver(held)
+            raise
+        except TransactionInDoubtError:
+            # Not given again here: if the commit took effect they are done, and if not
+            # the broker delivers them again, flagged redelivered (ORD-11).
+            self._gate_finished(held)
             raise
         except JMSException as exc:
             self._redeliver(held)

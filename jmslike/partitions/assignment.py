@@ -42,9 +42,7 @@ def assign(count: int, members: Mapping[str, int]) -> dict[str, list[int]]:
     total = sum(max(1, capacity) for capacity in members.values())
     share = {m: math.ceil(count * max(1, c) / total) for m, c in members.items()}
     owned: dict[str, list[int]] = {m: [] for m in members}
-    pairs = sorted(
-        ((_rank(p, m), m, p) for p in range(count) for m in members), reverse=True
-    )
+    pairs = sorted(((_rank(p, m), m, p) for p in range(count) for m in members), reverse=True)
     taken: set[int] = set()
     for _rank_value, member, partition in pairs:
         if partition not in taken and len(owned[member]) < share[member]:

@@ -246,8 +246,11 @@ class PartitionedConsumer(ProviderConsumer):
         for part in done:
             self._give_away(part)
 
-    def knows(self, token: Any) -> bool:
-        return id(token) in self._tokens
+    def _holds(self, index: int) -> bool:
+        """Whether the application holds unfinished messages of partition ``index`` (a
+        partition is given away only once it holds none)."""
+        with self._lock:
+            return any(entry[0] == index for entry in self._tokens.values())
 
     # ------------------------------------------------------------ ownership
     def assign(self, partitions: Sequence[int]) -> None:
@@ -299,6 +302,7 @@ class PartitionedConsumer(ProviderConsumer):
                 self._coordinator.report(exc)
             return
         consumer.revoke = lambda stale: self._revoke(index, stale)
+        consumer.in_transaction = lambda: self._holds(index)
         log.debug("%s attached %s", self, self._partitions[index])
         grant = 0
         with self._lock:
@@ -344,9 +348,13 @@ class PartitionedConsumer(ProviderConsumer):
             if part is not None:
                 dropped += [t for t in part.kept if stale(t)]
                 part.kept = [t for t in part.kept if not stale(t)]
-        api = self.revoke(
-            lambda token: self._tokens.get(id(token), (-1,))[0] == index and stale(token)
-        ) if self.revoke is not None else []
+        api = (
+            self.revoke(
+                lambda token: self._tokens.get(id(token), (-1,))[0] == index and stale(token)
+            )
+            if self.revoke is not None
+            else []
+        )
         with self._lock:
             for token in api:
                 self._tokens.pop(id(token), None)

@@ -98,9 +98,7 @@ class Membership:
             self._producer.delivery_mode = DeliveryMode.NON_PERSISTENT
             self._producer.time_to_live = timeout
             self._session = session
-            self._consumer = self._connection.create_session().create_consumer(
-                spec.heartbeat_topic
-            )
+            self._consumer = self._connection.create_session().create_consumer(spec.heartbeat_topic)
             self._consumer.set_message_listener(self._on_heartbeat)
             self._connection.start()
         except BaseException:

@@ -11,7 +11,9 @@ texts that were sent. It answers in readable lines what broke the promise:
 * two messages of one group in progress at the same time.
 
 Only attempts whose acknowledgement succeeded count: work whose acknowledgement failed
-was given back and is not an effect. jmslike's own cross-process tests and the
+was given back and is not an effect. A commit in doubt (``in_doubt``: sent, answer lost
+with the connection, see TransactionInDoubtError) counts when the message never came
+again: the commit took effect. jmslike's own cross-process tests and the
 partition benchmark use it; it is as useful on a real deployment's logs.
 """
 
@@ -30,10 +32,20 @@ def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[
 
     ``records`` need the keys ``pid``, ``text`` (``"<group>:<n>"``, ``n`` zero-padded so
     that texts of a group sort in send order), ``redelivered``, ``start``, ``end`` and
-    ``ok``; records without ``ok`` (errors, notes) are ignored.
+    ``ok`` (and may have ``in_doubt``); records without ``ok`` (errors, notes) are
+    ignored.
     """
     found: list[str] = []
-    done = sorted((r for r in records if r.get("ok")), key=lambda r: r["start"])
+    records = list(records)
+    succeeded = {r["text"] for r in records if r.get("ok")}
+    done = sorted(
+        (
+            r
+            for r in records
+            if r.get("ok") or (r.get("in_doubt") and r.get("text") not in succeeded)
+        ),
+        key=lambda r: r["start"],
+    )
     by_text: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in done:
         by_text[record["text"]].append(record)

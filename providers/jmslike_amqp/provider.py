@@ -134,9 +134,7 @@ class AmqpConsumer(ProviderConsumer):
         self.claim = claim
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
-        self.own_connection = (
-            self.exclusive and connection.rabbitmq and not destination.is_topic
-        )
+        self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
@@ -291,7 +289,8 @@ class AmqpConsumer(ProviderConsumer):
             self.detach()
             return
         session.give_back(undelivered, seen=False)
-        if session.transacted and self.outstanding:
+        held = self.in_transaction() if self.in_transaction is not None else self.outstanding
+        if session.transacted and held:
             # (With none of its messages in the transaction it goes at once: a partition
             # handed over after its last commit must not wait for a commit that may
             # never come.)

@@ -61,6 +61,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     JMSException,
     JMSSecurityError,
+    TransactionInDoubtError,
     TransactionRolledBackError,
 )
 from jmslike_amqp.codec import IncomingMessage
@@ -715,11 +716,17 @@ class AmqpTransport:
         return handle
 
     def _control(
-        self, coordinator: LinkHandle, descriptor: symbol, value: list[Any]
+        self,
+        coordinator: LinkHandle,
+        descriptor: symbol,
+        value: list[Any],
+        sent: list[bool] | None = None,
     ) -> tuple[int, Any, str]:
         def transfer() -> Future[tuple[int, Any, str]]:
             link = self._link_of(coordinator)
             delivery = link.send(Message(body=Described(descriptor, value)))
+            if sent is not None:
+                sent.append(True)
             outcome: Future[tuple[int, Any, str]] = Future()
             self._controls[delivery] = outcome
             return outcome
@@ -739,8 +746,17 @@ class AmqpTransport:
 
     def discharge(self, coordinator: LinkHandle, txn: Any, *, fail: bool) -> None:
         """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit
-        raises TransactionRolledBackError (the broker rolled it back)."""
-        state, _data, reason = self._control(coordinator, _DISCHARGE, [txn, fail])
+        raises TransactionRolledBackError (the broker rolled it back); a commit whose
+        outcome was lost with the connection raises TransactionInDoubtError."""
+        sent: list[bool] = []
+        try:
+            state, _data, reason = self._control(coordinator, _DISCHARGE, [txn, fail], sent)
+        except ConnectionFailedError as exc:
+            if fail or not sent:
+                raise
+            raise TransactionInDoubtError(
+                f"AMQP commit to {self.address} got no outcome: it may have taken effect ({exc})"
+            ) from exc
         if state != Delivery.ACCEPTED:
             if fail:
                 raise JMSException(f"AMQP broker {self.address} refused a rollback: {reason}")

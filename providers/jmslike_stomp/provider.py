@@ -17,7 +17,6 @@ SPI call onto STOMP frames the way the connected broker reads them (its
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import threading
@@ -38,6 +37,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     InvalidDestinationError,
     JMSException,
+    TransactionInDoubtError,
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
@@ -59,7 +59,7 @@ from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode, remember_wire_name
 from jmslike_stomp.dialect import Dialect, dialect_for
-from jmslike_stomp.transport import FrameHandler, Reconnect, StompTransport
+from jmslike_stomp.transport import FrameHandler, Reconnect, StompTransport, UnconfirmedError
 
 __all__ = ["StompProvider"]
 
@@ -314,7 +314,8 @@ class StompConsumer(ProviderConsumer):
             return
         for token in undelivered:
             self.unfinished.pop(id(token), None)
-        if self._session.transacted and self.unfinished:
+        in_use = self.in_transaction() if self.in_transaction is not None else self.unfinished
+        if self._session.transacted and in_use:
             # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
             # hand them to other consumers before the commit could consume them. (With
             # none of its messages in the transaction it goes at once: a partition handed
@@ -603,18 +604,44 @@ class StompSession(ProviderSession):
                 if joined and token.consumer.transport is self.transport and ack_id:
                     self.transport.frame("ACK", {"id": ack_id, "transaction": tx}, confirm=False)
             self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-            self.acknowledge(later)
+        except UnconfirmedError as exc:
+            self._next_transaction()
+            for token in tokens:
+                token.consumer.unfinished.pop(id(token), None)
+            raise TransactionInDoubtError(
+                f"STOMP COMMIT was sent to {self.transport.address} and not confirmed: "
+                f"it may have taken effect ({exc})"
+            ) from exc
         except JMSException as exc:
             # The broker's reason is what the caller needs, not the next BEGIN's failure
             # on a connection the broker closed after refusing the COMMIT.
-            with contextlib.suppress(JMSException):
-                self._begin()
+            self._next_transaction()
             raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
-        self._begin()
+        # Committed. What fails from here on does not undo it: a process frozen while it
+        # waited for the RECEIPT found the connection gone when it woke, and the next
+        # BEGIN's failure had been reported as this commit's rollback (a processed
+        # message counted as given back, and never seen again).
+        self._next_transaction()
         for token in tokens:
             token.consumer.unfinished.pop(id(token), None)
             self.connection.forget(token.key)
+        try:
+            self.acknowledge(later)
+        except JMSException as exc:
+            raise TransactionInDoubtError(
+                f"STOMP COMMIT to {self.transport.address} took effect, but the "
+                f"acknowledgement of {len(later)} received message(s) failed: they come "
+                f"again, flagged redelivered ({exc})"
+            ) from exc
         self._detach_zombies()
+
+    def _next_transaction(self) -> None:
+        """Begin the next transaction; if the connection is gone, the next commit says so
+        (rolled back) rather than the commit that just ended."""
+        try:
+            self._begin()
+        except JMSException:
+            self._tx_lost = True
 
     def rollback(self) -> None:
         if self._tx is None:

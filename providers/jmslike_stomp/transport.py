@@ -115,6 +115,11 @@ def error_for(what: str, message: str, detail: str = "") -> JMSException:
     return JMSException(text)
 
 
+class UnconfirmedError(ConnectionFailedError):
+    """A frame was written and its RECEIPT never came (connection lost, or too slow): the
+    broker may have acted on it. A COMMIT that ends so is in doubt, not rolled back."""
+
+
 class _Waiter:
     __slots__ = ("error", "event", "what")
 
@@ -369,7 +374,7 @@ class StompTransport:
         with self._lock:
             waiters, self._waiters = list(self._waiters.values()), {}
         for waiter in waiters:
-            waiter.error = ConnectionFailedError(
+            waiter.error = UnconfirmedError(
                 f"STOMP connection to {self.address} was lost before the broker confirmed "
                 f"{waiter.what} (a broker that refuses a frame may just drop the connection: "
                 "see its log)"
@@ -465,7 +470,9 @@ class StompTransport:
         errors_before = self._errors
         try:
             self._conn.send_frame(command, headers, body)
-        except (NotConnectedException, OSError) as exc:
+        except (NotConnectedException, OSError, AttributeError) as exc:
+            # (AttributeError: stomp.py sets its socket to None when its receiver thread
+            # sees the connection drop, under a sender already past its own check.)
             # A broker that refuses a frame (too large, say) may send ERROR and close
             # while the frame is still being written: give its reason a moment to arrive.
             deadline = time.monotonic() + 0.5
@@ -479,7 +486,7 @@ class StompTransport:
         if waiter is not None:
             if not waiter.event.wait(self._timeout):
                 self._waiters.pop(headers["receipt"], None)
-                raise ConnectionFailedError(
+                raise UnconfirmedError(
                     f"STOMP broker {self.address} did not confirm {command} within "
                     f"{self._timeout} s"
                 )

@@ -118,9 +118,7 @@ def test_closing_a_consumer_hands_its_partitions_over_in_order(make_factory, uni
         connection.start()
         held = [first.receive(5.0) for _ in range(2)]
         assert [m.text for m in held if m is not None] == ["g0:1", "g0:2"]
-        second = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(
-            queue
-        )
+        second = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(queue)
         # One partition, two consumers: it stays with the first, which is busy with it.
         assert second.receive(0.5) is None
         first.close()

@@ -108,9 +108,7 @@ def test_management_api_faults_are_named(case: str, fault: str) -> None:
         management = f"http://nobody:wrong@127.0.0.1:{port}"
         expected = JMSSecurityError
     queue = f"queue://parts-{uuid.uuid4().hex[:8]}"
-    factory = ConnectionFactory(
-        url, managementUrl=management, partitioned_destinations={queue: 2}
-    )
+    factory = ConnectionFactory(url, managementUrl=management, partitioned_destinations={queue: 2})
     with factory.create_connection() as connection:
         session = connection.create_session()
         with pytest.raises(expected) as info:

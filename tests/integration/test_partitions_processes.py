@@ -136,7 +136,9 @@ class Fleet:
         return out
 
     def processed(self) -> set[str]:
-        return {r["text"] for r in self.records() if r.get("ok")}
+        """Texts processed: acknowledged, or committed in doubt (TransactionInDoubtError;
+        if that commit did not take effect the message comes again and is counted then)."""
+        return {r["text"] for r in self.records() if r.get("ok") or r.get("in_doubt")}
 
     def wait_processed(self, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

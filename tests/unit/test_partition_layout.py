@@ -78,8 +78,9 @@ def test_assignment_gives_every_partition_one_owner_within_shares(
 
 @given(
     st.integers(1, 128),
-    st.lists(st.text(alphabet="abcdef0123", min_size=1, max_size=8), min_size=1, max_size=8,
-             unique=True),
+    st.lists(
+        st.text(alphabet="abcdef0123", min_size=1, max_size=8), min_size=1, max_size=8, unique=True
+    ),
 )
 def test_a_joining_member_moves_few_partitions(count: int, names: list[str]) -> None:
     """A join is not a reshuffle: with equal capacities, at most twice the newcomer's

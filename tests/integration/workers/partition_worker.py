@@ -4,8 +4,10 @@ It consumes one partitioned queue, declared so by the jmslike.toml that
 ``$JMSLIKE_CONFIG`` names (the process itself knows nothing of partitions), with
 ``--sessions`` sessions, each in a thread of its own with a plain ``receive()`` loop. For
 every message it logs one JSON line: which process, the body, whether it came flagged
-redelivered, when the work started and ended, and whether the acknowledgement (or the
-commit) succeeded. Only a successful one counts as processed; work whose
+redelivered, when the work started and ended (before the acknowledgement: a process
+frozen after writing its COMMIT finishes it only when it wakes), and whether the
+acknowledgement (or the commit) succeeded, or is in doubt. Only a successful one counts
+as processed (or one in doubt whose message never came again); work whose
 acknowledgement failed was given back and is not an effect.
 
 Every half second it writes which partitions its consumers own to ``<log>.owned``. It
@@ -22,7 +24,7 @@ import sys
 import threading
 import time
 
-from jmslike import ConnectionFactory, JMSException, Session
+from jmslike import ConnectionFactory, JMSException, Session, TransactionInDoubtError
 
 
 def main() -> int:
@@ -66,7 +68,14 @@ def main() -> int:
             if message is None:
                 continue
             start = time.time()
+            if os.environ.get("PARTITION_WORKER_TRACE"):
+                write({"pid": os.getpid(), "got": message.text, "at": start})
             time.sleep(rng.uniform(*args.work_ms) / 1000)
+            # The work ends here. A process frozen after its COMMIT or ACK was written
+            # wakes with the broker's answer waiting: the message was done before the
+            # freeze, not when the call returned seconds later.
+            end = time.time()
+            in_doubt = False
             try:
                 if transacted:
                     session.commit()
@@ -74,7 +83,9 @@ def main() -> int:
                     message.acknowledge()
                 ok = True
             except JMSException as exc:
-                ok = False
+                # A commit in doubt may have taken effect: the checker counts it as
+                # processed unless the message comes again.
+                ok, in_doubt = False, isinstance(exc, TransactionInDoubtError)
                 write({"pid": os.getpid(), "error": f"finish: {exc}", "at": time.time()})
             write(
                 {
@@ -82,8 +93,10 @@ def main() -> int:
                     "text": message.text,
                     "redelivered": message.jms_redelivered,
                     "start": start,
-                    "end": time.time(),
+                    "end": end,
+                    "finished": time.time(),
                     "ok": ok,
+                    "in_doubt": in_doubt,
                 }
             )
 
