@@ -40,7 +40,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent / "tests"))
 
-from brokercases import case_url  # noqa: E402
+from brokercases import case_url, delete_rabbitmq_queues  # noqa: E402
 from integration.test_partitions_processes import Fleet, send_groups  # noqa: E402
 
 from jmslike import DeliveryMode  # noqa: E402
@@ -49,6 +49,18 @@ from jmslike.testing.ordercheck import problems  # noqa: E402
 
 def _queue() -> str:
     return f"queue://bench-parts-{uuid.uuid4().hex[:8]}"
+
+
+def _close(case: str, fleet: Fleet) -> None:
+    """Stop the processes and delete the partition queues (RabbitMQ's quorum queues pile
+    up otherwise: see tests/brokercases.py)."""
+    try:
+        fleet.close()
+    finally:
+        for child, _log in fleet.workers:
+            if child.poll() is None:
+                child.kill()
+        delete_rabbitmq_queues(case, fleet.queue.removeprefix("queue://"))
 
 
 def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, Any]:
@@ -66,10 +78,10 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
                 fleet.start(args.sessions)
             fleet.wait_processed(len(sent), args.timeout)
         finally:
-            fleet.close()
+            _close(case, fleet)
         records = fleet.records()
     done = [r for r in records if r.get("ok")]
-    elapsed = max(r["end"] for r in done) - min(r["start"] for r in done)
+    elapsed = max(r.get("finished", r["end"]) for r in done) - min(r["start"] for r in done)
     found = problems(records, sent)
     return {
         "case": case,
@@ -103,7 +115,7 @@ def takeover(case: str, args: argparse.Namespace) -> list[float]:
             victim.wait(10.0)
             fleet.wait_processed(len(sent), args.timeout)
         finally:
-            fleet.close()
+            _close(case, fleet)
         records = [r for r in fleet.records() if r.get("ok") and r["pid"] != victim.pid]
     times = []
     for partition in owned:

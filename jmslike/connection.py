@@ -171,7 +171,14 @@ class Connection:
         self._used = False
         self._client_id: str | None = None
         if self._settings.client_id:
-            self._claim_client_id(self._settings.client_id)
+            try:
+                self._claim_client_id(self._settings.client_id)
+            except BaseException:
+                # Refused (the id is taken): nothing of this connection may outlive the
+                # error. A loop retrying it had gathered 900 threads and 460 sockets, and
+                # ActiveMQ then refused every new STOMP connection.
+                self.close()
+                raise
 
     def _plugin_interceptors(self) -> list[Interceptor]:
         """What ``jmslike_middleware`` implementations contribute, asked once."""

@@ -5,6 +5,7 @@ Each docstring names the API.md line (or JMS rule it restates) that the test che
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -454,6 +455,34 @@ def test_factory_client_id_clash(make_factory, make_connection, unique) -> None:
     make_connection(factory)
     with pytest.raises(jmslike.InvalidClientIDError):
         make_connection(factory)
+
+
+def test_refused_client_id_leaves_nothing_open(make_factory, make_connection, unique) -> None:
+    """A factory whose client id is taken: every create_connection() raises
+    InvalidClientIDError and leaves no socket or thread behind (a retry loop had
+    gathered hundreds of each, and the broker then refused every client)."""
+    factory = make_factory(client_id=unique("taken"))
+    make_connection(factory)
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def refuse() -> None:
+        with pytest.raises(jmslike.InvalidClientIDError):
+            factory.create_connection()
+
+    refuse()  # the first refusal may start what lives for the process (pools, loops)
+    time.sleep(0.5)
+    threads, fds = threading.active_count(), open_fds()
+    for _ in range(10):
+        refuse()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (
+        threading.active_count() > threads or open_fds() > fds
+    ):
+        time.sleep(0.1)
+    assert threading.active_count() <= threads, [t.name for t in threading.enumerate()]
+    assert open_fds() <= fds
 
 
 # ------------------------------------------------------------- priority, delay, expiry
