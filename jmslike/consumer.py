@@ -537,6 +537,7 @@ class MessageConsumer:
             self._cond.notify_all()
         if self._gate is not None:
             self._gate.withdraw(self._session, lambda item: item[0] is self)
+            self._gate.let_go(self._session)
         lost = getattr(self._provider, "lost", None)
         if lost is not None:  # a partitioned queue's consumer gives up its partitions
             lost()

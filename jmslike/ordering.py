@@ -419,6 +419,16 @@ class ClientGroupGate(Generic[T]):
                 self._expire_later(key)
         return taken
 
+    def let_go(self, holder: Hashable) -> None:
+        """``holder``'s connection is lost: the groups it held are free. What it held can
+        never be acknowledged, and the broker delivers it again (to a consumer of a new
+        connection of this process, say, which must not wait behind the dead one)."""
+        with self._lock:
+            for flat, state in list(self._table._groups.items()):
+                if state.holder == holder:
+                    self._table.finish(flat, state, state.unfinished)
+                    self._release(_unflat(flat), state)
+
     def _expire_later(self, key: GroupKey, after: float | None = None) -> None:
         """Look at the group again once its holes may have timed out."""
         delay = (self.wait_for_return if after is None else after) + 0.01

@@ -83,6 +83,7 @@ class Driver:
         virtual_host: str | None,
         desired_capabilities: Sequence[Any] | None,
         timeout: float,
+        idle_timeout: float = 0.0,
     ) -> None:
         self._host, self._port, self._timeout = host, port, timeout
         self._handler = handler
@@ -108,6 +109,10 @@ class Driver:
             self.connection.user = user
             self.connection.password = password or ""
         sasl.allowed_mechs("PLAIN" if user else "ANONYMOUS")
+        if idle_timeout > 0:
+            # Proton closes the connection when nothing came for this long, and sends
+            # empty frames at half the broker's: a stalled peer or route is noticed.
+            self.transport.idle_timeout = idle_timeout
         self.transport.bind(self.connection)
         if tls is not None:
             # TLS inside Proton's transport (OpenSSL): ``tls`` is the CA file to trust

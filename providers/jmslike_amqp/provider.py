@@ -668,6 +668,7 @@ class AmqpConnection(ProviderConnection):
                 ssl_verify_host=tls.verify_host,
                 container_id=container_id,
                 virtual_host=f"vhost:{vhost}" if vhost else None,
+                idle_timeout=idle_timeout_of(settings),
             )
 
         self._connect = connect
@@ -907,15 +908,36 @@ class AmqpConnection(ProviderConnection):
         self.transport.close()
 
 
+IDLE_TIMEOUT_MS = 60_000
+"""Qpid JMS's ``amqp.idleTimeout`` default: a connection that hears nothing (not even the
+broker's empty keep-alive frames) for a minute is lost."""
+
+
+def idle_timeout_of(settings: FactorySettings) -> float:
+    """``idleTimeout`` (or Qpid JMS's ``amqp.idleTimeout``) in milliseconds, as seconds;
+    0 turns it off."""
+    raw = settings.extra.get("idleTimeout", settings.extra.get("amqp.idleTimeout", IDLE_TIMEOUT_MS))
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise ConfigurationError(
+            f"idleTimeout={raw!r}: milliseconds, an integer >= 0 (0 turns it off)"
+        )
+    return value / 1000
+
+
 class AmqpProvider(Provider):
     """``amqp://host:port`` and ``amqps://``."""
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = TLS_SETTINGS | {"managementUrl"}
+    setting_names = TLS_SETTINGS | {"managementUrl", "idleTimeout", "amqp.idleTimeout"}
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)
+        idle_timeout_of(settings)
 
     def check_url(self, url: ParsedURL) -> None:
         if not url.host:

@@ -170,8 +170,10 @@ class AmqpTransport:
         ssl_verify_host: bool = True,
         container_id: str | None = None,
         virtual_host: str | None = None,
+        idle_timeout: float = 0.0,
     ) -> None:
         self.address = f"{host}:{port}"
+        self._idle_timeout = idle_timeout
         self._tls = (ssl_ca_file, ssl_verify_host) if ssl else None
         self._virtual_host = virtual_host
         self.container_id = container_id
@@ -239,6 +241,7 @@ class AmqpTransport:
                 # connection with it, in any process (Qpid JMS asks the same).
                 desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
                 timeout=self._timeout,
+                idle_timeout=self._idle_timeout,
             )
             self._driver, self.connection = driver, driver.connection
             driver.open()

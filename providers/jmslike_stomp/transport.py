@@ -21,6 +21,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +114,11 @@ def error_for(what: str, message: str, detail: str = "") -> JMSException:
     if any(word in lowered for word in _DESTINATION_WORDS):
         return InvalidDestinationError(text)
     return JMSException(text)
+
+
+LATER_WINDOW = 1000
+"""Frames sent with ``later`` that may wait for their RECEIPT at once; the next one waits
+for the oldest (a bound on what a close has to wait for, and on memory)."""
 
 
 class UnconfirmedError(ConnectionFailedError):
@@ -234,6 +240,8 @@ class StompTransport:
         self._subscriptions: dict[str, FrameHandler] = {}
         self._subscribe_headers: dict[str, dict[str, str]] = {}
         self._waiters: dict[str, _Waiter] = {}
+        self._later: deque[_Waiter] = deque()
+        """Frames sent with ``later``, oldest first, whose RECEIPT nobody waited for yet."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._back = threading.Event()
@@ -414,7 +422,9 @@ class StompTransport:
             try:
                 self._conn = self._open()
                 for sub_id, headers in list(self._subscribe_headers.items()):
-                    self._send("SUBSCRIBE", {**headers, "id": sub_id}, b"", confirm=True)
+                    self._send(
+                        "SUBSCRIBE", {**headers, "id": sub_id}, b"", confirm=True, later=False
+                    )
             except JMSException as exc:
                 last = str(exc)
                 log.info("STOMP reconnect to %s, attempt %d: %s", self.address, attempt, exc)
@@ -438,10 +448,18 @@ class StompTransport:
         return str(next(self._ids))
 
     def frame(
-        self, command: str, headers: dict[str, str], body: bytes = b"", *, confirm: bool
+        self,
+        command: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        *,
+        confirm: bool,
+        later: bool = False,
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
-        While a reconnect is under way, wait for it first (up to the timeout)."""
+        With ``later`` ask for the RECEIPT without waiting: :meth:`settle` (and close)
+        waits for all of them. While a reconnect is under way, wait for it first (up to
+        the timeout)."""
         generation = self.generation
         if not self.connected and not self._back.is_set() and not self.closing:
             self._back.wait(self._timeout)
@@ -449,20 +467,27 @@ class StompTransport:
         if acknowledging and self.generation != generation:
             return  # for a delivery of the lost connection: the broker delivers it again
         try:
-            self._send(command, headers, body, confirm=confirm)
+            self._send(command, headers, body, confirm=confirm, later=later)
         except ConnectionFailedError:
             if acknowledging and self._reconnect.attempts != 0:
                 log.debug("STOMP %s lost with the connection to %s", command, self.address)
                 return
             raise
 
-    def _send(self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool) -> None:
+    def _send(
+        self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool, later: bool
+    ) -> None:
         if not self.connected:
             raise ConnectionFailedError(
                 f"STOMP connection to {self.address} is closed{self._why()}"
             )
+        if later and len(self._later) >= LATER_WINDOW:
+            try:
+                self._settle_oldest()
+            except JMSException as exc:  # an earlier send's, not this one's: told, not raised
+                log.warning("STOMP %s: a send may be lost: %s", self.address, exc)
         waiter = None
-        if confirm:
+        if confirm or later:
             receipt = f"r{self.next_id()}"
             headers = {**headers, "receipt": receipt}
             what = command + (f" to {headers['destination']}" if "destination" in headers else "")
@@ -483,6 +508,9 @@ class StompTransport:
             raise ConnectionFailedError(
                 f"STOMP {command}{target} to {self.address} failed: {reason}{exc}"
             ) from exc
+        if later and waiter is not None:
+            self._later.append(waiter)
+            return
         if waiter is not None:
             if not waiter.event.wait(self._timeout):
                 self._waiters.pop(headers["receipt"], None)
@@ -492,6 +520,31 @@ class StompTransport:
                 )
             if waiter.error is not None:
                 raise waiter.error
+
+    def _settle_oldest(self) -> None:
+        waiter = self._later.popleft()
+        if not waiter.event.wait(self._timeout):
+            raise UnconfirmedError(
+                f"STOMP broker {self.address} did not confirm {waiter.what} within "
+                f"{self._timeout} s"
+            )
+        if waiter.error is not None:
+            raise waiter.error
+
+    def settle(self) -> None:
+        """Wait for the RECEIPTs of every frame sent with ``later``; raise the first
+        failure (the others are logged)."""
+        first: JMSException | None = None
+        while self._later:
+            try:
+                self._settle_oldest()
+            except JMSException as exc:
+                if first is None:
+                    first = exc
+                else:
+                    log.warning("STOMP %s: %s", self.address, exc)
+        if first is not None:
+            raise first
 
     def subscribe(self, sub_id: str, headers: dict[str, str], handler: FrameHandler) -> None:
         self._subscriptions[sub_id] = handler
@@ -526,6 +579,15 @@ class StompTransport:
         """DISCONNECT, and wait for the broker's receipt: every MESSAGE it sent before has
         then been handled (frames arrive in order), so nothing handed back by the close is
         still on its way to this connection's consumers when another connection gets it."""
+        if self._later and self.connected:
+            try:
+                self.settle()
+            except JMSException as exc:
+                log.error(
+                    "STOMP %s: sends not confirmed before the close may be lost: %s",
+                    self.address,
+                    exc,
+                )
         self.closing = True
         self._back.set()
         if self.connected:

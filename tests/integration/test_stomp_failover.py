@@ -1,7 +1,8 @@
 """Reconnecting over STOMP: a real broker behind a TCP relay that the test can cut.
 
-The relay forwards 127.0.0.1:<port> to the broker and can drop every connection through
-it at once, which is what a broker restart or a network failure looks like to a client.
+The relay (tests/faultproxy.py) forwards 127.0.0.1:<port> to the broker and can drop
+every connection through it at once, which is what a broker restart or a network
+failure looks like to a client.
 A ``failover:(...)`` URL makes jmslike connect again with back-off, send its
 subscriptions again, and carry on; messages that were in flight come back from the
 broker flagged redelivered, in group order (ORD-11), and a transaction that was open
@@ -10,7 +11,6 @@ rolls back.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -18,61 +18,10 @@ import uuid
 
 import pytest
 from brokerenv import broker_url
+from faultproxy import Relay
 
 import jmslike
 from jmslike import ConnectionFactory, Session
-
-
-class Relay:
-    """127.0.0.1:<port> -> broker, with ``cut()`` to drop every connection through it."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self.accepted += 1
-                self._sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        with self._lock:
-            sockets, self._sockets = self._sockets, []
-        for s in sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-    def close(self) -> None:
-        self._server.close()
-        self.cut()
-
 
 BROKERS = [
     pytest.param("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", marks=[pytest.mark.activemq], id="activemq"),

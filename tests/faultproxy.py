@@ -1,0 +1,93 @@
+"""A TCP relay between a client and a real broker that a test can break on purpose.
+
+``127.0.0.1:<port>`` forwards to the broker. What it can do to every connection through
+it, as networks and broker restarts do:
+
+* ``cut()``: close both sides at once (a broker restart, a reset connection);
+* ``stall()`` / ``resume()``: stop moving bytes with both sockets left open (a frozen
+  peer, a black-holed route); only heart-beats or idle timeouts can notice it;
+* ``half_close()``: shut the broker-to-client direction only (the client reads EOF while
+  its writes still go through).
+
+Threads, not asyncio, so that a test thread can call it while jmslike runs its own
+threads. Used by tests/integration/test_faults.py and test_stomp_failover.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+__all__ = ["Relay"]
+
+
+class Relay:
+    """127.0.0.1:<port> -> ``target``, with faults to inject."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True, name="relay-accept").start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self.accepted += 1
+                self._pairs.append((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                self._flowing.wait()
+                dst.sendall(data)
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Drop every connection through the relay, both ways."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        self._flowing.set()
+        for pair in pairs:
+            for s in pair:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def stall(self) -> None:
+        """Stop forwarding; the sockets stay open and bytes wait (until resume or cut)."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
+    def half_close(self) -> None:
+        """The client reads EOF; what it writes still reaches the broker."""
+        with self._lock:
+            pairs = list(self._pairs)
+        for client, _upstream in pairs:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self._server.close()
+        self.cut()
