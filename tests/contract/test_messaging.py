@@ -477,9 +477,7 @@ def test_refused_client_id_leaves_nothing_open(make_factory, make_connection, un
     for _ in range(10):
         refuse()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (
-        threading.active_count() > threads or open_fds() > fds
-    ):
+    while time.monotonic() < deadline and (threading.active_count() > threads or open_fds() > fds):
         time.sleep(0.1)
     assert threading.active_count() <= threads, [t.name for t in threading.enumerate()]
     assert open_fds() <= fds
