@@ -24,11 +24,13 @@ from jmslike.config import (
     parse_url,
     resolve_settings,
 )
+from jmslike.destination import Destination
 from jmslike.errors import (
     ConnectionFailedError,
     IllegalStateError,
     InvalidArgumentError,
     InvalidClientIDError,
+    InvalidDestinationError,
     JMSException,
 )
 from jmslike.middleware import (
@@ -283,6 +285,24 @@ class Connection:
         with self._lock:
             self._sessions.append(session)
         return session
+
+    def delete_temporary(self, destination: Destination) -> None:
+        """Delete a temporary queue or topic this connection made (JMS
+        ``TemporaryQueue.delete()``): sends to it fail from now on, and a request/reply
+        client that makes one per request keeps nothing per request. A consumer still
+        open on it raises IllegalStateError (JMS)."""
+        self._check_open()
+        if not destination.is_temporary:
+            raise InvalidDestinationError(f"{destination} is not a temporary destination")
+        with self._lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            for consumer in list(session._consumers):
+                if consumer.destination == destination:
+                    raise IllegalStateError(
+                        f"{destination} still has a consumer: close it before deleting"
+                    )
+        self._provider.delete_temporary(destination)
 
     def _forget_session(self, session: Session) -> None:
         with self._lock:

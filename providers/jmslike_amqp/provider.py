@@ -55,6 +55,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike.spi.strict import Claim, Promotion, registry_for
+from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.credit import Credit
@@ -71,7 +72,7 @@ _CLIENT_IDS: dict[tuple[str, str], AmqpConnection] = {}
 """(broker address, client id) -> the open connection of this process that holds it."""
 _CLIENT_IDS_LOCK = threading.Lock()
 
-_DELETED_TEMPORARY: set[str] = set()
+_DELETED_TEMPORARY = DeletedTemporaries()
 """Temporary destinations whose connection (in this process) closed or deleted them."""
 
 DLQ_REASON = "dlqDeliveryFailureCause"

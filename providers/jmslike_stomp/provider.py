@@ -56,6 +56,7 @@ from jmslike.spi.provider import (
     ProviderSession,
 )
 from jmslike.spi.strict import Claim, Promotion, registry_for
+from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode, remember_wire_name
 from jmslike_stomp.dialect import Dialect, dialect_for
@@ -75,7 +76,7 @@ _CLIENT_IDS: dict[tuple[str, str], StompConnection] = {}
 """(broker address, client id) -> the open connection of this process that holds it."""
 _CLIENT_IDS_LOCK = threading.Lock()
 
-_DELETED_TEMPORARY: set[str] = set()
+_DELETED_TEMPORARY = DeletedTemporaries()
 """Temporary queues whose connection (in this process) closed. Classic and RabbitMQ would
 quietly create a new one on a send; JMS says such a send fails."""
 
@@ -1072,7 +1073,15 @@ class StompConnection(ProviderConnection):
             slot[0].set()
 
     def delete_temporary(self, destination: Destination) -> None:
-        """The broker deletes temporary queues with the connection."""
+        """STOMP cannot delete a temporary queue (the broker does, with the connection):
+        jmslike forgets it here, so that a request/reply server making one per request
+        keeps no handler or name per request, and refuses sends to it from now on."""
+        if destination.name not in self.temporary_names:
+            raise InvalidDestinationError(f"{destination} was not created by this connection")
+        self.temporary_names.discard(destination.name)
+        _DELETED_TEMPORARY.add(destination.name)
+        if self.temporary_inboxes.pop(destination.name, None) is not None:
+            self.transport.unlisten(destination.name)
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)

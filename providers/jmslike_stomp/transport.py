@@ -240,6 +240,9 @@ class StompTransport:
         self._subscriptions: dict[str, FrameHandler] = {}
         self._subscribe_headers: dict[str, dict[str, str]] = {}
         self._waiters: dict[str, _Waiter] = {}
+        self._aliases: dict[str, str] = {}
+        """Subscription id -> the other name its MESSAGEs may come under (RabbitMQ's
+        temporary queues), dropped with the subscription."""
         self._later: deque[_Waiter] = deque()
         """Frames sent with ``later``, oldest first, whose RECEIPT nobody waited for yet."""
         self._lock = threading.Lock()
@@ -554,12 +557,19 @@ class StompTransport:
             # RabbitMQ delivers replies to a temporary queue under the queue's name as the
             # subscription, whatever id the SUBSCRIBE had.
             self._subscriptions[destination] = handler
+            self._aliases[sub_id] = destination
         try:
             self.frame("SUBSCRIBE", {**headers, "id": sub_id}, confirm=True)
         except JMSException:
-            self._subscriptions.pop(sub_id, None)
-            self._subscribe_headers.pop(sub_id, None)
+            self._forget(sub_id)
             raise
+
+    def _forget(self, sub_id: str) -> None:
+        self._subscriptions.pop(sub_id, None)
+        self._subscribe_headers.pop(sub_id, None)
+        alias = self._aliases.pop(sub_id, None)
+        if alias is not None:
+            self._subscriptions.pop(alias, None)
 
     def listen(self, name: str, handler: FrameHandler) -> None:
         """Dispatch MESSAGE frames whose ``subscription`` is ``name`` (no SUBSCRIBE sent)."""
@@ -573,7 +583,7 @@ class StompTransport:
         try:
             self.frame("UNSUBSCRIBE", {**(headers or {}), "id": sub_id}, confirm=True)
         finally:
-            self._subscriptions.pop(sub_id, None)
+            self._forget(sub_id)
 
     def close(self) -> None:
         """DISCONNECT, and wait for the broker's receipt: every MESSAGE it sent before has

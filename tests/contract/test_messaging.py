@@ -640,6 +640,45 @@ def test_temporary_queue_only_its_connection_consumes(make_connection, require) 
         other.create_producer(tmp).send(other.create_text_message("x"))
 
 
+def test_deleted_temporary_queues_leave_nothing_behind(make_connection, require) -> None:
+    """JMS TemporaryQueue.delete() as ``connection.delete_temporary(queue)``: refused
+    while a consumer is open on it; afterwards a send to it fails; and a request/reply
+    client that makes one per request keeps nothing per request (the provider's names
+    and frame handlers stay as they were)."""
+    connection = make_connection()
+    require(connection, "temporary_destinations")
+    session = connection.create_session()
+    connection.start()
+
+    def bookkeeping() -> int:
+        provider = connection._provider
+        sizes = [len(getattr(provider, "temporary_names", ()))]
+        sizes.append(len(getattr(provider, "temporary_inboxes", ())))
+        sizes.append(len(getattr(provider, "_temporary", ())))
+        transport = getattr(provider, "transport", None)
+        sizes.append(len(getattr(transport, "_subscriptions", ())))
+        return sum(sizes)
+
+    # The first one may set up what the connection keeps for all of them (RabbitMQ
+    # STOMP: a probe subscription that learns the broker's names for them).
+    connection.delete_temporary(session.create_temporary_queue())
+    before = bookkeeping()
+    for n in range(30):
+        queue = session.create_temporary_queue()
+        consumer = session.create_consumer(queue)
+        session.create_producer(queue).send(session.create_text_message(f"r{n}"))
+        assert consumer.receive(5.0).text == f"r{n}"
+        with pytest.raises(jmslike.IllegalStateError):
+            connection.delete_temporary(queue)
+        consumer.close()
+        connection.delete_temporary(queue)
+    assert bookkeeping() == before
+    with pytest.raises(jmslike.InvalidDestinationError):
+        session.create_producer(queue).send(session.create_text_message("late"))
+    with pytest.raises(jmslike.InvalidDestinationError):
+        connection.delete_temporary(jmslike.Queue("not-temporary"))
+
+
 # ------------------------------------------------------- durable, shared, unsubscribe
 
 
