@@ -34,7 +34,7 @@ __all__ = ["MessageListenerContainer"]
 
 log = logging.getLogger("jmslike.container")
 
-FEED_WINDOW = 4
+FEED_WINDOW = 16
 """Messages per session the broker may have out to a container's feed (at least)."""
 
 
