@@ -22,15 +22,21 @@ destination a higher source's unit of order or partition count wins), and no sou
 removes one that another declared, since a program's own list must not silently undo an
 administrator's ORD-18 or partition declaration.
 
-Keys may be written camelCase (as in Java configuration) or snake_case. An unknown key,
-file table or ``JMSLIKE_`` variable, or a value of the wrong type, is an error naming it,
-where it came from and what is allowed, raised before any connection is made: a typo
-must never silently leave ordering off. No error, log line or repr shows a password.
+Keys may be written camelCase (as in Java configuration), snake_case or, in the
+environment, upper snake_case: :func:`setting_name` maps every spelling to the name the
+setting is declared under, in one place, for every source. An unknown key or file table,
+or a value of the wrong type, is an error naming it, where it came from and what is
+allowed, raised before any connection is made: a typo must never silently leave ordering
+off. The environment is the exception, because it is shared with everything else a
+process runs: a ``JMSLIKE_`` variable that names no setting of the factory's provider is
+ignored, with a warning when it resembles one (:func:`_env_settings`). No error, log line
+or repr shows a password.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import logging
 import math
@@ -62,12 +68,14 @@ __all__ = [
     "Resolution",
     "default_url",
     "effective_url",
+    "env_var",
     "is_secret",
     "parse_url",
     "redact_url",
     "reserve_env_var",
     "resolve",
     "resolve_settings",
+    "setting_name",
 ]
 
 log = logging.getLogger("jmslike.config")
@@ -77,8 +85,8 @@ DEFAULT_URL = "embedded://"
 ENV_PREFIX = "JMSLIKE_"
 URL_ENV_VAR = "JMSLIKE_URL"
 RESERVED_ENV = frozenset({"JMSLIKE_CONFIG", "JMSLIKE_DISABLE_PLUGINS", "JMSLIKE_OTEL", URL_ENV_VAR})
-"""``JMSLIKE_`` variables that are not settings (the OpenTelemetry plugin's switch among
-them); any other one must name a setting, or be declared by :func:`reserve_env_var`."""
+"""``JMSLIKE_`` variables that jmslike reads and that are not settings (the OpenTelemetry
+plugin's switch among them). Never read as settings, never logged as ignored."""
 RESERVED_ENV_PREFIXES = (
     "JMSLIKE_TEST_",
     "JMSLIKE_BROKERS_",
@@ -92,7 +100,8 @@ _reserved_env: set[str] = set(RESERVED_ENV)
 
 def reserve_env_var(name: str) -> None:
     """Declare a ``JMSLIKE_`` variable that a plugin reads for itself, so that factories
-    do not refuse it as an unknown setting. Call it when the plugin is imported."""
+    neither read it as a setting nor warn that it is ignored when it resembles one. Call
+    it when the plugin is imported."""
     if not name.startswith(ENV_PREFIX):
         raise ValueError(f"{name!r}: only JMSLIKE_ variables need reserving")
     _reserved_env.add(name)
@@ -345,21 +354,22 @@ class FactorySettings:
         changes: dict[str, Any] = {}
         extra = dict(self.extra)
         for raw_key, given in values.items():
-            key = _snake(raw_key)
+            key = setting_name(raw_key, extra_names)
+            if key is None:
+                allowed = ", ".join(sorted({*self.names(), *extra_names}))
+                raise ConfigurationError(
+                    f"unknown setting {raw_key!r} in {source}; allowed: {allowed}"
+                )
             raw_value = (
                 _partition_entries_of(given, source)
                 if key == "partitioned_destinations" and isinstance(given, Mapping)
                 else given
             )
-            if key in known and key != "extra":
+            if key in known:
                 changes[key] = _coerce(key, raw_value, known[key].type, source)
-            elif raw_key in extra_names or key in extra_names:
-                extra[key if key in extra_names else raw_key] = str(raw_value)
             else:
-                allowed = ", ".join(sorted({*self.names(), *extra_names}))
-                raise ConfigurationError(
-                    f"unknown setting {raw_key!r} in {source}; allowed: {allowed}"
-                )
+                # Under the declared name, since that is the name the provider reads.
+                extra[key] = str(raw_value)
         if extra != dict(self.extra):
             changes["extra"] = extra
         result = dataclasses.replace(self, **changes)
@@ -447,6 +457,10 @@ class FactorySettings:
         if not self.partitioned_destinations:
             return ()
         return tuple(_partition_map(self.partitioned_destinations).values())
+
+
+_FIELD_NAMES = frozenset(FactorySettings.names())
+"""The common settings; ``extra`` is not one (it holds the providers' settings)."""
 
 
 def _strict_entries(text: str) -> list[str]:
@@ -578,6 +592,47 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
+def _folded(name: str) -> str:
+    """A key with case and separators dropped: ``reconnectAttempts``,
+    ``reconnect_attempts`` and ``RECONNECT_ATTEMPTS`` all fold to ``reconnectattempts``.
+
+    Folding rather than converting between cases is what makes every spelling work,
+    whatever case the provider declared its name in, and runs of capitals
+    (``clientID``, ``sslCAFile``) need no rule of their own.
+    """
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+@functools.lru_cache(maxsize=32)
+def _names_by_fold(provider_names: frozenset[str]) -> Mapping[str, str]:
+    """Folded key -> declared name; a common setting wins over a provider's look-alike,
+    as it always has."""
+    table = {_folded(name): name for name in sorted(provider_names)}
+    table.update({_folded(name): name for name in FactorySettings.names()})
+    return types.MappingProxyType(table)
+
+
+def setting_name(key: str, provider_names: frozenset[str] = frozenset()) -> str | None:
+    """The name ``key`` is declared under (a :class:`FactorySettings` field or one of
+    ``provider_names``), or None if it names no setting.
+
+    The one place where spellings are mapped, for every source (keyword, URL query,
+    config file, environment): a provider reads ``settings.extra`` under the name it
+    declared, so ``reconnect_attempts=3`` must land where ``reconnectAttempts=3`` would.
+    Case and the separators ``_``, ``-`` and ``.`` do not count.
+    """
+    if key in provider_names or key in _FIELD_NAMES:
+        return key
+    return _names_by_fold(provider_names).get(_folded(key))
+
+
+def env_var(name: str) -> str:
+    """The ``JMSLIKE_`` variable of a setting: ``reconnectAttempts`` ->
+    ``JMSLIKE_RECONNECT_ATTEMPTS``; the form a shell user expects, and the one errors and
+    ``jmslike config`` name."""
+    return ENV_PREFIX + re.sub(r"[^0-9A-Za-z]+", "_", _snake(name)).upper()
+
+
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -655,7 +710,7 @@ class _Builder:
         )
 
     def apply(self, raw_key: str, value: object, where: str, label: str) -> None:
-        key = _snake(raw_key)
+        key = setting_name(raw_key, self.names) or raw_key  # unknown: merged() says so
         if key in _LIST_SETTINGS:
             # Check the value on its own first, so that a bad entry is blamed on its source.
             added = getattr(FactorySettings().merged({raw_key: value}, where, self.names), key)
@@ -669,8 +724,7 @@ class _Builder:
             self.sources[key] = label if before == "default" else f"{before} + {label}"
             return
         self.settings = self.settings.merged({raw_key: value}, where, self.names)
-        name = key if key in self.sources or key in self.names else raw_key
-        self.sources[name] = label
+        self.sources[key] = label
 
 
 def _combine_lists(key: str, current: str, added: str) -> str:
@@ -691,12 +745,24 @@ def _combine_lists(key: str, current: str, added: str) -> str:
     return ",".join(f"{d}={v}" for d, v in table.items())
 
 
+_logged_env: set[str] = set()
+"""Ignored variables already logged: once per process is enough, since every factory
+would say the same."""
+
+
 def _env_settings(
     environ: Mapping[str, str], provider_names: frozenset[str]
 ) -> list[tuple[str, str, str]]:
-    """(setting, value, variable) for every ``JMSLIKE_<SETTING>`` variable; any other
-    ``JMSLIKE_`` variable is refused, naming it and listing the ones that exist."""
-    known = {*FactorySettings.names(), *provider_names}
+    """(setting, value, variable) for every ``JMSLIKE_<SETTING>`` variable of a setting
+    this factory has, under the setting's declared name.
+
+    Any other ``JMSLIKE_`` variable is ignored, never an error: the environment is shared
+    by everything a process runs (a ``JMSLIKE_LOG_LEVEL`` of the application's own, test
+    suites' variables, another provider's setting meant for the process's other
+    factories), and one stray variable must not stop every factory. What guards against
+    a typo leaving ordering off is a warning, once per process, for an ignored name that
+    resembles a setting (``JMSLIKE_ENABLE_ORDERING``); any other is a debug line.
+    """
     found: list[tuple[str, str, str]] = []
     for var in sorted(environ):
         if (
@@ -708,15 +774,33 @@ def _env_settings(
         value = environ[var]
         if value == "":  # `export JMSLIKE_X=` is how a shell user clears a setting
             continue
-        name = var[len(ENV_PREFIX) :].lower()
-        if name not in known:
-            settings = ", ".join(sorted(ENV_PREFIX + n.upper() for n in known))
-            raise ConfigurationError(
-                f"environment variable {var} is not a jmslike setting; settings: {settings}; "
-                f"also read: {', '.join(sorted(_reserved_env))}"
-            )
+        name = setting_name(var[len(ENV_PREFIX) :], provider_names)
+        if name is None:
+            _log_ignored(var, provider_names)
+            continue
         found.append((name, value, var))
     return found
+
+
+def _log_ignored(var: str, provider_names: frozenset[str]) -> None:
+    """Say that ``var`` is ignored, loudly only when it looks like a misspelt setting.
+    The value is never logged: it may be a secret."""
+    if var in _logged_env:
+        return
+    _logged_env.add(var)
+    # Compared without the prefix, which every candidate shares and would make any
+    # two names look alike. jmslike's other variables count: JMSLIKE_CONFIGS is a typo too.
+    variables = {env_var(n)[len(ENV_PREFIX) :] for n in {*_FIELD_NAMES, *provider_names}}
+    variables |= {v[len(ENV_PREFIX) :] for v in _reserved_env}
+    close = difflib.get_close_matches(var[len(ENV_PREFIX) :], sorted(variables), n=1, cutoff=0.8)
+    if close:
+        log.warning(
+            "environment variable %s is not a jmslike setting and is ignored; did you mean %s?",
+            var,
+            ENV_PREFIX + close[0],
+        )
+    else:
+        log.debug("environment variable %s is not a setting of this factory; ignored", var)
 
 
 def resolve(

@@ -834,7 +834,7 @@ class StompConnection(ProviderConnection):
             self._user,
             self._password,
             client_id=client_id,
-            heartbeat_ms=options.heartbeat_ms,
+            heartbeats=options.heartbeats,
             timeout=self.settings.request_timeout,
             on_exception=self._on_exception,
             reconnect=options.reconnect,
@@ -1160,7 +1160,9 @@ def _core_selector(selector: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Options:
-    heartbeat_ms: int
+    heartbeats: tuple[int, int]
+    """STOMP's heart-beat pair, ms: how often this client sends, how often it asks the
+    broker to send."""
     reconnect: Reconnect
     tls: TlsOptions
 
@@ -1168,7 +1170,8 @@ class _Options:
 def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
     """The provider's own settings (URL query or factory keywords), checked.
 
-    ``heartbeat`` (ms, both ways; 0 turns heart-beating off), and for coming back after a
+    ``heartbeat`` (ms; ``1000,5000`` as in STOMP's header, client send then server send,
+    one value for both; 0 turns a direction off), and for coming back after a
     lost connection ``reconnectAttempts`` (-1 for ever, the default of ``failover:`` URLs;
     0, the default of plain URLs, never), ``reconnectDelay`` and ``maxReconnectDelay``
     (seconds; the delay doubles after each failed attempt).
@@ -1199,10 +1202,21 @@ def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
             "host name (amqps:// can)"
         )
     return _Options(
-        heartbeat_ms=number("heartbeat", 10000, int, 0),
+        heartbeats=_heartbeats(url, extra.get("heartbeat", "10000")),
         reconnect=Reconnect(attempts=attempts, delay=delay, max_delay=max_delay),
         tls=tls,
     )
+
+
+def _heartbeats(url: ParsedURL, raw: object) -> tuple[int, int]:
+    """``heartbeat=1000,5000`` (STOMP's own two-value form) or ``heartbeat=1000``."""
+    parts = [part.strip() for part in str(raw).split(",")]
+    if len(parts) not in (1, 2) or not all(part.isascii() and part.isdigit() for part in parts):
+        raise ConfigurationError(
+            f"heartbeat={raw!r} for {url}: must be an integer >= 0 (ms), or two separated by "
+            "a comma: client send, server send"
+        )
+    return int(parts[0]), int(parts[-1])
 
 
 class StompProvider(Provider):

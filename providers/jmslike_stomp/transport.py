@@ -210,7 +210,7 @@ class StompTransport:
         password: str | None,
         *,
         client_id: str | None,
-        heartbeat_ms: int,
+        heartbeats: tuple[int, int],
         timeout: float,
         on_exception: Callable[[JMSException], None],
         reconnect: Reconnect | None = None,
@@ -226,7 +226,7 @@ class StompTransport:
         self._user = user
         self._password = password
         self._connect_headers = {"client-id": client_id} if client_id else {}
-        self._heartbeat_ms = heartbeat_ms
+        self._heartbeats = heartbeats
         self._timeout = timeout
         # STOMP's host header names the virtual host: RabbitMQ refuses one it does not
         # know, so send the URL's path (stomp://h:61614/vhost), "/" by default.
@@ -264,7 +264,7 @@ class StompTransport:
         """Connect (to the first member that answers); raise the jmslike error if none."""
         conn = stomp.Connection12(
             host_and_ports=[(m.host or "127.0.0.1", m.port or 61613) for m in self._members],
-            heartbeats=(self._heartbeat_ms, self._heartbeat_ms),
+            heartbeats=self._heartbeats,
             auto_decode=False,
             auto_content_length=False,
             reconnect_attempts_max=1,

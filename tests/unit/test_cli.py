@@ -381,14 +381,21 @@ def test_config_errors_exit_2(
         assert needle in err, err
 
 
-def test_config_unknown_variable_exits_2(
-    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch
+def test_config_warns_about_a_misspelt_variable(
+    capsys: pytest.CaptureFixture[str],
+    config_env: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config_env.setenv("JMSLIKE_ORDERING", "on")
-    code, _out, err = run(capsys, "config")
-    assert code == 2
-    assert "JMSLIKE_ORDERING is not a jmslike setting" in err
-    assert "JMSLIKE_ENABLE_ORDERING_GROUP" in err
+    """A JMSLIKE_ variable that is no setting is ignored, as by every factory; one that
+    looks like a misspelt setting is named in a warning."""
+    config_env.setattr("jmslike.config._logged_env", set())
+    config_env.setenv("JMSLIKE_ENABLE_ORDERING", "on")
+    with caplog.at_level(logging.WARNING, logger="jmslike.config"):
+        code, out, _err = run(capsys, "config")
+    assert code == 0
+    assert "enable_ordering_group        false  default" in out
+    assert "JMSLIKE_ENABLE_ORDERING is not a jmslike setting and is ignored" in caplog.text
+    assert "did you mean JMSLIKE_ENABLE_ORDERING_GROUP?" in caplog.text
 
 
 def test_config_as_subprocess(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import jmslike.config
 import jmslike.connection
 from jmslike import ConfigurationError, ConnectionFactory, InvalidOrderingGroupError, JMSException
 from jmslike.config import (
@@ -224,22 +226,33 @@ def test_env_variables(tmp_path: Path) -> None:
     assert result.sources["native_groups"] == "env JMSLIKE_NATIVE_GROUPS"
 
 
-def test_unknown_env_variable_is_named_with_the_allowed_ones(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError) as info:
-        resolve_in(tmp_path, None, environ={"JMSLIKE_ENABLE_ORDERING": "true"})
-    message = str(info.value)
-    assert "JMSLIKE_ENABLE_ORDERING is not a jmslike setting" in message
-    assert "JMSLIKE_ENABLE_ORDERING_GROUP" in message
-    assert "JMSLIKE_NATIVE_GROUPS" in message
-    assert "JMSLIKE_CONFIG" in message and "JMSLIKE_URL" in message
+def test_unknown_env_variable_is_ignored_with_a_warning_naming_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("jmslike.config._logged_env", set())
+    with caplog.at_level(logging.WARNING, logger="jmslike.config"):
+        result = resolve_in(tmp_path, None, environ={"JMSLIKE_ENABLE_ORDERING": "true"})
+    assert result.settings == FactorySettings()
+    assert "JMSLIKE_ENABLE_ORDERING is not a jmslike setting and is ignored" in caplog.text
+    assert "did you mean JMSLIKE_ENABLE_ORDERING_GROUP?" in caplog.text
 
 
-def test_plugins_variables_are_not_settings(tmp_path: Path) -> None:
+def test_plugins_variables_are_not_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("jmslike.config._logged_env", set())
     assert resolve_in(tmp_path, None, environ={"JMSLIKE_OTEL": "1"}).settings == FactorySettings()
-    with pytest.raises(ConfigurationError):
-        resolve_in(tmp_path, None, environ={"JMSLIKE_CONFTEST_PLUGIN_FLAG": "1"})
-    reserve_env_var("JMSLIKE_CONFTEST_PLUGIN_FLAG")
-    resolve_in(tmp_path, None, environ={"JMSLIKE_CONFTEST_PLUGIN_FLAG": "1"})
+    # A plugin's own variable that resembles a setting is warned about until reserved.
+    with caplog.at_level(logging.DEBUG, logger="jmslike.config"):
+        resolve_in(tmp_path, None, environ={"JMSLIKE_PREFETCHING": "1"})
+    assert "JMSLIKE_PREFETCHING is not a jmslike setting" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr("jmslike.config._logged_env", set())
+    monkeypatch.setattr("jmslike.config._reserved_env", {*jmslike.config._reserved_env})
+    reserve_env_var("JMSLIKE_PREFETCHING")
+    with caplog.at_level(logging.DEBUG, logger="jmslike.config"):
+        resolve_in(tmp_path, None, environ={"JMSLIKE_PREFETCHING": "1"})
+    assert "JMSLIKE_PREFETCHING" not in caplog.text
     with pytest.raises(ValueError):
         reserve_env_var("OTHER_FLAG")
 
@@ -497,10 +510,8 @@ def test_factory_takes_defaults_env_and_url(
     assert ConnectionFactory("embedded://cfg-wiring").settings.prefetch == 3
     monkeypatch.setenv("JMSLIKE_URL", "embedded://from-env-url")
     assert ConnectionFactory().url.host == "from-env-url"
-    monkeypatch.setenv("JMSLIKE_COLOUR", "red")
-    with pytest.raises(ConfigurationError) as info:
-        ConnectionFactory("embedded://cfg-wiring")
-    assert "JMSLIKE_COLOUR" in str(info.value)
+    monkeypatch.setenv("JMSLIKE_COLOUR", "red")  # no setting: ignored, not an error
+    assert ConnectionFactory("embedded://cfg-wiring").settings.prefetch == 3
 
 
 @needs_factory_wiring
