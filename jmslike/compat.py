@@ -293,6 +293,8 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "capabilities": "jmslike's own (what the broker does natively); unlike getMetaData",
         "closed": "jmslike's own; JMS has no isClosed",
         "started": "jmslike's own; JMS has no isStarted",
+        "delete_temporary": "TemporaryQueue.delete() in Java; jmslike's temporary "
+        "destinations are values that do not know their connection",
     },
     Session: {
         "closed": "jmslike's own; JMS has no isClosed",
