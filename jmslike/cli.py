@@ -5,8 +5,13 @@
 while wiring an application to a broker; ``providers`` says which URL schemes this
 installation can serve; ``config`` shows a factory's effective settings and where each
 came from, since ordering switched on by a file or a variable is invisible in the code.
-Every ``JMSException`` becomes one line on stderr and exit code 2, because a traceback
-tells a shell user less than the message does.
+
+Exit statuses follow the shell's conventions, so scripts can tell the cases apart: 2 for
+a command line argparse refuses, 1 for a command that ran and failed (any error becomes
+one line on stderr, because a traceback tells a shell user less than the message does;
+``-v`` adds it), and 141, the status of a process killed by SIGPIPE, when the reader of
+stdout went away (``jmslike receive ... | head -1``). ``receive`` acknowledges a message
+only once it is written, so what it could not print stays on the queue.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ import logging
 import os
 import random
 import sys
+import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from jmslike import __version__
 from jmslike.config import (
     DEFAULT_URL,
     URL_ENV_VAR,
     FactorySettings,
     Resolution,
+    default_url,
     is_secret,
     parse_url,
     redact_url,
@@ -46,13 +54,22 @@ from jmslike.message import (
     PropertyValue,
     TextMessage,
 )
+from jmslike.session import Session
 from jmslike.spi.registry import get_registry
 
 __all__ = ["main"]
 
 log = logging.getLogger("jmslike.cli")
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_PIPE = 128 + 13
+"""What a shell reports for a process SIGPIPE killed: the reader of stdout left early."""
+
+_OWN_LOGGERS = ("jmslike", "jmslike_otel")
+"""Logger trees whose messages ``-v`` is for; every other library's (stomp.py, Proton)
+show one level less: errors, then warnings with -v, info with -vv, debug with -vvv."""
+
+_URL_HELP = f"broker URL (default: ${URL_ENV_VAR}, else {DEFAULT_URL}, as ConnectionFactory())"
 
 _PROPERTY_TYPES: dict[str, str] = {
     "str": "string",
@@ -80,21 +97,39 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _property(spec: str) -> tuple[str, str, PropertyValue]:
+    """``--property``'s type: a malformed one is a usage error, found before connecting."""
+    try:
+        return _parse_property(spec)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_VERBOSE_HELP = "log more on stderr: -v info, -vv debug, -vvv debug from stomp.py and Proton too"
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jmslike",
         description="JMS-style messaging from the shell, with ordering groups.",
+        epilog="exit status: 0 done, 1 failed, 2 usage error, 141 stdout closed early",
     )
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=0,
-        help="log more (-v: info, -vv: debug) on stderr",
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
+    parser.add_argument("--version", action="version", version=f"jmslike {__version__}")
+    # A subcommand's parser writes its defaults over the main one's values, so -v after the
+    # command has a name of its own and main() adds the two counts.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", dest="verbose_after", action="count", default=0, help=_VERBOSE_HELP
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="the bookstore case, without and with ordering groups")
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, parents=[common], **kwargs)
+        command.set_defaults(command_parser=command)  # for usage errors found after parsing
+        return command
+
+    demo = add("demo", help="the bookstore case, without and with ordering groups")
     demo.add_argument("--customers", type=_positive_int, default=20)
     demo.add_argument("--consumers", type=_positive_int, default=4)
     demo.add_argument(
@@ -102,14 +137,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=None, help="seed the simulated work times")
 
-    send = sub.add_parser("send", help="send text messages (stdin lines when no TEXT)")
-    send.add_argument("url", metavar="URL")
+    send = add("send", help="send text messages (stdin lines when no TEXT)")
+    send.add_argument("url", metavar="URL", nargs="?", help=_URL_HELP)
     send.add_argument("destination", metavar="DESTINATION", help="queue://NAME or topic://NAME")
     send.add_argument("texts", metavar="TEXT", nargs="*")
     send.add_argument("--group", help="ordering group for every message sent (ORD-5)")
     send.add_argument(
         "--property",
         dest="properties",
+        type=_property,
         action="append",
         default=[],
         metavar="K=V",
@@ -130,8 +166,13 @@ def _build_parser() -> argparse.ArgumentParser:
     send.add_argument("--ttl", type=_seconds, default=None, help="time to live in seconds")
     send.add_argument("--count", type=_positive_int, default=1, help="send each text N times")
 
-    receive = sub.add_parser("receive", help="receive and print messages")
-    receive.add_argument("url", metavar="URL")
+    receive = add(
+        "receive",
+        help="receive and print messages",
+        description="Receive and print messages; each is acknowledged once it is written, "
+        "so one that could not be (stdout closed) stays on the destination.",
+    )
+    receive.add_argument("url", metavar="URL", nargs="?", help=_URL_HELP)
     receive.add_argument("destination", metavar="DESTINATION")
     receive.add_argument(
         "--count",
@@ -148,15 +189,15 @@ def _build_parser() -> argparse.ArgumentParser:
     receive.add_argument("--selector", default=None, help="JMS message selector")
     receive.add_argument("--json", action="store_true", help="one JSON object per line")
 
-    browse = sub.add_parser("browse", help="list a queue's waiting messages in delivery order")
-    browse.add_argument("url", metavar="URL")
+    browse = add("browse", help="list a queue's waiting messages in delivery order")
+    browse.add_argument("url", metavar="URL", nargs="?", help=_URL_HELP)
     browse.add_argument("queue", metavar="QUEUE", help="queue://NAME, or just NAME")
     browse.add_argument("--selector", default=None)
     browse.add_argument("--json", action="store_true")
 
-    sub.add_parser("providers", help="list URL schemes and the embedded broker's capabilities")
+    add("providers", help="list URL schemes and the embedded broker's capabilities")
 
-    config = sub.add_parser(
+    config = add(
         "config",
         help="a factory's effective settings and where each came from (secrets hidden)",
     )
@@ -180,7 +221,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("--json", action="store_true", help="one JSON object")
 
-    bench = sub.add_parser(
+    bench = add(
         "bench",
         help="jmslike beside the raw libraries and the Java JMS client (docs/performance.md)",
         description="Run the same workloads with jmslike, the raw library it wraps and the "
@@ -197,13 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error argparse already printed
-        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if args.verbose:
-        logging.basicConfig(
-            level=logging.DEBUG if args.verbose > 1 else logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        _check_operands(args)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.verbose += args.verbose_after
+    _configure_logging(args.verbose)
     commands = {
         "demo": _demo,
         "send": _send,
@@ -215,16 +254,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return commands[args.command](args)
-    except JMSException as exc:
-        message = str(exc)
-        url = getattr(args, "url", None)
-        if url:
-            message = message.replace(url, redact_url(url))
-        print(f"jmslike: error: {message}", file=sys.stderr)
-        log.debug("command %s failed", args.command, exc_info=True)
-        return EXIT_ERROR
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_PIPE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a shell user gets one line, -v adds the traceback
+        if args.verbose:
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, JMSException) else f"{type(exc).__name__}: {exc}"
+        for url in (getattr(args, "url", None), default_url()):
+            if url:
+                message = message.replace(url, redact_url(url))
+        print(f"jmslike: error: {message}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _check_operands(args: argparse.Namespace) -> None:
+    """The usage rules argparse cannot express; exits 2 like argparse's own."""
+    if args.command == "send" and args.url is not None and _is_destination(args.url):
+        # No URL given: argparse filled URL from DESTINATION and DESTINATION from a TEXT.
+        args.texts.insert(0, args.destination)
+        args.url, args.destination = None, args.url
+    if args.command == "config" and args.name is not None and args.url is not None:
+        args.command_parser.error(
+            "give a factory NAME (its url is in the file) or --url URL, not both"
+        )
+
+
+def _is_destination(operand: str) -> bool:
+    return operand.partition("://")[0] in ("queue", "topic")
+
+
+class _Verbosity(logging.Filter):
+    """Lets jmslike's records through from one level and every other library's from
+    another: without -v, stomp.py's "could not connect" would only repeat the error line."""
+
+    def __init__(self, verbose: int) -> None:
+        super().__init__()
+        self.own = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
+        self.others = (logging.ERROR, logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 3)]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        own = record.name.partition(".")[0] in _OWN_LOGGERS
+        return record.levelno >= (self.own if own else self.others)
+
+
+def _configure_logging(verbose: int) -> None:
+    """One stderr handler on the root logger, levels in its filter: logger levels set by
+    the program that called main() (a test's caplog) stay as they were."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.name == log.name]:
+        root.removeHandler(old)  # main() ran before in this process
+    handler = logging.StreamHandler(sys.stderr)
+    handler.name = log.name
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    verbosity = _Verbosity(verbose)
+    handler.addFilter(verbosity)
+    root.addHandler(handler)
+    root.setLevel(verbosity.own)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter flushes it once more at exit, and a
+    second broken pipe there would print an "Exception ignored" message after all."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: nothing flushes it
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 # --------------------------------------------------------------------------- bench
@@ -269,7 +371,7 @@ def _parse_property(spec: str) -> tuple[str, str, PropertyValue]:
     jms_type = _PROPERTY_TYPES.get(type_name or "str")
     if not sep or not name or jms_type is None:
         raise InvalidArgumentError(
-            f"--property {spec!r}: write NAME=VALUE or NAME:TYPE=VALUE "
+            f"{spec!r}: write NAME=VALUE or NAME:TYPE=VALUE "
             f"(TYPE one of {', '.join(sorted(_PROPERTY_TYPES))})"
         )
     try:
@@ -278,12 +380,10 @@ def _parse_property(spec: str) -> tuple[str, str, PropertyValue]:
         if jms_type in ("float", "double"):
             return name, jms_type, float(raw)
     except ValueError:
-        raise InvalidArgumentError(
-            f"--property {spec!r}: {raw!r} is not a valid {type_name} value"
-        ) from None
+        raise InvalidArgumentError(f"{spec!r}: {raw!r} is not a valid {type_name} value") from None
     if jms_type == "boolean":
         if raw.lower() not in ("true", "false"):
-            raise InvalidArgumentError(f"--property {spec!r}: a bool is true or false")
+            raise InvalidArgumentError(f"{spec!r}: a bool is true or false")
         return name, jms_type, raw.lower() == "true"
     return name, jms_type, raw
 
@@ -296,7 +396,7 @@ def _texts(args: argparse.Namespace) -> Iterator[str]:
 
 
 def _send(args: argparse.Namespace) -> int:
-    properties = [_parse_property(spec) for spec in args.properties]
+    properties: list[tuple[str, str, PropertyValue]] = args.properties
     destination = parse_destination(args.destination)
     with _connect(args.url) as connection:
         session = connection.create_session()
@@ -319,7 +419,9 @@ def _receive(args: argparse.Namespace) -> int:
     destination = parse_destination(args.destination)
     received = 0
     with _connect(args.url) as connection:
-        session = connection.create_session()
+        # Acknowledged one by one once printed: if stdout breaks, the message being
+        # printed goes back to the broker with the connection's close (ORD-10).
+        session = connection.create_session(acknowledge_mode=Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(destination, args.selector)
         connection.start()
         while args.count is None or received < args.count:
@@ -327,8 +429,8 @@ def _receive(args: argparse.Namespace) -> int:
             if message is None:
                 break
             _print_message(message, args.json)
+            message.acknowledge()
             received += 1
-        # Closing finishes the last message (ORD-10), so nothing printed comes back.
         consumer.close()
     log.info("received %d message(s) from %s", received, destination)
     return EXIT_OK
@@ -345,9 +447,12 @@ def _browse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _connect(url: str) -> Connection:
-    log.info("connecting to %s", redact_url(url))
-    return ConnectionFactory(url).create_connection()
+def _connect(url: str | None) -> Connection:
+    """``None`` leaves the URL to ConnectionFactory, so $JMSLIKE_URL means what it means
+    to a program."""
+    log.info("connecting to %s", redact_url(default_url() if url is None else url))
+    factory = ConnectionFactory() if url is None else ConnectionFactory(url)
+    return factory.create_connection()
 
 
 def _body(message: Message) -> Any:
@@ -407,10 +512,6 @@ _HIDDEN = "***"
 
 def _config(args: argparse.Namespace) -> int:
     """Resolve settings exactly as ``ConnectionFactory`` does, without connecting."""
-    if args.name is not None and args.url is not None:
-        raise InvalidArgumentError(
-            "give a factory NAME (its url is in the file) or --url URL, not both"
-        )
     user: str | None
     password: str | None
     if args.name is not None:

@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -197,26 +198,38 @@ def test_providers_lists_embedded_capabilities(capsys: pytest.CaptureFixture[str
     [
         ["send", "{url}", "orders", "x"],  # destination without queue:// or topic://
         ["send", "{url}", "queue://q", "x", "--priority", "11"],
-        ["send", "{url}", "queue://q", "x", "--property", "n:int=many"],
-        ["send", "{url}", "queue://q", "x", "--property", "novalue"],
         ["send", "{url}", "queue://q", "x", "--group", ""],
         ["receive", "{url}", "queue://q", "--selector", "region = = 'EU'", "--timeout", "0"],
         ["browse", "{url}", "topic://t"],
     ],
 )
-def test_jms_errors_are_one_line_and_exit_2(
+def test_jms_errors_are_one_line_and_exit_1(
     capsys: pytest.CaptureFixture[str], url: str, argv: list[str]
 ) -> None:
     code, out, err = run(capsys, *(a.format(url=url) for a in argv))
-    assert code == 2
+    assert code == 1
     assert out == ""
     assert err.startswith("jmslike: error: ")
+    assert len(err.splitlines()) == 1
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [("n:int=many", "'many' is not a valid int value"), ("novalue", "write NAME=VALUE")],
+)
+def test_malformed_property_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], url: str, spec: str, needle: str
+) -> None:
+    code, out, err = run(capsys, "send", url, "queue://q", "x", "--property", spec)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: jmslike send ")
+    assert f"jmslike send: error: argument --property: '{spec}': " in err and needle in err
 
 
 def test_error_never_shows_the_password(capsys: pytest.CaptureFixture[str]) -> None:
     code, _out, err = run(capsys, "send", "nosuch://joe:s3cret@host:1", "queue://q", "x")
-    assert code == 2
+    assert code == 1
     assert err.startswith("jmslike: error: ")
     assert "s3cret" not in err
 
@@ -360,12 +373,11 @@ def test_config_without_file_shows_defaults(
     ("argv", "file_text", "needles"),
     [
         (["config", "nosuch"], SECRET_FILE, ["no factory 'nosuch'", "defined: app"]),
-        (["config", "app", "--url", "embedded://"], SECRET_FILE, ["not both"]),
         (["config"], "[defaults]\nprefetch = \n", ["does not parse at line 2, column"]),
         (["config"], "[defaults]\nprefetsh = 1\n", ["unknown setting 'prefetsh'", ":2 [defaults]"]),
     ],
 )
-def test_config_errors_exit_2(
+def test_config_errors_exit_1(
     capsys: pytest.CaptureFixture[str],
     config_env: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -375,7 +387,7 @@ def test_config_errors_exit_2(
 ) -> None:
     (tmp_path / "jmslike.toml").write_text(file_text, encoding="utf-8")
     code, out, err = run(capsys, *argv)
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""
     assert err.startswith("jmslike: error: ")
     for needle in needles:
         assert needle in err, err
@@ -398,6 +410,15 @@ def test_config_warns_about_a_misspelt_variable(
     assert "did you mean JMSLIKE_ENABLE_ORDERING_GROUP?" in caplog.text
 
 
+def test_config_name_and_url_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, "config", "app", "--url", "embedded://")
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: jmslike config ")
+    assert "jmslike config: error: give a factory NAME" in err and "not both" in err
+
+
 def test_config_as_subprocess(tmp_path: Path) -> None:
     path = tmp_path / "custom.toml"
     path.write_text(SECRET_FILE, encoding="utf-8")
@@ -415,3 +436,177 @@ def test_config_as_subprocess(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "s3cret" not in proc.stdout + proc.stderr
     assert f"file {path}:2 [defaults]" in proc.stdout
+
+
+# --------------------------------------------------------- the CLI as an OS process
+# Pipes, exit statuses, logging and the environment only show in a process of its own.
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """This environment without any JMSLIKE_ variable but ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JMSLIKE_")}
+    env.update(extra)
+    return env
+
+
+def cli(
+    *argv: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jmslike", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=cli_env() if env is None else env,
+    )
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    """A file-store broker: each CLI process opens the file in turn and sees the queue."""
+    return f"embedded://{tmp_path / 'broker.db'}"
+
+
+def browse_bodies(url: str, queue: str) -> list[dict[str, object]]:
+    proc = cli("browse", url, queue, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json_lines(proc.stdout)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_receive_into_head_keeps_what_it_could_not_print(store_url: str) -> None:
+    # Lines longer than a pipe's buffer: the second cannot be written once head is gone.
+    lines = [f"{n}{'x' * 300_000}" for n in range(4)]
+    sent = cli("send", store_url, "queue://q", stdin="\n".join(lines) + "\n")
+    assert sent.returncode == 0, sent.stderr
+    receive = subprocess.Popen(
+        [sys.executable, "-m", "jmslike", "receive", store_url, "queue://q", "--timeout", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert receive.stdout is not None and receive.stderr is not None
+    head = subprocess.run(
+        ["head", "-1"], stdin=receive.stdout, capture_output=True, timeout=60, check=False
+    )
+    receive.stdout.close()
+    err = receive.stderr.read().decode()
+    receive.stderr.close()
+    assert receive.wait(timeout=60) == 141, err
+    assert err == ""
+    assert head.stdout.decode().rstrip("\n").endswith(f"'{lines[0]}'")
+    left = browse_bodies(store_url, "queue://q")
+    assert [m["body"] for m in left] == lines[1:]
+    assert left[0]["redelivered"] is True
+
+
+@pytest.mark.parametrize("command", ["receive", "browse"])
+def test_writing_into_a_closed_pipe_exits_141_quietly(store_url: str, command: str) -> None:
+    sent = cli("send", store_url, "queue://q", "a", "b", "c")
+    assert sent.returncode == 0, sent.stderr
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "jmslike", command, store_url, "queue://q"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+            env=cli_env(),
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
+    assert [m["body"] for m in browse_bodies(store_url, "queue://q")] == ["a", "b", "c"]
+
+
+def test_version() -> None:
+    import jmslike
+
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0,
+        f"jmslike {jmslike.__version__}\n",
+        "",
+    )
+
+
+def test_verbose_after_the_command(store_url: str) -> None:
+    proc = cli("send", "-v", store_url, "queue://q", "x")
+    assert proc.returncode == 0, proc.stderr
+    assert "INFO jmslike.cli: connecting to embedded://" in proc.stderr
+    quiet = cli("send", store_url, "queue://q", "x")
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("verbosity", [["-v", "send", "-v"], ["send", "-vv"]])
+def test_verbose_counts_before_and_after_the_command(store_url: str, verbosity: list[str]) -> None:
+    proc = cli(*verbosity, store_url, "queue://q", "x")
+    assert proc.returncode == 0, proc.stderr
+    assert " DEBUG " in proc.stderr
+
+
+def test_send_receive_browse_default_to_jmslike_url(store_url: str) -> None:
+    env = cli_env(JMSLIKE_URL=store_url)
+    sent = cli("send", "queue://q", "one", "two", env=env)
+    assert sent.returncode == 0, sent.stderr
+    assert len(sent.stdout.split()) == 2
+    browsed = cli("browse", "queue://q", "--json", env=env)
+    assert browsed.returncode == 0, browsed.stderr
+    assert [m["body"] for m in json_lines(browsed.stdout)] == ["one", "two"]
+    received = cli("receive", "queue://q", "--json", "--timeout", "0.5", env=env)
+    assert received.returncode == 0, received.stderr
+    assert [m["body"] for m in json_lines(received.stdout)] == ["one", "two"]
+    # A URL on the command line still wins over the variable.
+    other = cli("send", "embedded://elsewhere", "queue://q", "x", env=env)
+    assert other.returncode == 0, other.stderr
+    assert browse_bodies(store_url, "queue://q") == []
+
+
+@pytest.mark.parametrize("command", ["send", "receive", "browse"])
+def test_help_names_jmslike_url(command: str) -> None:
+    proc = cli(command, "--help")
+    assert proc.returncode == 0
+    assert "$JMSLIKE_URL" in proc.stdout
+
+
+@pytest.mark.parametrize("scheme", ["stomp", "amqp"])
+def test_unreachable_broker_exits_1_with_one_line(scheme: str) -> None:
+    url = f"{scheme}://127.0.0.1:{free_port()}"
+    for argv in (["send", url, "queue://q", "x"], ["receive", url, "queue://q"]):
+        proc = cli(*argv)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stdout == ""
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith("jmslike: error: ") and "127.0.0.1" in lines[0]
+
+
+def test_verbose_shows_the_traceback_and_library_warnings() -> None:
+    url = f"stomp://127.0.0.1:{free_port()}"
+    proc = cli("send", "-v", url, "queue://q", "x")
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr
+    assert "could not connect to host" in proc.stderr  # stomp.py's own warning
+    assert proc.stderr.splitlines()[-1].startswith("jmslike: error: ")
+
+
+def test_bad_destination_exits_1_and_usage_errors_exit_2(store_url: str) -> None:
+    bad = cli("send", store_url, "orders", "x")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("jmslike: error: invalid destination 'orders'")
+    assert len(bad.stderr.splitlines()) == 1
+    for argv in (["send"], ["send", store_url, "queue://q", "--priority", "high"], ["nope"]):
+        usage = cli(*argv)
+        assert usage.returncode == 2, argv
+        assert "usage: jmslike" in usage.stderr
