@@ -767,10 +767,14 @@ class SelectorDialect:
     """Identifier, as JMS names it -> each of its values -> the broker's spelling. The
     identifier has no other values: a LIKE on it becomes an IN of the values it matches."""
     guarded: frozenset[str] = frozenset()
-    """String values the broker itself rewrites wherever they stand quoted between
-    characters that cannot be part of an identifier (Artemis' SelectorTranslator turns
-    every ``'PERSISTENT'`` into ``'DURABLE'``): such a literal is written with a keyword
-    touching its quote, which spares it and means the same."""
+    """Values (without quotes) the broker itself rewrites wherever they stand quoted
+    between characters that cannot be part of an identifier (Artemis' SelectorTranslator
+    turns every ``'PERSISTENT'`` into ``'DURABLE'``). Inside a literal quotes come doubled,
+    and the translator does not retry the quote that broke a partial match, so such a
+    match starts at a literal's opening quote: a literal that equals one, or starts with
+    one and a quote, is written with a keyword touching its opening quote, which spares it
+    and means the same. (One that starts with quotes and then one, ``'PERSISTENT``, is
+    rewritten all the same: no text survives that translator as that literal.)"""
 
 
 JMS_SYNTAX: Final = SelectorDialect()
@@ -887,27 +891,36 @@ class _Renderer:
             return _outside(spelling.values())
         return value
 
+    def _exposed(self, value: object) -> bool:
+        """Whether the broker would rewrite ``value`` written as a literal (``guarded``)."""
+        return isinstance(value, str) and any(
+            value == word or value.startswith(word + "'") for word in self.guarded
+        )
+
     def _operand(self, node: _Node, other: _Node) -> tuple[str, bool]:
-        """A comparison operand's text, and whether it is a guarded literal."""
+        """A comparison operand's text, and whether it is a literal to guard."""
         if isinstance(node, _Lit) and isinstance(node.value, str):
             value = node.value
             if isinstance(other, _Ident):
                 value = self._value(other.name, value)
-            return _quote(value), value in self.guarded
+            return _quote(value), self._exposed(value)
         return self._wrap(node, _BP_ADD), False
 
     def _comparison(self, node: _Binary) -> tuple[str, int]:
         left, guard_left = self._operand(node.left, node.right)
         right, guard_right = self._operand(node.right, node.left)
-        text = f"{left} {node.op} {right}"
         if not (guard_left or guard_right):
-            return text, _BP_CMP
-        # p is (TRUE AND p) and (p AND TRUE) in three-valued logic too.
-        guarded = ("TRUE AND" if guard_left else "") + text + ("AND TRUE" if guard_right else "")
-        return guarded, _BP_AND
+            return f"{left} {node.op} {right}", _BP_CMP
+        if isinstance(node.left, _Lit) and isinstance(node.right, _Lit):  # both: its value
+            value = _compare(node.op, node.left.value, node.right.value)
+            return _literal_text(bool(value)), _BP_ATOM
+        if guard_right:  # strings compare with = and <> only, which are symmetric
+            left, right = right, left
+        # p is (TRUE AND p) in three-valued logic too; AND touches the literal's quote.
+        return f"TRUE AND{left} {node.op} {right}", _BP_AND
 
     def _keyword_literal(self, keyword: str, value: str) -> str:
-        return keyword + (" " if value not in self.guarded else "") + _quote(value)
+        return keyword + ("" if self._exposed(value) else " ") + _quote(value)
 
     def _test(self, node: _Test) -> tuple[str, int]:
         name = self.names.get(node.name, node.name)
@@ -936,19 +949,24 @@ class _Renderer:
         return text, _BP_CMP
 
     def _in(self, name: str, items: tuple[int | float | str, ...]) -> tuple[str, int]:
-        caught = [i for i in items if isinstance(i, str) and i in self.guarded]
-        plain = [i for i in items if not (isinstance(i, str) and i in self.guarded)]
+        caught = [i for i in items if isinstance(i, str) and self._exposed(i)]
+        plain = [i for i in items if not self._exposed(i)]
         if not caught:
             return f"{name} IN ({', '.join(_literal_text(i) for i in items)})", _BP_CMP
-        # Each guarded item as a LIKE, which a keyword can touch; what is left stays an IN
-        # (or, if nothing is, one that is FALSE for every string): both are UNKNOWN for a
-        # value that is not a string, as the IN was.
-        if plain:
+        # Each guarded item as a LIKE, which a keyword can touch; the rest stays an IN with
+        # a string in it (else two, which no string matches both of): like the IN, both are
+        # UNKNOWN for a value that is not a string (a number in a mixed list aside, which
+        # Classic and Artemis refuse anyway).
+        if any(isinstance(i, str) for i in plain):
             parts = [f"{name} IN ({', '.join(_literal_text(i) for i in plain)})"]
         else:
             first = _outside(self.guarded)
             second = _outside(self.guarded | {first})
-            parts = [f"{name} IN ({_quote(first)}) AND {name} IN ({_quote(second)})"]
+            parts = [
+                f"{name} IN ({', '.join(_literal_text(i) for i in (dummy, *plain))})"
+                for dummy in (first, second)
+            ]
+            parts = [" AND ".join(parts)]
         for value in caught:
             pattern = _escaped(value, "!", ("%", "_", "!"))
             like = f"{name} {self._keyword_literal('LIKE', pattern)}"

@@ -75,3 +75,5 @@ def test_browser_selector_literals_that_look_like_header_values_are_kept(
         "d",
     ]
     assert browse("JMSDeliveryMode IN ('PERSISTENT') AND status <> 'DURABLE'") == ["c", "d"]
+    assert browse("status IN ('NON_PERSISTENT') OR JMSDeliveryMode LIKE 'NON%'") == ["a", "d"]
+    assert browse("status LIKE 'PERSISTENT' AND 'PERSISTENT' = JMSDeliveryMode") == ["c"]
