@@ -27,14 +27,24 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Final
 
 from jmslike.errors import InvalidSelectorError
 
-__all__ = ["HEADER_IDENTIFIERS", "Selector", "message_lookup", "parse_selector"]
+__all__ = [
+    "ARTEMIS_AMQP_FILTER",
+    "ARTEMIS_FILTER",
+    "HEADER_IDENTIFIERS",
+    "JMS_SYNTAX",
+    "Selector",
+    "SelectorDialect",
+    "message_lookup",
+    "parse_selector",
+    "render_selector",
+]
 
 Lookup = Callable[[str], object]
 _Eval = Callable[[Lookup], object]  # a value; None is NULL (and UNKNOWN for predicates)
@@ -166,6 +176,7 @@ class _Binary(_Node):
     op: str  # arithmetic (+ - * /) or comparison (= <> < > <= >=)
     left: _Node
     right: _Node
+    unary: bool = False  # -x or +x, kept as 0 - x or 0 + x (NULL unless x is a number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +188,15 @@ class _Between(_Node):
 
 @dataclass(frozen=True, slots=True)
 class _Test(_Node):
-    """IN, LIKE or IS NULL: one identifier's value checked by a function made at parse time."""
+    """IN, LIKE or IS NULL: one identifier's value checked by a function made at parse time.
+
+    ``form`` and ``operands`` keep what the check was made from, so the test can be written
+    out again for a broker (:meth:`Selector.render`)."""
 
     name: str
     check: Callable[[object], bool | None]
+    form: str  # "IS NULL", "IS NOT NULL", "IN" or "LIKE"
+    operands: tuple[int | float | str, ...] = ()  # IN's list; LIKE's pattern (and escape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +357,9 @@ class _Parser:
                 return _Lit(folded, start=start, end=operand.end)
             zero = _Lit(0, start=start, end=start)  # -x is 0 - x: NULL unless x is a number
             depth = self._depth(start, operand)
-            return _Binary(str(value), zero, operand, start=start, end=operand.end, depth=depth)
+            return _Binary(
+                str(value), zero, operand, True, start=start, end=operand.end, depth=depth
+            )
         raise self._unexpected(token)
 
     def _infix(self, left: _Node, token: _Token, bp: int) -> _Node:
@@ -370,7 +388,8 @@ class _Parser:
             negated = self._take("NOT") is not None
             end = self._expect("NULL", "after IS").end
             check = operator.is_not if negated else operator.is_
-            return _Test(name, partial(check, None), start=start, end=end, depth=2)
+            form = "IS NOT NULL" if negated else "IS NULL"
+            return _Test(name, partial(check, None), form, start=start, end=end, depth=2)
         negated = op == "NOT"
         if negated:
             keyword = self._take("BETWEEN", "IN", "LIKE")
@@ -421,7 +440,8 @@ class _Parser:
                 )
             if self._take(",") is None:
                 end = self._expect(")", "to close the IN list").end
-                return _Test(name, _member(values), start=left.start, end=end)
+                members = _member(values)
+                return _Test(name, members, "IN", tuple(values), start=left.start, end=end)
 
     def _like(self, left: _Node, keyword: _Token) -> _Node:
         name = self._identifier(left, keyword)
@@ -443,7 +463,8 @@ class _Parser:
         def like(value: object) -> bool | None:
             return matcher(value) if isinstance(value, str) else None
 
-        return _Test(name, like, start=left.start, end=end)
+        operands = (str(pattern.value),) if escape is None else (str(pattern.value), escape)
+        return _Test(name, like, "LIKE", operands, start=left.start, end=end)
 
 
 def _member(values: list[int | float | str]) -> Callable[[object], bool | None]:
@@ -462,9 +483,11 @@ def _member(values: list[int | float | str]) -> Callable[[object], bool | None]:
     return member
 
 
-def _like_matcher(pattern: str, escape: str | None) -> Callable[[str], bool] | None:
-    """A whole-string matcher for a LIKE pattern; None if the pattern ends in the escape."""
-    parts: list[str] = []  # "%", "_" or a run of literal text (as "=" + text)
+def _like_parts(pattern: str, escape: str | None) -> list[str] | None:
+    """A LIKE pattern as "%", "_" and runs of literal text (as "=" + text); None if the
+    pattern ends in its escape. Shared by the matcher and the renderer, so both read a
+    pattern the same way."""
+    parts: list[str] = []
     chars = iter(pattern)
     for char in chars:
         literal = char
@@ -480,6 +503,14 @@ def _like_matcher(pattern: str, escape: str | None) -> Callable[[str], bool] | N
             parts[-1] += literal
         else:
             parts.append("=" + literal)
+    return parts
+
+
+def _like_matcher(pattern: str, escape: str | None) -> Callable[[str], bool] | None:
+    """A whole-string matcher for a LIKE pattern; None if the pattern ends in the escape."""
+    parts = _like_parts(pattern, escape)
+    if parts is None:
+        return None
     shape = "".join(p if p in ("%", "_") else "=" for p in parts)
     text = [p[1:] for p in parts if p not in ("%", "_")]
     if shape in ("", "="):
@@ -714,13 +745,244 @@ def _predicate(node: _Node) -> _Const | _Eval:
     return negation
 
 
+# ------------------------------------------------------------------------------- renderer
+
+_BP_UNARY, _BP_ATOM = 7, 8  # above every infix operator: see _BP_OR .. _BP_MUL
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorDialect:
+    """What a broker must be given in place of the selector the application wrote.
+
+    Brokers read some JMS header fields under names of their own (Artemis: ``AMQPriority``
+    for ``JMSPriority``), spell JMSDeliveryMode's values their own way, and some rewrite
+    the text they are given. Only the parsed tree tells an identifier that is a header
+    field, or a literal compared with one, from a property or string that merely looks
+    the same, so :meth:`Selector.render` changes those and nothing else.
+    """
+
+    names: Mapping[str, str] = field(default_factory=dict)
+    """Identifier (a JMS header field) -> the name the broker reads it under."""
+    values: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Identifier, as JMS names it -> each of its values -> the broker's spelling. The
+    identifier has no other values: a LIKE on it becomes an IN of the values it matches."""
+    guarded: frozenset[str] = frozenset()
+    """Values (without quotes) the broker itself rewrites wherever they stand quoted
+    between characters that cannot be part of an identifier (Artemis' SelectorTranslator
+    turns every ``'PERSISTENT'`` into ``'DURABLE'``). Inside a literal quotes come doubled,
+    and the translator does not retry the quote that broke a partial match, so such a
+    match starts at a literal's opening quote: a literal that equals one, or starts with
+    one and a quote, is written with a keyword touching its opening quote, which spares it
+    and means the same. (One that starts with quotes and then one, ``'PERSISTENT``, is
+    rewritten all the same: no text survives that translator as that literal.)"""
+
+
+JMS_SYNTAX: Final = SelectorDialect()
+"""The selector as JMS writes it (ActiveMQ Classic reads JMS names): parenthesised so that
+brokers whose grammar binds NOT tighter than JMS does (Classic's, Artemis') read it as
+JMS does."""
+
+ARTEMIS_FILTER: Final = SelectorDialect(
+    names={
+        "JMSPriority": "AMQPriority",
+        "JMSMessageID": "AMQUserID",
+        "JMSTimestamp": "AMQTimestamp",
+        "JMSExpiration": "AMQExpiration",
+        "JMSDeliveryMode": "AMQDurable",
+        "JMSXGroupID": "AMQGroupID",
+    },
+    values={"JMSDeliveryMode": {"PERSISTENT": "DURABLE", "NON_PERSISTENT": "NON_DURABLE"}},
+)
+"""Artemis' Core filter syntax, which Artemis applies untranslated to STOMP subscriptions
+and to its management API's browse."""
+
+ARTEMIS_AMQP_FILTER: Final = replace(
+    ARTEMIS_FILTER, guarded=frozenset({"PERSISTENT", "NON_PERSISTENT"})
+)
+"""For Artemis over AMQP, which runs every selector through its SelectorTranslator: given
+Core names already, the translator has nothing left to rename, and the literals it would
+rewrite are guarded from it."""
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _literal_text(value: bool | int | float | str) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return _quote(value)
+    return repr(value)  # a finite float's repr is a JMS approximate literal: 1e-05, 2.5
+
+
+def _escaped(text: str, escape: str | None, special: tuple[str | None, ...]) -> str:
+    """Literal ``text`` inside a LIKE pattern (without an escape it has no specials)."""
+    if escape is None:
+        return text
+    return "".join(escape + char if char in special else char for char in text)
+
+
+def _outside(taken: Iterable[str]) -> str:
+    """A string none of ``taken``: stands for a value a header can never have."""
+    taken = set(taken)
+    candidate = ""
+    while candidate in taken:
+        candidate += "?"
+    return candidate
+
+
+class _Renderer:
+    """Writes a checked tree out as selector text for one :class:`SelectorDialect`.
+
+    Each node gives its text and how tightly it binds (the parser's binding powers); a
+    child binding less tightly than its place needs is parenthesised. NOT's operand is
+    always parenthesised unless it is a single name or literal, and operators are always
+    spaced: Classic's and Artemis' grammars bind NOT tighter than comparisons, and read
+    ``--`` as the start of a comment.
+    """
+
+    def __init__(self, dialect: SelectorDialect) -> None:
+        self.names = dialect.names
+        self.values = dialect.values
+        self.guarded = dialect.guarded
+
+    def render(self, node: _Node) -> str:
+        return self._node(node)[0]
+
+    def _wrap(self, node: _Node, needed: int) -> str:
+        text, binds = self._node(node)
+        return text if binds >= needed else f"({text})"
+
+    def _node(self, node: _Node) -> tuple[str, int]:
+        if isinstance(node, _Lit):
+            text = _literal_text(node.value)
+            return text, _BP_UNARY if text.startswith("-") else _BP_ATOM
+        if isinstance(node, _Ident):
+            return self.names.get(node.name, node.name), _BP_ATOM
+        if isinstance(node, _Binary):
+            if node.op in _TESTS:
+                return self._comparison(node)
+            if node.unary:
+                return node.op + self._wrap(node.right, _BP_ATOM), _BP_UNARY
+            bp = _INFIX[node.op]  # left-associative: an equal right operand needs brackets
+            left, right = self._wrap(node.left, bp), self._wrap(node.right, bp + 1)
+            return f"{left} {node.op} {right}", bp
+        if isinstance(node, _Between):
+            x, low, high = (self._wrap(n, _BP_ADD) for n in (node.operand, node.low, node.high))
+            return f"{x} BETWEEN {low} AND {high}", _BP_CMP
+        if isinstance(node, _Test):
+            return self._test(node)
+        if isinstance(node, _Not):
+            return "NOT " + self._wrap(node.operand, _BP_ATOM), _BP_NOT
+        if not isinstance(node, _Logic):  # pragma: no cover - the parser builds no other nodes
+            raise TypeError(f"cannot render {node!r}")
+        bp = _INFIX[node.op]
+        return f" {node.op} ".join(self._wrap(operand, bp) for operand in node.operands), bp
+
+    def _value(self, name: str, value: str) -> str:
+        """``value`` compared with identifier ``name``, in the broker's spelling."""
+        spelling = self.values.get(name)
+        if spelling is None:
+            return value
+        if value in spelling:
+            return spelling[value]
+        if value in spelling.values():  # JMSDeliveryMode = 'DURABLE' selects nothing in JMS
+            return _outside(spelling.values())
+        return value
+
+    def _exposed(self, value: object) -> bool:
+        """Whether the broker would rewrite ``value`` written as a literal (``guarded``)."""
+        return isinstance(value, str) and any(
+            value == word or value.startswith(word + "'") for word in self.guarded
+        )
+
+    def _operand(self, node: _Node, other: _Node) -> tuple[str, bool]:
+        """A comparison operand's text, and whether it is a literal to guard."""
+        if isinstance(node, _Lit) and isinstance(node.value, str):
+            value = node.value
+            if isinstance(other, _Ident):
+                value = self._value(other.name, value)
+            return _quote(value), self._exposed(value)
+        return self._wrap(node, _BP_ADD), False
+
+    def _comparison(self, node: _Binary) -> tuple[str, int]:
+        left, guard_left = self._operand(node.left, node.right)
+        right, guard_right = self._operand(node.right, node.left)
+        if not (guard_left or guard_right):
+            return f"{left} {node.op} {right}", _BP_CMP
+        if isinstance(node.left, _Lit) and isinstance(node.right, _Lit):  # both: its value
+            value = _compare(node.op, node.left.value, node.right.value)
+            return _literal_text(bool(value)), _BP_ATOM
+        if guard_right:  # strings compare with = and <> only, which are symmetric
+            left, right = right, left
+        # p is (TRUE AND p) in three-valued logic too; AND touches the literal's quote.
+        return f"TRUE AND{left} {node.op} {right}", _BP_AND
+
+    def _keyword_literal(self, keyword: str, value: str) -> str:
+        return keyword + ("" if self._exposed(value) else " ") + _quote(value)
+
+    def _test(self, node: _Test) -> tuple[str, int]:
+        name = self.names.get(node.name, node.name)
+        spelling = self.values.get(node.name)
+        if node.form == "IN":
+            items = node.operands
+            if spelling is not None:
+                items = tuple(self._value(node.name, i) if isinstance(i, str) else i for i in items)
+            return self._in(name, items)
+        if node.form != "LIKE":
+            return f"{name} {node.form}", _BP_CMP
+        if spelling is not None:  # the values it may have that match, as the broker has them
+            matched = tuple(spelling[key] for key in spelling if node.check(key))
+            return self._in(name, matched or (_outside(spelling.values()),))
+        pattern = str(node.operands[0])
+        escape = str(node.operands[1]) if len(node.operands) > 1 else None
+        parts = _like_parts(pattern, escape) or []  # never None: the parser checked it
+        # An escape only where one is needed: Artemis reads a needless one literally.
+        special = ("%", "_", escape)
+        canonical = "".join(
+            part if part in ("%", "_") else _escaped(part[1:], escape, special) for part in parts
+        )
+        text = f"{name} {self._keyword_literal('LIKE', canonical)}"
+        if escape is not None:
+            text += " " + self._keyword_literal("ESCAPE", escape)
+        return text, _BP_CMP
+
+    def _in(self, name: str, items: tuple[int | float | str, ...]) -> tuple[str, int]:
+        caught = [i for i in items if isinstance(i, str) and self._exposed(i)]
+        plain = [i for i in items if not self._exposed(i)]
+        if not caught:
+            return f"{name} IN ({', '.join(_literal_text(i) for i in items)})", _BP_CMP
+        # Each guarded item as a LIKE, which a keyword can touch; the rest stays an IN with
+        # a string in it (else two, which no string matches both of): like the IN, both are
+        # UNKNOWN for a value that is not a string (a number in a mixed list aside, which
+        # Classic and Artemis refuse anyway).
+        if any(isinstance(i, str) for i in plain):
+            parts = [f"{name} IN ({', '.join(_literal_text(i) for i in plain)})"]
+        else:
+            first = _outside(self.guarded)
+            second = _outside(self.guarded | {first})
+            parts = [
+                f"{name} IN ({', '.join(_literal_text(i) for i in (dummy, *plain))})"
+                for dummy in (first, second)
+            ]
+            parts = [" AND ".join(parts)]
+        for value in caught:
+            pattern = _escaped(value, "!", ("%", "_", "!"))
+            like = f"{name} {self._keyword_literal('LIKE', pattern)}"
+            if pattern != value:
+                like += " " + self._keyword_literal("ESCAPE", "!")
+            parts.append(like)
+        return " OR ".join(parts), _BP_OR
+
+
 # ------------------------------------------------------------------------------- public API
 
 
 class Selector:
     """A parsed, compiled message selector; test messages with :meth:`matches`."""
 
-    __slots__ = ("_predicate", "identifiers", "text")
+    __slots__ = ("_predicate", "_tree", "identifiers", "text")
 
     def __init__(self, text: str) -> None:
         """Parse ``text``; raises :class:`InvalidSelectorError` (also for blank text)."""
@@ -732,12 +994,19 @@ class Selector:
             self._predicate = _function(_predicate(tree))
         except RecursionError:  # a backstop only: the depth limits should make this unreachable
             raise _error(text, 0, "selector nested too deeply") from None
+        self._tree = tree
         self.text: str = text
         self.identifiers: frozenset[str] = frozenset(parser.names)
 
     def matches(self, lookup: Lookup) -> bool:
         """True only if the selector is TRUE for the values ``lookup`` gives (None = absent)."""
         return self._predicate(lookup) is True
+
+    def render(self, dialect: SelectorDialect = JMS_SYNTAX) -> str:
+        """The selector as ``dialect``'s broker must be given it, written from the parsed
+        tree: the same messages match, whatever the application's spacing, brackets or
+        literal spellings (``0x1F``, ``1.5f``) were."""
+        return _Renderer(dialect).render(self._tree)
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 80 else self.text[:77] + "..."
@@ -749,6 +1018,12 @@ def parse_selector(text: str | None) -> Selector | None:
     if text is None or not text.strip():
         return None
     return Selector(text)
+
+
+def render_selector(text: str | None, dialect: SelectorDialect = JMS_SYNTAX) -> str | None:
+    """:meth:`Selector.render` of ``text``; None for no selector (None or blank text)."""
+    selector = parse_selector(text)
+    return None if selector is None else selector.render(dialect)
 
 
 def _delivery_mode(message: object) -> object:

@@ -40,8 +40,14 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.selector import (
+    ARTEMIS_AMQP_FILTER,
+    JMS_SYNTAX,
+    message_lookup,
+    parse_selector,
+    render_selector,
+)
 from jmslike.selector import Selector as ClientSelector
-from jmslike.selector import message_lookup, parse_selector
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import (
@@ -166,7 +172,9 @@ class AmqpConsumer(ProviderConsumer):
                     )
                 self._filter = parse_selector(selector)
             else:
-                options.append(Selector(selector))  # Artemis reads the JMS names itself
+                rendered = connection.broker_selector(selector)
+                if rendered is not None:
+                    options.append(Selector(rendered))
         names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
         if self.exclusive and connection.classic and not destination.is_topic:
@@ -538,8 +546,9 @@ class AmqpSession(ProviderSession):
         if connection.rabbitmq:
             raise IllegalStateError("RabbitMQ has no queue browsers (capability browsers)")
         options: list[Any] = [Capability("queue"), Copy()]
-        if selector is not None:
-            options.append(Selector(selector))
+        rendered = connection.broker_selector(selector)
+        if rendered is not None:
+            options.append(Selector(rendered))
         seen = connection.transport.browse(connection.address_of(destination), options)
         # Artemis expires a message only when it would deliver it or its reaper runs; a
         # browser must not list one whose time has passed (ORD-13).
@@ -806,6 +815,14 @@ class AmqpConnection(ProviderConnection):
             raise InvalidDestinationError(f"{destination} was not created by this connection")
         _DELETED_TEMPORARY.add(destination.name)
         self.transport.close_link(sender)
+
+    def broker_selector(self, selector: str | None) -> str | None:
+        """The selector written from its parsed tree as this broker must be given it (None:
+        none). Artemis runs every AMQP selector through its SelectorTranslator, which
+        renames header fields and rewrites every ``'PERSISTENT'`` literal, a property's
+        included: it gets Core names already, and those literals guarded from it."""
+        dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
+        return render_selector(selector, dialect)
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or

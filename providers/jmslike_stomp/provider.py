@@ -18,7 +18,6 @@ SPI call onto STOMP frames the way the connected broker reads them (its
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import uuid
@@ -41,7 +40,13 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
-from jmslike.selector import Selector, message_lookup, parse_selector
+from jmslike.selector import (
+    ARTEMIS_FILTER,
+    Selector,
+    message_lookup,
+    parse_selector,
+    render_selector,
+)
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
 from jmslike.spi.management import ArtemisManagement
@@ -525,11 +530,10 @@ class StompSession(ProviderSession):
         self, destination: Destination, selector: str, headers: dict[str, str]
     ) -> Selector | None:
         dialect = self.connection.dialect
-        if dialect.selectors == "broker":
-            headers["selector"] = selector
-            return None
-        if dialect.selectors == "core":
-            headers["selector"] = "convert_string_expressions:" + _core_selector(selector)
+        if dialect.selectors in ("broker", "core"):
+            rendered = _broker_selector(dialect, selector)
+            if rendered is not None:
+                headers["selector"] = rendered
             return None
         if destination.is_topic:
             return parse_selector(selector)  # every subscriber has its own queue: filter here
@@ -693,7 +697,7 @@ class StompSession(ProviderSession):
         dialect = self.connection.dialect
         management = self.connection.management
         if management is not None:
-            core = "convert_string_expressions:" + _core_selector(selector) if selector else None
+            core = _broker_selector(dialect, selector)
             listed: list[Message] = []
             now = int(time.time() * 1000)
             for headers, body in management.browse(destination.name, core):
@@ -724,8 +728,9 @@ class StompSession(ProviderSession):
             "browser": "true",
             "ack": "auto",
         }
-        if selector:
-            headers["selector"] = selector
+        rendered = _broker_selector(dialect, selector)
+        if rendered is not None:
+            headers["selector"] = rendered
         self.transport.subscribe(sub_id, headers, collect)
         try:
             done.wait(self.connection.settings.request_timeout)
@@ -1132,30 +1137,15 @@ def _capabilities(
     )
 
 
-_CORE_NAMES = {
-    "JMSPriority": "AMQPriority",
-    "JMSMessageID": "AMQUserID",
-    "JMSTimestamp": "AMQTimestamp",
-    "JMSExpiration": "AMQExpiration",
-    "JMSDeliveryMode": "AMQDurable",
-    "JMSXGroupID": "AMQGroupID",
-}
-
-
-def _core_selector(selector: str) -> str:
-    """A JMS selector in Artemis' Core filter syntax: header identifiers renamed outside
-    string literals, and JMSDeliveryMode's values with them."""
-    parts = re.split(r"('(?:[^']|'')*')", selector)
-    for index in range(0, len(parts), 2):
-        parts[index] = re.sub(
-            r"\b(" + "|".join(_CORE_NAMES) + r")\b", lambda m: _CORE_NAMES[m.group(1)], parts[index]
-        )
-    for index in range(1, len(parts), 2):
-        if parts[index] == "'PERSISTENT'":
-            parts[index] = "'DURABLE'"
-        elif parts[index] == "'NON_PERSISTENT'":
-            parts[index] = "'NON_DURABLE'"
-    return "".join(parts)
+def _broker_selector(dialect: Dialect, selector: str | None) -> str | None:
+    """The selector as the broker reads it, written from the parsed tree (None: none).
+    Artemis applies STOMP selectors (and its management API's browse filters)
+    untranslated, in its Core syntax; ``convert_string_expressions:`` has it compare
+    STOMP's string-valued headers with numbers as the numbers they spell."""
+    if dialect.selectors != "core":
+        return render_selector(selector)
+    core = render_selector(selector, ARTEMIS_FILTER)
+    return None if core is None else "convert_string_expressions:" + core
 
 
 @dataclass(frozen=True, slots=True)
