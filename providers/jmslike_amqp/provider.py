@@ -38,6 +38,7 @@ from jmslike.errors import (
     InvalidDestinationError,
     JMSException,
     TransactionRolledBackError,
+    map_provider_errors,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import (
@@ -971,9 +972,5 @@ class AmqpProvider(Provider):
         password: str | None,
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
-        try:
+        with map_provider_errors(f"AMQP connection to {url.address} failed"):
             return AmqpConnection(url, settings, user, password, on_exception)
-        except JMSException:
-            raise
-        except Exception as exc:
-            raise JMSException(f"AMQP connection to {url.address} failed: {exc}") from exc

@@ -38,6 +38,7 @@ from jmslike.errors import (
     JMSException,
     TransactionInDoubtError,
     TransactionRolledBackError,
+    map_provider_errors,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import (
@@ -1247,4 +1248,5 @@ class StompProvider(Provider):
         password: str | None,
         on_exception: ExceptionCallback,
     ) -> ProviderConnection:
-        return StompConnection(url, settings, user, password, on_exception)
+        with map_provider_errors(f"STOMP connection to {url.address} failed"):
+            return StompConnection(url, settings, user, password, on_exception)
