@@ -758,11 +758,12 @@ class Session:
                 # The connection is gone, and with it the broker's transaction (a broker
                 # discards what a lost connection never committed): closing still works.
                 log.info("closing %r: its transaction ended with the connection: %s", self, exc)
-            orphans = self._take_all_held()
-        else:
-            orphans = []
         for consumer in list(self._consumers):
+            # (A transacted session's held messages are still its own here: a consumer
+            # that sees them in the transaction waits for the release below to give
+            # them back, seen and counted, instead of dropping them unseen.)
             self._close_consumer(consumer)
+        orphans = self._take_all_held() if self.transacted else []
         self._release(orphans)
         for producer in list(self._producers):
             producer._closed = True

@@ -60,6 +60,7 @@ EXPECTED_ALL = [
     "TemporaryTopic",
     "TextMessage",
     "Topic",
+    "TransactionInDoubtError",
     "TransactionInProgressError",
     "TransactionRolledBackError",
     "__version__",
