@@ -13,7 +13,9 @@ texts that were sent. It answers in readable lines what broke the promise:
 Only attempts whose acknowledgement succeeded count: work whose acknowledgement failed
 was given back and is not an effect. A commit in doubt (``in_doubt``: sent, answer lost
 with the connection, see TransactionInDoubtError) counts when the message never came
-again: the commit took effect. jmslike's own cross-process tests and the
+again: the commit took effect. An attempt may be logged twice, in doubt before its
+acknowledgement and with its outcome after it (a process killed in between leaves the
+first); the last record of an attempt stands. jmslike's own cross-process tests and the
 partition benchmark use it; it is as useful on a real deployment's logs.
 """
 
@@ -24,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["problems"]
+__all__ = ["outcomes", "problems"]
 
 
 def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[str]:
@@ -36,7 +38,7 @@ def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[
     ignored.
     """
     found: list[str] = []
-    records = list(records)
+    records = outcomes(records)
     succeeded = {r["text"] for r in records if r.get("ok")}
     done = sorted(
         (
@@ -73,6 +75,16 @@ def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[
                 )
                 break
     return found
+
+
+def outcomes(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The last record of each attempt (process, message, start): an attempt may be
+    logged in doubt before its acknowledgement and again with its outcome after it."""
+    last: dict[tuple[Any, Any, Any], Mapping[str, Any]] = {}
+    for record in records:
+        if "text" in record:
+            last[(record.get("pid"), record["text"], record.get("start"))] = record
+    return list(last.values())
 
 
 def _group(text: str) -> str:

@@ -43,7 +43,7 @@ from brokercases import CASES, case_url, delete_rabbitmq_queues
 from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, DeliveryMode
-from jmslike.testing.ordercheck import problems
+from jmslike.testing.ordercheck import outcomes, problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -138,7 +138,7 @@ class Fleet:
     def processed(self) -> set[str]:
         """Texts processed: acknowledged, or committed in doubt (TransactionInDoubtError;
         if that commit did not take effect the message comes again and is counted then)."""
-        return {r["text"] for r in self.records() if r.get("ok") or r.get("in_doubt")}
+        return {r["text"] for r in outcomes(self.records()) if r.get("ok") or r.get("in_doubt")}
 
     def wait_processed(self, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -54,3 +54,13 @@ def test_a_commit_in_doubt_counts_unless_the_message_came_again() -> None:
     again = record("a:1", 1, 2, redelivered=True)
     records = [doubtful, again, record("a:2", 2, 3), record("b:1", 0, 1)]
     assert problems(records, SENT) == []
+
+
+def test_an_attempt_logged_before_and_after_its_acknowledgement_counts_once() -> None:
+    pending = record("a:1", 0, 1, ok=False, in_doubt=True)
+    failed = record("a:1", 0, 1, ok=False, in_doubt=False)
+    rest = [record("a:2", 2, 3), record("b:1", 0, 1)]
+    # Killed between the two records: in doubt, and the message never came again.
+    assert problems([pending, *rest], SENT) == []
+    # The acknowledgement failed: the message must come again, or it is lost.
+    assert problems([pending, failed, *rest], SENT) == ["lost 1: ['a:1']"]

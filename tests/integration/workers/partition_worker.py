@@ -76,6 +76,13 @@ def main() -> int:
             # freeze, not when the call returned seconds later.
             end = time.time()
             in_doubt = False
+            # Logged before the acknowledgement, replaced by the record after it: a
+            # process killed while its ACK or COMMIT is on the wire leaves this one, in
+            # doubt (the broker may have taken it: the message is then never seen again).
+            pending = {"pid": os.getpid(), "text": message.text, "start": start, "end": end}
+            write(
+                {**pending, "redelivered": message.jms_redelivered, "ok": False, "in_doubt": True}
+            )
             try:
                 if transacted:
                     session.commit()
