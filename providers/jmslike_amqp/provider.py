@@ -299,8 +299,7 @@ class AmqpConsumer(ProviderConsumer):
             self.detach()
             return
         session.give_back(undelivered, seen=False)
-        held = self.in_transaction() if self.in_transaction is not None else self.outstanding
-        if session.transacted and held:
+        if session.transacted and self.outstanding:
             # (With none of its messages in the transaction it goes at once: a partition
             # handed over after its last commit must not wait for a commit that may
             # never come.)

@@ -321,8 +321,7 @@ class StompConsumer(ProviderConsumer):
             return
         for token in undelivered:
             self.unfinished.pop(id(token), None)
-        in_use = self.in_transaction() if self.in_transaction is not None else self.unfinished
-        if self._session.transacted and in_use:
+        if self._session.transacted and self.unfinished:
             # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
             # hand them to other consumers before the commit could consume them. (With
             # none of its messages in the transaction it goes at once: a partition handed
