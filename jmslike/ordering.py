@@ -1,7 +1,7 @@
 """The ordering engine: group names, group binding on send, group holding on delivery.
 
 Messages that share a group name are processed one after another, in the order they
-reached their destination (ORDERING.md). This module holds the rules that do not depend on
+reached their destination (docs/ordering.md). This module holds the rules that do not depend on
 a broker, so every provider uses the same code:
 
 * naming (ORD-1, ORD-2) and the producer-side binding that stamps ``JMSXGroupID`` and

@@ -6,7 +6,7 @@ the application and not yet finished, finishes them by acknowledge mode, and on
 redelivered (the broker keeps them as held by this session meanwhile, so no other session
 can get their groups' later messages). Doing redelivery here rather than in each broker
 is what makes ORD-11 hold on brokers whose own rollback does not redeliver (ActiveMQ's
-STOMP ABORT, see BROKERS.md) and lets one redelivery policy (limit, delay, back-off,
+STOMP ABORT, see docs/providers.md) and lets one redelivery policy (limit, delay, back-off,
 dead-letter queue) apply everywhere.
 """
 

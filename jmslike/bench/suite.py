@@ -203,7 +203,7 @@ def run_suite(
     warm_steps = sum(len(runners) * len(warm) for _, runners in live) if warmup else 0
     try:
         with _progress(per_run * runs + warm_steps, progress) as step:
-            if warmup:  # JVM brokers speed up a lot over their first loads (BROKERS.md)
+            if warmup:  # JVM brokers speed up a lot over their first loads (docs/performance.md)
                 small = dataclasses.replace(sizes, count=warmup)
                 for _, runners in live:
                     for runner in runners:

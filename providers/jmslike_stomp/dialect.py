@@ -3,7 +3,7 @@
 Everything else in the provider asks a :class:`Dialect` (and jmslike's API layer asks the
 resulting ``Capabilities``), never a broker name. A dialect is chosen from the
 ``server`` header of the CONNECTED frame. Facts come from running the brokers
-(../shared/BROKERS.md, notes/broker-semantics.md) and their STOMP documentation:
+(docs/providers.md) and their STOMP documentation:
 
 * ActiveMQ Classic keeps groups (``JMSXGroupID`` on SEND) but does not echo the group on
   MESSAGE frames, and re-pins a group whenever ``JMSXGroupSeq: 1`` arrives, so jmslike

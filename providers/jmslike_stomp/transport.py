@@ -4,7 +4,7 @@ stomp.py runs one receiver thread per connection and calls its listener there. T
 class is that listener, and it does only bookkeeping on that thread: a MESSAGE frame is
 decoded and pushed to its subscription's sink (which only appends to a buffer), a RECEIPT
 wakes the caller waiting for it, an ERROR fails the waiter it names or goes to the
-exception callback. No user code ever runs on stomp.py's thread (DESIGN.md).
+exception callback. No user code ever runs on stomp.py's thread (docs/threading.md).
 
 A call that must be confirmed (persistent SEND, COMMIT, ABORT, UNSUBSCRIBE) carries a
 ``receipt`` header and waits for the RECEIPT; an ERROR naming the receipt raises in the

@@ -297,7 +297,7 @@ public final class Interop {
             Object groupSeq = message.getObjectProperty("JMSXGroupSeq");
             if ((groupSeq == null || groupSeq.equals(0)) && message.propertyExists("jmslikeGroupSeq")) {
                 // ActiveMQ Classic: jmslike sends the sequence in its own header, not as
-                // JMSXGroupSeq, which re-pins a group there (ORDERING.md ORD-4).
+                // JMSXGroupSeq, which re-pins a group there (docs/ordering.md, ORD-4).
                 groupSeq = message.getIntProperty("jmslikeGroupSeq");
             }
             Map<String, Object> rec = new LinkedHashMap<>();
