@@ -578,7 +578,14 @@ class AmqpTransport:
         def grant() -> None:
             link = self._link_of(receiver)
             link.drain_mode = False
-            link.flow(credit)
+            # A broker that sent more than the credit leaves Proton's credit below 0,
+            # and a grant of n would then open only n - overrun: RabbitMQ 3.10 adds up
+            # the grants a waiting single-active-consumer link made (credit 1, then 2
+            # in all: 3 transfers came), and the link stalled with one message left.
+            overrun = max(0, -link.credit)
+            if overrun:
+                log.debug("broker overran a receiver's credit by %d; granted again", overrun)
+            link.flow(credit + overrun)
 
         self.post(grant)
 
