@@ -64,12 +64,16 @@ from jmslike.errors import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
+from jmslike.spi.sniff import wrong_port_hint
 from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
 
 __all__ = ["AmqpTransport", "Capability", "LinkHandle", "MessageCallback"]
 
 log = logging.getLogger("jmslike.amqp")
+
+_SNIFF_AFTER = 3.0
+"""Seconds without the broker's open before the port is sniffed (jmslike.spi.sniff)."""
 
 T = TypeVar("T")
 MessageCallback = Callable[[Message, int], None]
@@ -213,12 +217,29 @@ class AmqpTransport:
         )
         self._thread.start()
         try:
-            self._opened.result(timeout)
+            self._wait_open(host, port, timeout)
         except TimeoutError:
             self.close()
             raise ConnectionFailedError(
                 f"AMQP broker {self.address} did not open the connection within {timeout} s"
             ) from None
+
+    def _wait_open(self, host: str, port: int, timeout: float) -> None:
+        """Wait for the broker's open; past a few seconds, look whether the port speaks
+        another protocol: a STOMP port stays silent for an AMQP header, and the caller
+        waited the whole timeout before (ActiveMQ's 61613) to learn nothing."""
+        first = min(timeout, _SNIFF_AFTER)
+        try:
+            self._opened.result(first)
+            return
+        except TimeoutError:
+            hint = None if self._tls else wrong_port_hint(host, port, "AMQP 1.0")
+            if hint:
+                self.close()
+                raise ConnectionFailedError(
+                    f"cannot connect to AMQP broker {self.address}: {hint}"
+                ) from None
+        self._opened.result(max(0.0, timeout - first))
 
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
@@ -849,7 +870,10 @@ class AmqpTransport:
             self._calls.append((shut_down, None))
             if self._wake is not None:
                 self._wake()
-            self._thread.join(self._timeout)
+            # A peer that never opened will not answer the close either (a port of
+            # another protocol): no reason to wait the whole timeout for it.
+            opened = self._opened.done() and self._opened.exception() is None
+            self._thread.join(self._timeout if opened else 1.0)
         driver = self._driver
         if self._thread.is_alive() and driver is not None:  # the broker never answered
             driver.stop()
@@ -958,7 +982,14 @@ class _Events:
         if transport._closing:
             return
         condition = event.transport.condition if event.transport is not None else None
-        if condition is not None:
+        hint = None
+        if condition is not None and "framing-error" in str(condition.name):
+            # Another protocol's bytes (Proton quotes them all): name the protocol.
+            host, port = transport._connect_to[:2]
+            hint = wrong_port_hint(host, port, "AMQP 1.0") if transport._tls is None else None
+        if hint is not None:
+            text = hint
+        elif condition is not None:
             text = _reason(condition, "")
         elif not transport._opened.done():
             text = "the broker closed the socket before the connection opened"

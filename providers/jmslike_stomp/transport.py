@@ -38,6 +38,7 @@ from jmslike.errors import (
     JMSException,
     JMSSecurityError,
 )
+from jmslike.spi.sniff import wrong_port_hint
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -61,7 +62,20 @@ class _HidePasscode(logging.Filter):
         return True
 
 
+class _StrayBytes(logging.Filter):
+    """stomp.py warns once per line of whatever a non-STOMP peer sends (23 lines for
+    ActiveMQ's OpenWire greeting); the connect error names the protocol instead
+    (``jmslike.spi.sniff``), so those lines go to jmslike's DEBUG log only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("unknown response frame type"):
+            log.debug("stomp.py: %s", record.getMessage())
+            return False
+        return True
+
+
 logging.getLogger("stomp.py").addFilter(_HidePasscode())
+logging.getLogger("stomp.py").addFilter(_StrayBytes())
 
 _ESCAPED = re.compile(r"\\.")
 
@@ -296,6 +310,11 @@ class StompTransport:
         if not self.connected:
             with contextlib.suppress(StompException, OSError):
                 conn.disconnect()
+            hint = self._wrong_port()
+            if hint:
+                raise ConnectionFailedError(
+                    f"cannot connect to STOMP broker {self.address}: {hint}"
+                )
             if not self._answered.is_set():
                 raise ConnectionFailedError(
                     f"STOMP broker {self.address} did not answer CONNECT within "
@@ -303,6 +322,18 @@ class StompTransport:
                 )
             raise self._connect_error(None)
         return conn
+
+    def _wrong_port(self) -> str | None:
+        """After a failed CONNECT: the protocol the port speaks instead, if it is not
+        STOMP (plain TCP members only; a TLS port answers TLS to anything)."""
+        if self._connect_refusal:
+            return None  # the broker answered in STOMP: its reason is the message
+        for member in self._members:
+            if not member.scheme.endswith("+ssl"):
+                hint = wrong_port_hint(member.host or "127.0.0.1", member.port or 61613, "STOMP")
+                if hint:
+                    return hint
+        return None
 
     def _why_unreachable(self) -> str:
         """stomp.py keeps the socket error to itself: find it out again, for the message."""

@@ -1,0 +1,71 @@
+"""What protocol a port speaks, for the one-line error when a URL names the wrong port.
+
+A client pointed at the wrong port of a broker sees only the other protocol's bytes:
+stomp.py logged twenty lines of "unknown response frame type" for ActiveMQ's OpenWire
+port, and Proton waited the whole connect timeout on a STOMP port, which stays silent
+until it gets a whole STOMP frame. Only after a connection attempt failed does a provider
+call :func:`spoken_protocol`; it opens one short-lived socket of its own and never
+affects a working connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+__all__ = ["spoken_protocol", "wrong_port_hint"]
+
+_STOMP_CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
+
+# Default ports, to name in the hint (a broker may be configured otherwise).
+_PORTS = {
+    "STOMP": "61613 on ActiveMQ Classic, Artemis and RabbitMQ's STOMP plugin",
+    "AMQP 1.0": "5672 on RabbitMQ, Artemis and ActiveMQ Classic's amqp connector",
+}
+
+
+def _classify(answer: bytes) -> str | None:
+    if answer.startswith(b"AMQP"):
+        return "AMQP"
+    if answer.startswith((b"CONNECTED", b"ERROR", b"\n")):
+        return "STOMP"  # (before OpenWire: ActiveMQ's CONNECTED names ActiveMQ too)
+    if b"ActiveMQ" in answer[:32]:
+        return "OpenWire (ActiveMQ's native protocol)"
+    if answer.startswith(b"HTTP/"):
+        return "HTTP"
+    if answer.startswith(b"\x16\x03"):
+        return "TLS"
+    return None
+
+
+def spoken_protocol(host: str, port: int, timeout: float = 1.0) -> str | None:
+    """The protocol the peer at ``host:port`` answers in, or None if it cannot be told.
+
+    First it listens (OpenWire speaks first), then it sends a STOMP CONNECT frame: a STOMP
+    broker answers CONNECTED or ERROR, an AMQP broker its protocol header, an HTTP server
+    an error status."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout) as sock:
+        sock.settimeout(min(timeout, 0.3))
+        answer = b""
+        with contextlib.suppress(TimeoutError, socket.timeout):
+            answer = sock.recv(64)
+        if not answer:
+            sock.settimeout(timeout)
+            sock.sendall(_STOMP_CONNECT)
+            with contextlib.suppress(TimeoutError, socket.timeout):
+                answer = sock.recv(64)
+        return _classify(answer)
+    return None
+
+
+def wrong_port_hint(host: str, port: int, wanted: str) -> str | None:
+    """A sentence naming the protocol the port speaks when it is not ``wanted`` ("STOMP"
+    or "AMQP 1.0"), with the usual port of the wanted one; None when the port speaks
+    ``wanted`` or nothing recognisable."""
+    spoken = spoken_protocol(host, port)
+    if spoken is None or wanted.startswith(spoken):
+        return None
+    return (
+        f"port {port} speaks {spoken}, not {wanted}: use the broker's {wanted} port "
+        f"(by default {_PORTS.get(wanted, 'see its documentation')})"
+    )
