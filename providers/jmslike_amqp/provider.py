@@ -33,6 +33,7 @@ from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
 from jmslike.errors import (
     ConfigurationError,
+    ConnectionFailedError,
     IllegalStateError,
     InvalidClientIDError,
     InvalidDestinationError,
@@ -50,6 +51,7 @@ from jmslike.selector import (
 )
 from jmslike.selector import Selector as ClientSelector
 from jmslike.spi.counts import counts_for
+from jmslike.spi.diagnose import size_note
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import (
     Capabilities,
@@ -412,7 +414,14 @@ class AmqpSession(ProviderSession):
             wire_priority=connection.capabilities.priority,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
-        connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
+        try:
+            connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
+        except ConnectionFailedError as exc:
+            body = outgoing.body
+            note = size_note(len(body)) if isinstance(body, (bytes, str)) else ""
+            if note:
+                raise type(exc)(f"{exc}{note}") from exc
+            raise
 
     def create_consumer(
         self,

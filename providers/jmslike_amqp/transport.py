@@ -64,7 +64,7 @@ from jmslike.errors import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
-from jmslike.spi.sniff import wrong_port_hint
+from jmslike.spi.diagnose import wrong_port_hint
 from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
 
@@ -73,7 +73,7 @@ __all__ = ["AmqpTransport", "Capability", "LinkHandle", "MessageCallback"]
 log = logging.getLogger("jmslike.amqp")
 
 _SNIFF_AFTER = 3.0
-"""Seconds without the broker's open before the port is sniffed (jmslike.spi.sniff)."""
+"""Seconds without the broker's open before the port is sniffed (jmslike.spi.diagnose)."""
 
 T = TypeVar("T")
 MessageCallback = Callable[[Message, int], None]

@@ -38,7 +38,7 @@ from jmslike.errors import (
     JMSException,
     JMSSecurityError,
 )
-from jmslike.spi.sniff import wrong_port_hint
+from jmslike.spi.diagnose import size_note, wrong_port_hint
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -65,10 +65,12 @@ class _HidePasscode(logging.Filter):
 class _StrayBytes(logging.Filter):
     """stomp.py warns once per line of whatever a non-STOMP peer sends (23 lines for
     ActiveMQ's OpenWire greeting); the connect error names the protocol instead
-    (``jmslike.spi.sniff``), so those lines go to jmslike's DEBUG log only."""
+    (``jmslike.spi.diagnose``), so those lines go to jmslike's DEBUG log only."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("unknown response frame type"):
+        if str(record.msg).startswith(("unknown response frame type", "error sending frame")):
+            # (A failed send raises the jmslike error that says why; stomp.py's own
+            # traceback of it is noise.)
             log.debug("stomp.py: %s", record.getMessage())
             return False
         return True
@@ -119,9 +121,21 @@ _SECURITY_WORDS = (
 _DESTINATION_WORDS = ("destination", "queue", "not_found", "not found", "no exchange")
 
 
+def _first_line(detail: str, message: str) -> str:
+    """The ERROR body's first line, unless it only repeats ``message`` with a Java
+    exception class in front (ActiveMQ sends its whole stack trace as the body)."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0][:300]
+    return "" if message and first.endswith(message) else first
+
+
+
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
-    text = f"{what}: {message}" + (f" ({detail.strip()[:300]})" if detail.strip() else "")
+    detail = _first_line(detail, message)
+    text = f"{what}: {message}" + (f" ({detail})" if detail else "")
     lowered = (message + " " + detail).lower()
     if any(word in lowered for word in _SECURITY_WORDS):
         return JMSSecurityError(text)
@@ -537,10 +551,11 @@ class StompTransport:
             deadline = time.monotonic() + 0.5
             while self._errors == errors_before and time.monotonic() < deadline:
                 time.sleep(0.01)
-            reason = f"{self._last_error}; " if self._errors != errors_before else ""
+            reason = str(self._last_error) if self._errors != errors_before else str(exc)
             target = f" to {headers['destination']}" if "destination" in headers else ""
             raise ConnectionFailedError(
-                f"STOMP {command}{target} to {self.address} failed: {reason}{exc}"
+                f"STOMP {command}{target} to {self.address} failed: {reason}"
+                + size_note(len(body))
             ) from exc
         if later and waiter is not None:
             self._later.append(waiter)

@@ -4,7 +4,7 @@ Before: ``stomp://`` to ActiveMQ's OpenWire port logged 23 lines of stomp.py's "
 response frame type" and ended in "no CONNECTED"; ``amqp://`` to a STOMP port waited the
 whole 30 s connect timeout (a STOMP broker stays silent for an AMQP header); ``amqp://``
 to the OpenWire port quoted ActiveMQ's whole greeting. Now the error says which protocol
-the port speaks and which port to use (jmslike/spi/sniff.py), and nothing else is logged.
+the port speaks and which port to use (jmslike/spi/diagnose.py), and nothing else is logged.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_wrong_port.py -v`` (brokers from
 ``scripts/brokers.sh start``).

@@ -1,4 +1,4 @@
-"""What protocol a port speaks, for the one-line error when a URL names the wrong port.
+"""Failures explained in one line: the wrong port's protocol, a message over a broker's size.
 
 A client pointed at the wrong port of a broker sees only the other protocol's bytes:
 stomp.py logged twenty lines of "unknown response frame type" for ActiveMQ's OpenWire
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 
-__all__ = ["spoken_protocol", "wrong_port_hint"]
+__all__ = ["size_note", "spoken_protocol", "wrong_port_hint"]
 
 _STOMP_CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
 
@@ -68,4 +68,18 @@ def wrong_port_hint(host: str, port: int, wanted: str) -> str | None:
     return (
         f"port {port} speaks {spoken}, not {wanted}: use the broker's {wanted} port "
         f"(by default {_PORTS.get(wanted, 'see its documentation')})"
+    )
+
+
+def size_note(size: int) -> str:
+    """For a send whose connection failed: the message's size, when it may be why (over
+    1 MiB). Brokers answer an oversize message by closing the connection with a reason
+    that names no size (ActiveMQ over AMQP: "decode-error: Could not process AMQP
+    commands"), so the caller learns it here."""
+    if size <= 1 << 20:
+        return ""
+    return (
+        f" (the message was {size / (1 << 20):.1f} MiB: brokers refuse messages over their "
+        "limit, e.g. ActiveMQ Classic's wireFormat.maxFrameSize, RabbitMQ's "
+        "max_message_size, Artemis' journal-buffer/large-message settings)"
     )
