@@ -106,7 +106,14 @@ class ExceptionNotifier:
     def report(self, exc: JMSException) -> None:
         """Queue ``exc`` for the exception listener; log it when there is none."""
         if self.listener is None:
-            log.warning("%s: %s (no exception listener set)", self._name, exc)
+            # With the cause's traceback: a listener's bug is found from this line alone.
+            cause = exc.__cause__
+            log.warning(
+                "%s: %s (no exception listener set)",
+                self._name,
+                exc,
+                exc_info=(type(cause), cause, cause.__traceback__) if cause is not None else None,
+            )
             return
         with self._lock:
             if self._thread is None:

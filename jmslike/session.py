@@ -494,9 +494,11 @@ class Session:
                     )
                 )
         except Exception as exc:
+            count = message.get_object_property(DELIVERY_COUNT)
+            attempt = f", delivery {count}" if isinstance(count, int) and count > 1 else ""
             error = ListenerError(
                 f"message listener on {consumer.destination} raised "
-                f"{type(exc).__name__}: {exc} (message {message.jms_message_id})"
+                f"{type(exc).__name__}: {exc} (message {message.jms_message_id}{attempt})"
             )
             error.__cause__ = exc
             self._connection._report(error)
