@@ -46,7 +46,8 @@ def _rewrite_line(line: str, page_src: str, docs_dir: Path, config: Any) -> str:
             return match.group(0)
         text = match.group("text")
         if repo_url:
-            return f"[{text}]({repo_url.rstrip('/')}/blob/main/{path})"
+            fragment = match.group("fragment") or ""
+            return f"[{text}]({repo_url.rstrip('/')}/blob/main/{path}{fragment})"
         if text.strip("`") in (path, posixpath.dirname(path)):
             return f"`{path}`"
         return f"{text} (`{path}` in the repository)"
