@@ -5,7 +5,7 @@ For each broker (ActiveMQ Classic, Artemis, RabbitMQ) and each delivery mode
 
 * send all: jmslike ``MessageProducer.send`` (a persistent send waits for the broker's
   receipt, by design) against raw stomp.py both "pipelined" (sends without waiting,
-  confirms the last message with a receipt, as in ../shared/BROKERS.md) and "sync" (a
+  confirms the last message with a receipt, docs/performance.md) and "sync" (a
   receipt on every message: the same guarantee as a persistent jmslike send). The jmslike
   figure includes closing the connection, whose DISCONNECT receipt confirms that the
   broker has read every frame (jmslike has no other way to confirm a non-persistent send);
@@ -30,7 +30,7 @@ connection and auto-delete, so the messages vanish with the sender (``--no-decla
 lets the first SEND declare the queue, to check that jmslike still copes). Both sides
 therefore send non-persistent messages to RabbitMQ without the header (every broker's
 default; the raw side does so everywhere). Each
-broker is warmed up first (JVM warm-up matters, BROKERS.md). Each side sends twice and
+broker is warmed up first (JVM warm-up matters, docs/performance.md). Each side sends twice and
 receives twice per run (jmslike: CLIENT and AUTO; raw: the pipelined queue in the
 listener, the sync queue with the hand-off), so jmslike's send figure is a median over
 2 x ``--runs`` samples; the order of

@@ -3,7 +3,8 @@
 # tools into ./.venv, start the real brokers the suite talks to (scripts/brokers.sh:
 # ActiveMQ Classic and RabbitMQ from Debian, Artemis from Maven Central, all on 127.0.0.1
 # only, left running for the next run; `scripts/brokers.sh stop` stops them), then lint,
-# type-check and run the whole test suite. Extra arguments go to pytest.
+# type-check, build the documentation site (mkdocs.yml, warnings are errors) and run the
+# whole test suite. Extra arguments go to pytest.
 #
 # JMSLIKE_NO_BROKERS=1 skips starting the brokers: then select the embedded tests only
 # (`scripts/test.sh -m "not stomp"`), since a broker test that cannot reach its broker
@@ -31,6 +32,10 @@ echo "== ruff"
 .venv/bin/ruff check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== docs"
+docs_site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
+rm -rf "$docs_site"
 echo "== pytest"
 set +e
 .venv/bin/python -m pytest "$@"

@@ -2,7 +2,7 @@
 
 A Java application using Qpid JMS on the same broker must read what jmslike sends and the
 other way round, so the mapping is the one of the OASIS "AMQP JMS Mapping" drafts that
-Qpid JMS and Artemis implement (notes/wire-and-anchors.md, section 0.2):
+Qpid JMS and Artemis implement (docs/providers.md, "On the wire"):
 
 * the message type travels as the message annotation ``x-opt-jms-msg-type`` (0 Message,
   2 Map, 3 Bytes, 5 Text) and the body as that type's section: Text an ``amqp-value``

@@ -1,8 +1,8 @@
 """JMS messages to STOMP frames and back, per broker dialect.
 
 STOMP carries headers as strings and a body as bytes. The mapping follows what the
-brokers themselves do for Java JMS clients on the same queue (notes/wire-and-anchors.md
-section 0.3): ``correlation-id``, ``expires``, ``priority``, ``persistent``, ``reply-to``
+brokers themselves do for Java JMS clients on the same queue (docs/providers.md,
+"On the wire"): ``correlation-id``, ``expires``, ``priority``, ``persistent``, ``reply-to``
 and ``type`` are the JMS headers, every other header is a property, and a frame without
 ``content-length`` is a TextMessage for a Java consumer while one with it is a
 BytesMessage. jmslike adds a few headers of its own, all without ``-`` so that broker

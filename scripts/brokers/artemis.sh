@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # ActiveMQ Artemis from Maven Central, one instance under $STATE. Sourced by brokers.sh.
 #
-# Candidates, first that resolves wins. 2.42.0 (named in BROKERS.md) is not on Central;
+# Candidates, first that resolves wins. 2.42.0, the first version targeted, is not on Central;
 # from 2.50-ish on the distribution moved to groupId org.apache.artemis, and the old
 # groupId's newest versions are only relocation poms. Override with JMSLIKE_ARTEMIS_GAV
 # ("group:version", space separated).

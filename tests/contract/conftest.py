@@ -8,7 +8,7 @@ keeps them (``embedded-client-gate``). STOMP and AMQP brokers (markers ``stomp``
 ``activemq``, ``artemis``, ``rabbitmq``, ``amqp``) are added by appending a case whose
 ``url_factory`` returns their URL.
 
-Tests use only the public API of shared/API.md, plus the helpers below:
+Tests use only the public API (docs/getting-started.md), plus the helpers below:
 
 * ``provider_url``: a fresh URL per test (for the embedded broker a broker of its own,
   ``embedded://test-<uuid>``, since brokers with different names are separate);

@@ -1,6 +1,7 @@
 """Acknowledge modes, transactions and the redelivery policy (ORD-10, ORD-11, ORD-13).
 
-API.md: ``create_session(transacted=False, acknowledge_mode=Session.CLIENT_ACKNOWLEDGE)``;
+The API (docs/getting-started.md):
+``create_session(transacted=False, acknowledge_mode=Session.CLIENT_ACKNOWLEDGE)``;
 ``msg.acknowledge(); session.recover(); session.commit(); session.rollback()``.
 """
 
@@ -106,7 +107,7 @@ def test_dups_ok_delivers_everything_in_order(make_connection, unique, drain) ->
 
 
 def test_client_acknowledge_acks_everything_consumed(connection, unique, drain) -> None:
-    """API.md ``msg.acknowledge()``/ORD-10: in CLIENT_ACKNOWLEDGE, acknowledge() covers every
+    """API ``msg.acknowledge()``/ORD-10: in CLIENT_ACKNOWLEDGE, acknowledge() covers every
     message the session consumed so far, not just the one it is called on."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -195,7 +196,7 @@ def test_acknowledge_in_wrong_mode(connection) -> None:
 
 
 def test_transacted_commit_makes_sends_visible(make_connection, unique, drain, require) -> None:
-    """ORD-8/API.md ``session.commit()``: sends of a transaction are invisible to other
+    """ORD-8/API ``session.commit()``: sends of a transaction are invisible to other
     sessions until commit, and then all visible, in order."""
     conn = make_connection()
     require(conn, "transactions")
@@ -214,7 +215,7 @@ def test_transacted_commit_makes_sends_visible(make_connection, unique, drain, r
 
 
 def test_transacted_rollback_discards_sends(make_connection, unique, drain, require) -> None:
-    """API.md ``session.rollback()``: discards the transaction's sends."""
+    """API ``session.rollback()``: discards the transaction's sends."""
     conn = make_connection()
     require(conn, "transactions")
     queue = f"queue://{unique('q')}"
@@ -252,7 +253,7 @@ def test_transacted_commit_consumes_and_rollback_redelivers(
 
 
 def test_transacted_session_close_rolls_back(make_connection, unique, drain, require) -> None:
-    """API.md/JMS: closing a transacted session rolls the transaction back: sends are
+    """API/JMS: closing a transacted session rolls the transaction back: sends are
     discarded, received messages go back (redelivered, in order)."""
     conn = make_connection()
     require(conn, "transactions")

@@ -1,6 +1,7 @@
-"""Every name of shared/API.md exists and behaves as written there.
+"""Every public name (docs/getting-started.md, "The API at a glance") exists and behaves as
+written there.
 
-Each test names the API.md line it checks. Behaviour in depth is in the other modules;
+Each test names the API line it checks. Behaviour in depth is in the other modules;
 here the point is that the surface users port Java code onto is all present.
 """
 
@@ -80,7 +81,8 @@ API_ERRORS = [
 
 
 def test_all_is_pinned() -> None:
-    """DESIGN.md: ``jmslike/__init__.py`` re-exports only, with ``__all__`` (a test pins it)."""
+    """docs/architecture.md: ``jmslike/__init__.py`` re-exports only, with ``__all__`` (a test
+    pins it)."""
     assert sorted(jmslike.__all__) == EXPECTED_ALL
     for name in jmslike.__all__:
         assert hasattr(jmslike, name), name
@@ -88,14 +90,14 @@ def test_all_is_pinned() -> None:
 
 @pytest.mark.parametrize("name", API_ERRORS)
 def test_api_errors_are_jms_exceptions(name: str) -> None:
-    """API.md: Errors (all under ``jmslike.JMSException``): IllegalStateError, ..."""
+    """API: Errors (all under ``jmslike.JMSException``): IllegalStateError, ..."""
     cls = getattr(jmslike, name)
     assert issubclass(cls, jmslike.JMSException)
     assert issubclass(jmslike.JMSException, Exception)
 
 
 def test_every_exported_error_is_a_jms_exception() -> None:
-    """API.md: every error is a ``jmslike.JMSException`` subclass."""
+    """API: every error is a ``jmslike.JMSException`` subclass."""
     errors = [
         getattr(jmslike, n)
         for n in jmslike.__all__
@@ -110,7 +112,7 @@ def test_every_exported_error_is_a_jms_exception() -> None:
 
 
 def test_session_constants_have_jms_values() -> None:
-    """API.md: Session.AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE,
+    """API: Session.AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE,
     SESSION_TRANSACTED (the JMS 2.0 values 1, 2, 3 and 0)."""
     assert Session.SESSION_TRANSACTED == 0
     assert Session.AUTO_ACKNOWLEDGE == 1
@@ -121,7 +123,7 @@ def test_session_constants_have_jms_values() -> None:
 
 
 def test_connection_factory_keywords(provider_url: str) -> None:
-    """API.md: ``ConnectionFactory(url, user=, password=)`` and
+    """API: ``ConnectionFactory(url, user=, password=)`` and
     ``ConnectionFactory(url, enable_ordering_group=True, default_ordering_group_name=...)``;
     also ``ConnectionFactory.from_config`` exists."""
     ConnectionFactory(provider_url, user="u", password="p")
@@ -133,7 +135,7 @@ def test_connection_factory_keywords(provider_url: str) -> None:
 
 
 def test_connection_surface(factory: ConnectionFactory, unique) -> None:
-    """API.md: ``with cf.create_connection() as connection``; client_id, capabilities,
+    """API: ``with cf.create_connection() as connection``; client_id, capabilities,
     set_exception_listener, create_session, start/stop/close."""
     with factory.create_connection() as connection:
         assert connection.client_id is None
@@ -153,7 +155,7 @@ def test_connection_surface(factory: ConnectionFactory, unique) -> None:
 
 
 def test_connection_with_credentials(factory: ConnectionFactory) -> None:
-    """API.md: ``create_connection(user, password)``: the given login is the one used,
+    """API: ``create_connection(user, password)``: the given login is the one used,
     over the URL's. Where the broker checks logins (the URL carries one: RabbitMQ and
     Artemis here, which also know user/secret), a wrong password is refused with
     JMSSecurityError, and the password is not in the message."""
@@ -168,7 +170,7 @@ def test_connection_with_credentials(factory: ConnectionFactory) -> None:
 
 
 def test_capabilities_as_expected(connection, provider_case) -> None:
-    """API.md: ``connection.capabilities`` says what the broker does natively (ORD-16).
+    """API: ``connection.capabilities`` says what the broker does natively (ORD-16).
     Exactly the expected ones are on: a capability that turns off would silently turn
     its tests into skips (docs/providers.md is the matrix these lists follow)."""
     caps = connection.capabilities
@@ -196,7 +198,7 @@ def test_capabilities_as_expected(connection, provider_case) -> None:
     ],
 )
 def test_create_session_variants(connection, args, kwargs, mode) -> None:
-    """API.md: ``create_session(transacted=False, acknowledge_mode=...)``, defaults False and
+    """API: ``create_session(transacted=False, acknowledge_mode=...)``, defaults False and
     AUTO_ACKNOWLEDGE; SESSION_TRANSACTED makes a transacted session."""
     with connection.create_session(*args, **kwargs) as session:
         assert session.acknowledge_mode == mode
@@ -204,7 +206,7 @@ def test_create_session_variants(connection, args, kwargs, mode) -> None:
 
 
 def test_destinations(connection, unique) -> None:
-    """API.md: ``session.create_queue``, ``create_topic``; destinations as strings
+    """API: ``session.create_queue``, ``create_topic``; destinations as strings
     ``"queue://orders"``, ``"topic://prices"``."""
     session = connection.create_session()
     q = session.create_queue("orders")
@@ -227,7 +229,7 @@ def test_destinations(connection, unique) -> None:
 
 
 def test_producer_attributes(connection, unique) -> None:
-    """API.md: ``producer.delivery_mode / priority / time_to_live / delivery_delay``."""
+    """API: ``producer.delivery_mode / priority / time_to_live / delivery_delay``."""
     session = connection.create_session()
     producer = session.create_producer(f"queue://{unique('q')}")
     assert producer.delivery_mode == DeliveryMode.PERSISTENT
@@ -245,7 +247,7 @@ def test_producer_attributes(connection, unique) -> None:
 
 
 def test_producer_ordering_group_calls(connection, unique) -> None:
-    """API.md: ``enable_ordering_group("joe")`` (None -> generated name),
+    """API: ``enable_ordering_group("joe")`` (None -> generated name),
     ``disable_ordering_group()``, ``set_unit_of_order("joe")``, ``producer.ordering_group``."""
     session = connection.create_session()
     producer = session.create_producer(f"queue://{unique('q')}")
@@ -264,7 +266,7 @@ def test_producer_ordering_group_calls(connection, unique) -> None:
 
 
 def test_send_with_keywords(connection, unique) -> None:
-    """API.md: ``producer.send(msg, delivery_mode=DeliveryMode.PERSISTENT, priority=4,
+    """API: ``producer.send(msg, delivery_mode=DeliveryMode.PERSISTENT, priority=4,
     time_to_live=0.0)``."""
     session = connection.create_session()
     name = unique("q")
@@ -296,7 +298,7 @@ def test_send_with_keywords(connection, unique) -> None:
     reason="BROKER-LIMIT: RabbitMQ has no queue selectors (capability selectors)",
 )
 def test_consumer_surface(connection, unique) -> None:
-    """API.md: ``consumer.receive(timeout=5.0)`` (None on timeout), ``receive_no_wait()``,
+    """API: ``consumer.receive(timeout=5.0)`` (None on timeout), ``receive_no_wait()``,
     ``set_message_listener(fn)`` / ``consumer.message_listener = fn``; ``message_selector=``."""
     session = connection.create_session()
     name = unique("q")
@@ -318,7 +320,7 @@ def test_consumer_surface(connection, unique) -> None:
 
 
 def test_message_factories_and_bodies(connection) -> None:
-    """API.md: ``create_text_message(text)``, ``create_bytes_message(data)``,
+    """API: ``create_text_message(text)``, ``create_bytes_message(data)``,
     ``create_map_message(mapping)``, ``create_message()``; ``msg.text`` / ``msg.body``."""
     session = connection.create_session()
     text = session.create_text_message("hi")
@@ -347,7 +349,7 @@ TYPED = [
 
 @pytest.mark.parametrize(("kind", "value"), TYPED)
 def test_typed_property_accessors(connection, kind, value) -> None:
-    """API.md: properties through ``msg.set_string_property(name, value)`` (and int, long,
+    """API: properties through ``msg.set_string_property(name, value)`` (and int, long,
     float, double, boolean, object variants), ``msg.get_string_property(name)``."""
     msg = connection.create_session().create_message()
     getattr(msg, f"set_{kind}_property")("p", value)
@@ -358,7 +360,7 @@ def test_typed_property_accessors(connection, kind, value) -> None:
 
 
 def test_properties_mapping_is_read_only(connection) -> None:
-    """API.md: ``msg.property_names()``, and the dict view ``msg.properties``."""
+    """API: ``msg.property_names()``, and the dict view ``msg.properties``."""
     msg = connection.create_session().create_message()
     msg.set_string_property("a", "1")
     msg.set_int_property("b", 2)
@@ -387,7 +389,7 @@ HEADERS = [
 
 
 def test_header_attributes_and_group_accessors(connection, unique) -> None:
-    """API.md: headers as attributes ``jms_message_id`` ... ``jms_delivery_time``; the
+    """API: headers as attributes ``jms_message_id`` ... ``jms_delivery_time``; the
     delivery count as ``JMSXDeliveryCount``; ``msg.ordering_group``, ``JMSXGroupID``,
     ``JMSXGroupSeq``."""
     session = connection.create_session()
@@ -415,7 +417,7 @@ def test_header_attributes_and_group_accessors(connection, unique) -> None:
     reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_session_verbs_exist(connection, unique, require) -> None:
-    """API.md: ``msg.acknowledge(); session.recover(); session.commit(); session.rollback()``,
+    """API: ``msg.acknowledge(); session.recover(); session.commit(); session.rollback()``,
     ``create_browser``, ``create_durable_subscriber``, ``create_shared_consumer``,
     ``unsubscribe``, ``create_temporary_queue``."""
     require(connection, "temporary_destinations")
@@ -443,7 +445,7 @@ def test_session_verbs_exist(connection, unique, require) -> None:
     reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_context_managers(factory, unique) -> None:
-    """API.md: objects that hold a network resource are context managers."""
+    """API: objects that hold a network resource are context managers."""
     name = f"queue://{unique('q')}"
     with factory.create_connection() as connection:
         with connection.create_session() as session:
@@ -465,7 +467,7 @@ def test_context_managers(factory, unique) -> None:
 
 
 def test_message_listener_container(factory, unique) -> None:
-    """API.md: ``with jmslike.MessageListenerContainer(cf, "queue://orders", on_message,
+    """API: ``with jmslike.MessageListenerContainer(cf, "queue://orders", on_message,
     concurrency=8, acknowledge_mode=Session.AUTO_ACKNOWLEDGE) as container``;
     ``container.stop()``."""
     name = f"queue://{unique('q')}"

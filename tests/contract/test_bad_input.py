@@ -1,10 +1,10 @@
 """Bad input: each mistake raises the right ``jmslike.JMSException`` subclass, at the call
 that got it, with a message naming the bad value, and nothing is sent.
 
-API.md: "every error is a ``jmslike.JMSException`` subclass"; config.py: "An unknown key
-or a value of the wrong type is an error naming the key"; producer.py: "Everything that
-can be wrong with a send is checked before the provider sees it ... so a bad call raises
-and sends nothing".
+The API (docs/getting-started.md): "every error is a ``jmslike.JMSException`` subclass";
+config.py: "An unknown key or a value of the wrong type is an error naming the key";
+producer.py: "Everything that can be wrong with a send is checked before the provider sees
+it ... so a bad call raises and sends nothing".
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _assert_empty(connection, queue: str) -> None:
     ],
 )
 def test_malformed_url(url, shown) -> None:
-    """API.md ConnectionFactory(url): a malformed URL raises a JMSException (a
+    """API ConnectionFactory(url): a malformed URL raises a JMSException (a
     ConfigurationError) naming it, before any connection is made."""
     with pytest.raises(jmslike.ConfigurationError) as info:
         ConnectionFactory(url)
@@ -63,7 +63,7 @@ def test_malformed_url(url, shown) -> None:
 
 
 def test_unknown_scheme_lists_known_schemes() -> None:
-    """API.md / spi registry: an unknown scheme is named, with the known schemes."""
+    """API / spi registry: an unknown scheme is named, with the known schemes."""
     with pytest.raises(jmslike.ConfigurationError) as info:
         ConnectionFactory("nosuchbroker://host:1234")
     message = str(info.value)
@@ -115,7 +115,7 @@ def test_bad_url_query(provider_url, query, names) -> None:
     ],
 )
 def test_bad_factory_keyword(provider_url, settings, names) -> None:
-    """API.md ConnectionFactory(url, **settings): an unknown or wrongly typed setting is an
+    """API ConnectionFactory(url, **settings): an unknown or wrongly typed setting is an
     error naming it."""
     with pytest.raises(jmslike.ConfigurationError) as info:
         ConnectionFactory(provider_url, **settings)
@@ -138,14 +138,14 @@ def test_fractional_int_setting_rejected(provider_url, settings) -> None:
 
 @pytest.mark.parametrize("mode", [7, -1, True, "1", None])
 def test_unknown_acknowledge_mode(connection, mode) -> None:
-    """API.md create_session(acknowledge_mode=...): only the four Session constants."""
+    """API create_session(acknowledge_mode=...): only the four Session constants."""
     with pytest.raises(jmslike.InvalidArgumentError) as info:
         connection.create_session(False, mode)
     assert repr(mode) in str(info.value)
 
 
 def test_transacted_must_be_bool(connection) -> None:
-    """API.md create_session(transacted=False, ...): transacted is a bool."""
+    """API create_session(transacted=False, ...): transacted is a bool."""
     with pytest.raises(jmslike.InvalidArgumentError) as info:
         connection.create_session("yes")
     assert "'yes'" in str(info.value)
@@ -179,7 +179,7 @@ BAD_PROPERTY_NAMES = [
 
 @pytest.mark.parametrize("name", BAD_PROPERTY_NAMES)
 def test_bad_property_name(connection, name) -> None:
-    """API.md properties / JMS 3.5.1: a property name is a Java identifier, not a selector
+    """API properties / JMS 3.5.1: a property name is a Java identifier, not a selector
     reserved word (NULL, TRUE, FALSE, NOT, AND, OR, BETWEEN, LIKE, IN, IS, ESCAPE), and not
     starting with JMS unless JMSX or JMS_; else MessageFormatError naming it."""
     msg = connection.create_session().create_message()
@@ -211,7 +211,7 @@ def test_good_property_names(connection, name) -> None:
     ],
 )
 def test_bad_property_value(connection, value, shown) -> None:
-    """API.md set_object_property: only bool, int (64-bit), float and str are JMS property
+    """API set_object_property: only bool, int (64-bit), float and str are JMS property
     values; anything else is MessageFormatError naming the value."""
     msg = connection.create_session().create_message()
     with pytest.raises(jmslike.MessageFormatError) as info:
@@ -236,7 +236,7 @@ def test_bad_property_value(connection, value, shown) -> None:
     ],
 )
 def test_typed_setter_refuses_wrong_value(connection, setter, value) -> None:
-    """API.md typed setters: a value outside the JMS type (range or kind) is
+    """API typed setters: a value outside the JMS type (range or kind) is
     MessageFormatError naming the value."""
     msg = connection.create_session().create_message()
     with pytest.raises(jmslike.MessageFormatError) as info:
@@ -256,14 +256,14 @@ def test_typed_setter_refuses_wrong_value(connection, setter, value) -> None:
     ],
 )
 def test_bad_message_body(connection, factory_name, value) -> None:
-    """API.md message factories: a body of the wrong type is MessageFormatError."""
+    """API message factories: a body of the wrong type is MessageFormatError."""
     session = connection.create_session()
     with pytest.raises(jmslike.MessageFormatError):
         getattr(session, factory_name)(value)
 
 
 def test_send_not_a_message(connection, unique) -> None:
-    """API.md producer.send(msg): only jmslike messages can be sent; nothing is sent."""
+    """API producer.send(msg): only jmslike messages can be sent; nothing is sent."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
     producer = session.create_producer(queue)
@@ -298,7 +298,7 @@ BAD_PRODUCER_VALUES = [
 
 @pytest.mark.parametrize(("attr", "value"), BAD_PRODUCER_VALUES)
 def test_bad_producer_setting(connection, unique, attr, value) -> None:
-    """API.md producer.delivery_mode / priority / time_to_live / delivery_delay and the send
+    """API producer.delivery_mode / priority / time_to_live / delivery_delay and the send
     keywords: a bad value is InvalidArgumentError naming it; the default is kept and
     nothing is sent."""
     queue = f"queue://{unique('q')}"
@@ -317,7 +317,7 @@ def test_bad_producer_setting(connection, unique, attr, value) -> None:
 
 @pytest.mark.parametrize("attr", ["time_to_live", "delivery_delay"])
 def test_infinite_duration_is_refused_or_works(connection, unique, attr) -> None:
-    """API.md: every error is a JMSException. An infinite time_to_live/delivery_delay must
+    """API: every error is a JMSException. An infinite time_to_live/delivery_delay must
     either be refused with InvalidArgumentError or be usable; it may not blow up in send
     with a foreign exception."""
     session = connection.create_session()
@@ -333,7 +333,7 @@ def test_infinite_duration_is_refused_or_works(connection, unique, attr) -> None
 
 @pytest.mark.parametrize("timeout", [-1, -0.5, "1", pytest.param(math.nan, id="nan")])
 def test_bad_receive_timeout(connection, unique, timeout) -> None:
-    """API.md consumer.receive(timeout=...): seconds >= 0 or None; else
+    """API consumer.receive(timeout=...): seconds >= 0 or None; else
     InvalidArgumentError naming the value (NaN must not wait forever)."""
     consumer = connection.create_session().create_consumer(f"queue://{unique('q')}")
     connection.start()
@@ -358,7 +358,7 @@ def test_bad_receive_timeout(connection, unique, timeout) -> None:
 
 
 def test_infinite_receive_timeout_waits(connection, unique) -> None:
-    """API.md receive(timeout=...): float seconds; an infinite timeout is "wait until a
+    """API receive(timeout=...): float seconds; an infinite timeout is "wait until a
     message comes" (like None) or an InvalidArgumentError -- never a foreign exception."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -402,7 +402,7 @@ BAD_DESTINATIONS = [
 
 @pytest.mark.parametrize("dest", BAD_DESTINATIONS)
 def test_bad_destination(connection, unique, dest) -> None:
-    """API.md: destinations as ``"queue://orders"`` / ``"topic://prices"``; anything else is
+    """API: destinations as ``"queue://orders"`` / ``"topic://prices"``; anything else is
     InvalidDestinationError naming it, for consumers, producers, browsers and sends."""
     session = connection.create_session()
     shown = repr(dest)[:20] if not isinstance(dest, str) else dest.partition("://")[2][:20]
@@ -421,7 +421,7 @@ def test_bad_destination(connection, unique, dest) -> None:
 
 @pytest.mark.parametrize("name", ["", "x" * 256, 5, None])
 def test_bad_queue_or_topic_name(connection, name) -> None:
-    """API.md session.create_queue(name) / create_topic(name): a non-empty str of at most
+    """API session.create_queue(name) / create_topic(name): a non-empty str of at most
     255 characters, else InvalidDestinationError."""
     session = connection.create_session()
     for create in (session.create_queue, session.create_topic):
@@ -431,7 +431,7 @@ def test_bad_queue_or_topic_name(connection, name) -> None:
 
 
 def test_send_without_destination(connection, unique) -> None:
-    """API.md create_producer(None): send with no destination is InvalidDestinationError;
+    """API create_producer(None): send with no destination is InvalidDestinationError;
     a producer with a destination refuses another one (InvalidArgumentError)."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -446,7 +446,7 @@ def test_send_without_destination(connection, unique) -> None:
 
 
 def test_wrong_kind_of_destination(connection, unique, require) -> None:
-    """API.md create_browser(queue), create_durable_subscriber(topic, name),
+    """API create_browser(queue), create_durable_subscriber(topic, name),
     create_shared_consumer(topic, name): the wrong kind is InvalidDestinationError."""
     session = connection.create_session()
     topic, queue = f"topic://{unique('t')}", f"queue://{unique('q')}"
@@ -461,7 +461,7 @@ def test_wrong_kind_of_destination(connection, unique, require) -> None:
 
 @pytest.mark.parametrize("name", ["", 5, None])
 def test_bad_subscription_name(connection, unique, name) -> None:
-    """API.md create_durable_subscriber(topic, "sub-name"), create_shared_consumer,
+    """API create_durable_subscriber(topic, "sub-name"), create_shared_consumer,
     unsubscribe: the name is a non-empty str."""
     connection.client_id = unique("c")
     session = connection.create_session()
@@ -478,7 +478,7 @@ def test_bad_subscription_name(connection, unique, name) -> None:
 
 @pytest.mark.parametrize("selector", ["color = ", "a == 1", "region IN ()", "'unterminated"])
 def test_bad_selector(connection, unique, require, selector) -> None:
-    """API.md create_consumer(queue, message_selector=...): a selector that does not parse is
+    """API create_consumer(queue, message_selector=...): a selector that does not parse is
     InvalidSelectorError naming it."""
     require(connection, "selectors")
     session = connection.create_session()
@@ -491,7 +491,7 @@ def test_bad_selector(connection, unique, require, selector) -> None:
 
 
 def test_listeners_must_be_callable(connection, unique) -> None:
-    """API.md set_exception_listener(fn), set_message_listener(fn): fn must be callable."""
+    """API set_exception_listener(fn), set_message_listener(fn): fn must be callable."""
     with pytest.raises(jmslike.InvalidArgumentError):
         connection.set_exception_listener("not callable")
     consumer = connection.create_session().create_consumer(f"queue://{unique('q')}")
@@ -528,7 +528,7 @@ def test_listener_cannot_stop_or_close_its_own_connection(connection, unique) ->
 
 
 def test_bad_container_arguments(factory) -> None:
-    """API.md MessageListenerContainer(cf, destination, on_message, concurrency=N,
+    """API MessageListenerContainer(cf, destination, on_message, concurrency=N,
     acknowledge_mode=...): bad arguments raise and leave nothing running."""
     with pytest.raises(jmslike.InvalidArgumentError):
         jmslike.MessageListenerContainer(factory, "queue://x", print, concurrency=0)
@@ -557,7 +557,7 @@ def _closed_objects(connection, unique):
 
 @pytest.mark.parametrize("close", ["connection", "session", "each"])
 def test_calls_on_closed_objects(make_connection, unique, close) -> None:
-    """JMS / API.md: any call on a closed connection, session, producer or consumer raises
+    """JMS / API: any call on a closed connection, session, producer or consumer raises
     IllegalStateError (closing again is allowed); a receive blocked at close returns None."""
     connection = make_connection()
     queue, session, producer, consumer, browser, received = _closed_objects(connection, unique)
@@ -652,7 +652,7 @@ def test_closed_producer_setters(connection, unique, attr, value) -> None:
 
 @pytest.mark.parametrize("closer", ["connection", "session", "consumer"])
 def test_blocked_receive_returns_none_on_close(make_connection, unique, closer) -> None:
-    """API.md/consumer.receive: a receive waiting when its consumer, session or connection is
+    """API/consumer.receive: a receive waiting when its consumer, session or connection is
     closed (from another thread) returns None promptly."""
     connection = make_connection()
     session = connection.create_session()

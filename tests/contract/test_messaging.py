@@ -1,6 +1,7 @@
-"""Plain JMS messaging: queues, topics, messages, listeners, lifecycle (shared/API.md).
+"""Plain JMS messaging: queues, topics, messages, listeners, lifecycle (docs/getting-started.md).
 
-Each docstring names the API.md line (or JMS rule it restates) that the test checks.
+Each docstring names the API call (docs/getting-started.md), or the JMS rule it restates,
+that the test checks.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _send_texts(session, destination, bodies, **kwargs) -> None:
 
 
 def test_queue_each_message_once_across_competing_consumers(make_connection, unique) -> None:
-    """API.md: Queue (point-to-point): each message goes to exactly one of the competing
+    """API: Queue (point-to-point): each message goes to exactly one of the competing
     consumers."""
     queue = f"queue://{unique('q')}"
     conn = make_connection()
@@ -52,7 +53,7 @@ def test_queue_each_message_once_across_competing_consumers(make_connection, uni
 
 
 def test_queue_keeps_messages_until_a_consumer_comes(connection, unique, drain) -> None:
-    """API.md: a queue holds messages for a consumer created later; one producer to one
+    """API: a queue holds messages for a consumer created later; one producer to one
     consumer keeps send order (JMS)."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -87,7 +88,7 @@ def test_burst_of_non_persistent_sends_then_close_loses_nothing(
 
 
 def test_topic_each_subscriber_gets_a_copy(make_connection, unique, drain) -> None:
-    """API.md: Topic (publish/subscribe): each subscriber gets its own copy; a subscriber
+    """API: Topic (publish/subscribe): each subscriber gets its own copy; a subscriber
     created after a publish does not get it."""
     topic = f"topic://{unique('t')}"
     conn = make_connection()
@@ -104,7 +105,7 @@ def test_topic_each_subscriber_gets_a_copy(make_connection, unique, drain) -> No
 
 
 def test_topic_copies_are_independent(connection, unique) -> None:
-    """API.md: each subscription has its own copy: clearing one does not change another."""
+    """API: each subscription has its own copy: clearing one does not change another."""
     topic = f"topic://{unique('t')}"
     s1, s2 = connection.create_session(), connection.create_session()
     sub1, sub2 = s1.create_consumer(topic), s2.create_consumer(topic)
@@ -152,7 +153,7 @@ def _check_all_properties(msg: Message) -> None:
 
 @pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
-    """API.md: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
+    """API: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
     ``jms_reply_to``, ``jms_type``, ``jms_priority``, ``jms_delivery_mode``,
     ``jms_timestamp``, ``jms_expiration``, ``jms_destination``, ``jms_message_id``."""
     name = unique("q")
@@ -201,7 +202,7 @@ def test_message_round_trip_with_properties_and_headers(connection, unique, kind
 
 
 def test_message_ids_are_unique(connection, unique, drain) -> None:
-    """API.md: ``jms_message_id`` identifies each sent message."""
+    """API: ``jms_message_id`` identifies each sent message."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
     producer = session.create_producer(queue)
@@ -217,7 +218,7 @@ def test_message_ids_are_unique(connection, unique, drain) -> None:
 
 @pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
 def test_received_message_is_read_only_until_cleared(connection, unique, kind) -> None:
-    """API.md/JMS: a received message is read-only (MessageNotWriteableError) until
+    """API/JMS: a received message is read-only (MessageNotWriteableError) until
     ``clear_properties()`` / ``clear_body()``."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -262,7 +263,7 @@ def test_received_message_is_read_only_until_cleared(connection, unique, kind) -
 
 
 def test_sender_may_reuse_a_message(connection, unique, drain) -> None:
-    """message.py/API.md: senders may reuse a message after ``send``; what was sent does
+    """message.py/API: senders may reuse a message after ``send``; what was sent does
     not change."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -284,7 +285,7 @@ def test_sender_may_reuse_a_message(connection, unique, drain) -> None:
 
 
 def test_receive_timeout_returns_none(connection, unique) -> None:
-    """API.md: ``consumer.receive(timeout=5.0)`` returns None on timeout."""
+    """API: ``consumer.receive(timeout=5.0)`` returns None on timeout."""
     consumer = connection.create_session().create_consumer(f"queue://{unique('q')}")
     connection.start()
     started = time.monotonic()
@@ -294,7 +295,7 @@ def test_receive_timeout_returns_none(connection, unique) -> None:
 
 
 def test_receive_before_start_then_start_delivers(connection, unique) -> None:
-    """API.md: ``create_connection()`` gives a stopped connection: receive before
+    """API: ``create_connection()`` gives a stopped connection: receive before
     ``start()`` gets nothing; a receive waiting across ``start()`` gets the message."""
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -314,7 +315,7 @@ def test_receive_before_start_then_start_delivers(connection, unique) -> None:
 
 
 def test_stop_pauses_delivery(connection, unique) -> None:
-    """API.md/JMS: ``connection.stop()`` pauses delivery to receivers and listeners;
+    """API/JMS: ``connection.stop()`` pauses delivery to receivers and listeners;
     ``start()`` resumes it."""
     q1, q2 = f"queue://{unique('q')}", f"queue://{unique('q')}"
     session = connection.create_session()
@@ -343,7 +344,7 @@ def test_stop_pauses_delivery(connection, unique) -> None:
 
 
 def test_listeners_run_off_main_thread_one_at_a_time_per_session(connection, unique) -> None:
-    """DESIGN.md thread model/JMS: listeners run on the session's thread, not the caller's,
+    """docs/threading.md/JMS: listeners run on the session's thread, not the caller's,
     one message at a time per session."""
     queues = [f"queue://{unique('q')}" for _ in range(3)]
     session = connection.create_session()
@@ -379,7 +380,7 @@ def test_listeners_run_off_main_thread_one_at_a_time_per_session(connection, uni
 
 
 def test_exception_listener_gets_listener_error(make_factory, make_connection, unique) -> None:
-    """DESIGN.md/API.md: a listener that raises goes to the exception listener as a
+    """docs/threading.md/API: a listener that raises goes to the exception listener as a
     ``ListenerError`` (its cause the original); delivery goes on."""
     factory = make_factory(max_redeliveries=0)
     connection = make_connection(factory)
@@ -424,7 +425,7 @@ def test_receive_not_allowed_with_listener(connection, unique) -> None:
 
 
 def test_client_id_rules(make_factory, make_connection, unique) -> None:
-    """API.md: ``connection.client_id`` settable before first use (JMS setClientID), once;
+    """API: ``connection.client_id`` settable before first use (JMS setClientID), once;
     a client id in use on another connection raises InvalidClientIDError; also a factory
     setting."""
     client_id = unique("app")
@@ -450,7 +451,7 @@ def test_client_id_rules(make_factory, make_connection, unique) -> None:
 
 
 def test_factory_client_id_clash(make_factory, make_connection, unique) -> None:
-    """API.md: client id is also a factory setting; two live connections may not share it."""
+    """API: client id is also a factory setting; two live connections may not share it."""
     factory = make_factory(client_id=unique("cfg"))
     make_connection(factory)
     with pytest.raises(jmslike.InvalidClientIDError):
@@ -487,7 +488,7 @@ def test_refused_client_id_leaves_nothing_open(make_factory, make_connection, un
 
 
 def test_priority_orders_messages_in_no_group(connection, unique, drain, require) -> None:
-    """API.md ``priority``/ORD-12: priority orders messages across groups (and in no group):
+    """API ``priority``/ORD-12: priority orders messages across groups (and in no group):
     higher first, FIFO within one priority."""
     require(connection, "priority")
     queue = f"queue://{unique('q')}"
@@ -501,7 +502,7 @@ def test_priority_orders_messages_in_no_group(connection, unique, drain, require
 
 
 def test_delivery_delay(connection, unique, require) -> None:
-    """API.md ``producer.delivery_delay``: a message is not delivered before its delay."""
+    """API ``producer.delivery_delay``: a message is not delivered before its delay."""
     require(connection, "delivery_delay")
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -526,7 +527,7 @@ def test_delivery_delay(connection, unique, require) -> None:
     reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:
-    """API.md ``producer.time_to_live``: an expired message is never delivered."""
+    """API ``producer.time_to_live``: an expired message is never delivered."""
     require(connection, "time_to_live")
     queue = f"queue://{unique('q')}"
     session = connection.create_session()
@@ -544,7 +545,7 @@ def test_time_to_live_expired_never_delivered(connection, unique, drain, require
 
 
 def test_temporary_queue_request_reply(make_connection, unique, require) -> None:
-    """API.md: ``session.create_temporary_queue()`` and ``jms_reply_to``: request/reply."""
+    """API: ``session.create_temporary_queue()`` and ``jms_reply_to``: request/reply."""
     requester = make_connection()
     require(requester, "temporary_destinations")
     responder = make_connection()
@@ -685,7 +686,7 @@ def test_deleted_temporary_queues_leave_nothing_behind(make_connection, require)
 def test_durable_subscription_keeps_messages_while_away(
     make_connection, unique, drain, require
 ) -> None:
-    """API.md: ``session.create_durable_subscriber(topic, "sub-name")`` keeps messages
+    """API: ``session.create_durable_subscriber(topic, "sub-name")`` keeps messages
     while its subscriber is away; ``unsubscribe`` deletes it."""
     conn = make_connection()
     require(conn, "durable_subscriptions")
@@ -722,7 +723,7 @@ def test_durable_subscriber_needs_client_id(connection, unique, require) -> None
 
 
 def test_unsubscribe_unknown_name(connection, unique, require) -> None:
-    """API.md ``unsubscribe``: an unknown subscription name is an error (JMS
+    """API ``unsubscribe``: an unknown subscription name is an error (JMS
     InvalidDestinationException)."""
     require(connection, "durable_subscriptions")
     connection.client_id = unique("client")
@@ -733,7 +734,7 @@ def test_unsubscribe_unknown_name(connection, unique, require) -> None:
 
 
 def test_shared_consumer_splits_messages(make_connection, unique, drain, require) -> None:
-    """API.md ``create_shared_consumer``: consumers of one shared subscription split its
+    """API ``create_shared_consumer``: consumers of one shared subscription split its
     messages; another subscription still gets every message."""
     conn = make_connection()
     require(conn, "shared_subscriptions")
@@ -760,7 +761,7 @@ def test_shared_consumer_splits_messages(make_connection, unique, drain, require
 
 
 def test_browser_lists_in_delivery_order(connection, unique, drain, require) -> None:
-    """API.md: ``browser = session.create_browser(queue)`` is iterable, in delivery order;
+    """API: ``browser = session.create_browser(queue)`` is iterable, in delivery order;
     browsing takes nothing."""
     require(connection, "browsers")
     queue = f"queue://{unique('q')}"
@@ -781,7 +782,7 @@ def test_browser_lists_in_delivery_order(connection, unique, drain, require) -> 
 
 
 def test_browser_with_selector(connection, unique, require) -> None:
-    """API.md ``create_browser(queue, message_selector=...)`` lists matching messages."""
+    """API ``create_browser(queue, message_selector=...)`` lists matching messages."""
     require(connection, "browsers")
     require(connection, "selectors")
     queue = f"queue://{unique('q')}"
@@ -824,7 +825,7 @@ def test_browsed_messages_are_as_sent_after_receiver_changed_its_copy(
 def test_selector_sees_message_as_sent_after_receiver_changed_its_copy(
     connection, unique, require
 ) -> None:
-    """API.md message_selector + message.py ("the receiver may clear and change its copy"):
+    """API message_selector + message.py ("the receiver may clear and change its copy"):
     a message given back after the receiver changed its copy is selected by its properties
     as sent: a consumer for color = 'red' gets it, one for color = 'blue' does not."""
     require(connection, "selectors")

@@ -1,4 +1,4 @@
-"""Ordering groups: every rule of shared/ORDERING.md that a provider must keep.
+"""Ordering groups: every rule of docs/ordering.md that a provider must keep.
 
 Each test's docstring cites the ORD rule(s) it checks. Message bodies are written
 ``"<group>:<n>"`` (or ``"u<n>"`` for messages in no group) so that failures read easily.
@@ -1297,7 +1297,7 @@ def test_ord17_container_spreads_ungrouped_messages(factory, make_connection, un
 def test_ord17_container_stop_finishes_messages_in_hand(
     factory, make_connection, unique, drain
 ) -> None:
-    """ORD-17 + ORD-10 / API.md ``container.stop()`` drains and closes: stop waits for the
+    """ORD-17 + ORD-10 / API ``container.stop()`` drains and closes: stop waits for the
     message in hand to finish, which is then done (not given to anyone again); the rest
     stays on the queue in order."""
     queue = f"queue://{unique('q')}"

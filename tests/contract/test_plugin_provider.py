@@ -1,6 +1,6 @@
 """A test installs a tiny provider from a test plugin and uses it through the public API.
 
-DESIGN.md: providers register through the ``jmslike_register_providers`` hook, found via
+docs/architecture.md: providers register through the ``jmslike_register_providers`` hook, found via
 the ``jmslike`` entry-point group exactly like third-party ones; ``registry.register()``
 and ``add_plugin`` serve tests and applications; ``JMSLIKE_DISABLE_PLUGINS=1`` skips
 entry points but keeps the built-in ``embedded://``.
@@ -257,7 +257,7 @@ def _run(script: str, root: Path, **env_extra: str) -> subprocess.CompletedProce
 
 
 def test_entry_point_plugin_provider_through_public_api(tmp_path: Path) -> None:
-    """DESIGN.md plugins: a provider from a third-party distribution, found through the
+    """docs/architecture.md, plugins: a provider from a third-party distribution, found through the
     ``jmslike`` entry-point group, serves its URL scheme through the public API (and the
     ordering engine stamps groups whatever the provider, ORD-4)."""
     _write_plugin(tmp_path)

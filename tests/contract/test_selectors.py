@@ -1,4 +1,5 @@
-"""Selectors as the broker applies them (API.md message_selector, JMS 2.0 section 3.8.1).
+"""Selectors as the broker applies them (the API's message_selector,
+docs/getting-started.md; JMS 2.0 section 3.8.1).
 
 A provider may hand the broker a selector in the broker's own dialect (Artemis' Core
 filters name JMS headers differently); these tests check that only header identifiers and
@@ -31,7 +32,7 @@ def _send(session, queue: str) -> None:
 def test_selector_literals_that_look_like_header_values_are_kept(
     connection, unique, require, drain
 ) -> None:
-    """API.md message_selector: ``status = 'PERSISTENT'`` compares the property with that
+    """API message_selector: ``status = 'PERSISTENT'`` compares the property with that
     very string, however the broker spells JMSDeliveryMode's values, and a selector on
     JMSDeliveryMode still selects by delivery mode."""
     require(connection, "selectors")
@@ -55,7 +56,7 @@ def test_selector_literals_that_look_like_header_values_are_kept(
 def test_browser_selector_literals_that_look_like_header_values_are_kept(
     connection, unique, require
 ) -> None:
-    """API.md create_browser(queue, message_selector=...): the same selectors list the same
+    """API create_browser(queue, message_selector=...): the same selectors list the same
     messages when browsing (Artemis browses through its management API)."""
     require(connection, "browsers")
     require(connection, "selectors")

@@ -1,4 +1,4 @@
-"""Strictly ordered destinations (ORD-18 of shared/ORDERING.md).
+"""Strictly ordered destinations (ORD-18 of docs/ordering.md).
 
 A destination declared strictly ordered (by the factory's ``strictly_ordered`` setting,
 its URL query, or ``create_consumer(..., strictly_ordered=True)``) has at most one active

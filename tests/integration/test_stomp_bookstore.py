@@ -8,7 +8,7 @@ group's order is its producer's send order, ORD-8). Four competing consumers the
 through the queue, each recording every message it processes as one JSON line:
 ``(customer, seq, pid, worker, start, end, ...)``.
 
-The parent process reads those lines back and checks the promise of ORDERING.md:
+The parent process reads those lines back and checks the promise of docs/ordering.md:
 
 * every message processed, and processed once; a message seen again must be a marked
   redelivery (ORD-11), and then the group's final outcome must still be in order;

@@ -156,17 +156,18 @@ XFAIL: dict[tuple[str, str], str] = {
     ("java-core-to-jmslike-stomp", "properties"): _STRINGS_TO_JMSLIKE,
     ("java-openwire-to-jmslike-stomp-classic", "map"): (
         "BROKER-LIMIT: ActiveMQ Classic sends a MapMessage to a STOMP subscriber as an empty "
-        "frame (Debian's build cannot use the jms-map-json transformation, BROKERS.md): "
+        "frame (Debian's build cannot use the jms-map-json transformation, docs/providers.md): "
         "jmslike reads an empty TextMessage"
     ),
     ("java-openwire-to-jmslike-stomp-classic", "properties"): _STRINGS_TO_JMSLIKE,
     ("java-openwire-to-jmslike-stomp-classic", "groups"): (
         "BROKER-LIMIT: ActiveMQ Classic's MESSAGE frames carry neither JMSXGroupID nor "
-        "JMSXGroupSeq (BROKERS.md): the broker keeps the group, but a jmslike STOMP consumer "
-        "cannot read a Java sender's group name"
+        "JMSXGroupSeq (docs/providers.md): the broker keeps the group, but a jmslike STOMP "
+        "consumer cannot read a Java sender's group name"
     ),
     ("java-openwire-to-jmslike-stomp-classic", "group_seq"): (
-        "BROKER-LIMIT: ActiveMQ Classic's MESSAGE frames do not carry JMSXGroupSeq (BROKERS.md)"
+        "BROKER-LIMIT: ActiveMQ Classic's MESSAGE frames do not carry JMSXGroupSeq "
+        "(docs/providers.md)"
     ),
     ("jmslike-stomp-to-java-openwire-classic", "map"): _MAP_TO_JAVA.format(
         broker="ActiveMQ Classic"
@@ -174,7 +175,7 @@ XFAIL: dict[tuple[str, str], str] = {
     ("jmslike-stomp-to-java-openwire-classic", "properties"): _STRINGS_TO_JAVA,
     ("jmslike-stomp-to-java-openwire-classic", "group_seq"): (
         "BROKER-LIMIT: ActiveMQ Classic re-pins a group whenever JMSXGroupSeq 1 arrives, even "
-        "while its owner holds messages (BROKERS.md), so jmslike sends the sequence in "
+        "while its owner holds messages (docs/providers.md), so jmslike sends the sequence in "
         "jmslikeGroupSeq there, not JMSXGroupSeq (ORD-4): Java reads JMSXGroupSeq 0 and "
         'finds the sequence with getIntProperty("jmslikeGroupSeq")'
     ),

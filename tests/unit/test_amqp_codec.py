@@ -1,7 +1,7 @@
 """The JMS <-> AMQP 1.0 mapping of providers/jmslike_amqp/codec.py, through proton's own
 encoder: every message is encoded to bytes and decoded again, as on the wire.
 
-What Qpid JMS and Artemis expect (notes/wire-and-anchors.md, section 0.2) is checked field
+What Qpid JMS and Artemis expect (docs/providers.md, "On the wire") is checked field
 by field: type annotations, body sections, typed properties, groups with the unsigned
 wrap of sequence -1 (ORD-4, ORD-20)."""
 

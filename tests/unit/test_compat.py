@@ -2,8 +2,8 @@
 
 Completeness is checked in both directions on live objects (instance attributes set in
 ``__init__`` only show on instances): every table entry resolves to a real attribute, and
-every public name of every API.md class has a Java name in ``JAVA_NAMES`` or a reason in
-``NOT_PORTED``. Behaviour runs on a fresh embedded broker per test.
+every public name of every API class (docs/getting-started.md) has a Java name in
+``JAVA_NAMES`` or a reason in ``NOT_PORTED``. Behaviour runs on a fresh embedded broker per test.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ API_CLASSES: list[type] = [
     jmslike.DeliveryMode,
     *API_ERRORS,
 ]
-"""The classes of shared/API.md: its code block, message types, destinations and errors."""
+"""The API's classes (docs/getting-started.md): its tour, message types, destinations and errors."""
 
 
 @pytest.fixture
