@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import InvalidArgumentError
 from jmslike.message import (
+    GROUP_ID,
     BytesMessage,
     MapMessage,
     MapValue,
@@ -21,6 +22,7 @@ from jmslike.message import (
     PropertyValue,
     TextMessage,
 )
+from jmslike.ordering import validate_group_name
 
 if TYPE_CHECKING:
     from jmslike.producer import MessageProducer
@@ -150,7 +152,9 @@ class JMSProducer:
     # ----------------------------------------------------------- properties
     def set_property(self, name: str, value: PropertyValue) -> JMSProducer:
         """A property for every later message; a bad name or value raises here, not at
-        send (the same checks as ``Message.set_object_property``)."""
+        send (the checks of ``Message.set_object_property``, and ORD-1 for JMSXGroupID)."""
+        if name == GROUP_ID:
+            validate_group_name(value, what="JMSXGroupID property")
         self._properties.set_object_property(name, value)
         return self
 

@@ -127,6 +127,9 @@ def test_jms_context_ordering_group_keeps_order(make_context: MakeContext, uniqu
         assert message.ordering_group is not None
         seen[message.ordering_group].append((message.body, message.group_sequence))
     assert seen == {group: [(f"{group}-{i}", i) for i in range(1, 6)] for group in ("joe", "ann")}
+    with pytest.raises(jmslike.InvalidOrderingGroupError, match="ORD-1"):
+        joe.set_property("JMSXGroupID", "")  # refused when set, not at the next send
+    assert not joe.property_exists("JMSXGroupID")
     joe.set_ordering_group(None).send(queue, "free")
     assert joe.get_ordering_group() is None
     rest = drain_any(consumers, 1.0)
