@@ -9,6 +9,7 @@ from jmslike.config import FactorySettings
 from jmslike.connection import Connection, ConnectionFactory
 from jmslike.consumer import MessageConsumer, QueueBrowser
 from jmslike.container import MessageListenerContainer
+from jmslike.context import JMSContext
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import (
     ConfigurationError,
@@ -30,6 +31,8 @@ from jmslike.errors import (
     TransactionInProgressError,
     TransactionRolledBackError,
 )
+from jmslike.jms_consumer import JMSConsumer
+from jmslike.jms_producer import JMSProducer
 from jmslike.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.producer import MessageProducer
 from jmslike.session import Session
@@ -53,7 +56,10 @@ __all__ = [
     "InvalidDestinationError",
     "InvalidOrderingGroupError",
     "InvalidSelectorError",
+    "JMSConsumer",
+    "JMSContext",
     "JMSException",
+    "JMSProducer",
     "JMSSecurityError",
     "ListenerError",
     "MapMessage",

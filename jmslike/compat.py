@@ -57,14 +57,23 @@ import wrapt
 from jmslike.connection import Connection, ConnectionFactory
 from jmslike.consumer import MessageConsumer, QueueBrowser
 from jmslike.container import MessageListenerContainer
+from jmslike.context import JMSContext
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import (
     IllegalStateError,
     InvalidArgumentError,
+    InvalidClientIDError,
+    InvalidDestinationError,
     InvalidSelectorError,
     JMSException,
+    JMSSecurityError,
     MessageFormatError,
+    MessageNotWriteableError,
+    TransactionInProgressError,
+    TransactionRolledBackError,
 )
+from jmslike.jms_consumer import JMSConsumer
+from jmslike.jms_producer import JMSProducer
 from jmslike.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.producer import MessageProducer
 from jmslike.session import Session
@@ -77,12 +86,23 @@ __all__ = [
     "ConnectionFactory",
     "DeliveryMode",
     "Enumeration",
+    "IllegalStateRuntimeException",
+    "InvalidClientIDRuntimeException",
+    "InvalidDestinationRuntimeException",
+    "InvalidSelectorRuntimeException",
+    "JMSConsumer",
+    "JMSContext",
     "JMSException",
+    "JMSProducer",
+    "JMSRuntimeException",
+    "JMSSecurityRuntimeException",
     "Kind",
     "MapMessage",
     "Message",
     "MessageConsumer",
+    "MessageFormatRuntimeException",
     "MessageListenerContainer",
+    "MessageNotWriteableRuntimeException",
     "MessageProducer",
     "Queue",
     "QueueBrowser",
@@ -91,11 +111,26 @@ __all__ = [
     "TemporaryTopic",
     "TextMessage",
     "Topic",
+    "TransactionInProgressRuntimeException",
+    "TransactionRolledBackRuntimeException",
     "as_java",
     "install",
 ]
 
 _T = TypeVar("_T")
+
+# JMS 2.0's unchecked exceptions: Python has no checked ones, so each is the jmslike error
+# its checked twin maps to, and ``except MessageFormatRuntimeException`` ports unchanged.
+JMSRuntimeException = JMSException
+IllegalStateRuntimeException = IllegalStateError
+InvalidClientIDRuntimeException = InvalidClientIDError
+InvalidDestinationRuntimeException = InvalidDestinationError
+InvalidSelectorRuntimeException = InvalidSelectorError
+JMSSecurityRuntimeException = JMSSecurityError
+MessageFormatRuntimeException = MessageFormatError
+MessageNotWriteableRuntimeException = MessageNotWriteableError
+TransactionInProgressRuntimeException = TransactionInProgressError
+TransactionRolledBackRuntimeException = TransactionRolledBackError
 
 
 class Kind(enum.Enum):
@@ -131,6 +166,15 @@ class Kind(enum.Enum):
     """``readBytes()`` is the body; ``readBytes(buffer)`` fills ``buffer``."""
     WRITE_BYTES = "appends to"
     """``writeBytes(value[, offset, length])`` appends to the body."""
+    CONTEXT = "creates a context (Java overloads) with"
+    """``createContext()``, ``createContext(sessionMode)``, ``createContext(user, password[,
+    sessionMode])``."""
+    CALL_MS = "calls, with Java milliseconds as seconds,"
+    """A JMS 2.0 fluent setter of a duration: ``setTimeToLive(ms)`` returns the producer."""
+    RESULT_MS = "returns in milliseconds the seconds of"
+    """A JMS 2.0 getter of a duration: ``getTimeToLive()`` as Java's long milliseconds."""
+    RECEIVE_BODY_MS = "receives a body, waiting milliseconds, with"
+    """``receiveBody(cls)``/``receiveBody(cls, 0)`` wait for ever; ``(cls, ms)`` ms/1000 s."""
 
 
 K = Kind
@@ -153,6 +197,7 @@ _HEADERS = {
 JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
     ConnectionFactory: {
         "createConnection": ("create_connection", K.METHOD),
+        "createContext": ("create_context", K.CONTEXT),
     },
     Connection: {
         "createSession": ("create_session", K.SESSION),
@@ -273,6 +318,77 @@ JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
         "getConcurrentConsumers": ("concurrency", K.GET),
         "getSessionAcknowledgeMode": ("acknowledge_mode", K.GET),
     },
+    JMSContext: {  # JMS 2.0
+        "createContext": ("create_context", K.METHOD),
+        "createProducer": ("create_producer", K.METHOD),
+        "createConsumer": ("create_consumer", K.METHOD),
+        "createDurableConsumer": ("create_durable_consumer", K.METHOD),
+        "createSharedConsumer": ("create_shared_consumer", K.METHOD),
+        "createSharedDurableConsumer": ("create_shared_durable_consumer", K.METHOD),
+        "createBrowser": ("create_browser", K.METHOD),
+        "createQueue": ("create_queue", K.METHOD),
+        "createTopic": ("create_topic", K.METHOD),
+        "createTemporaryQueue": ("create_temporary_queue", K.METHOD),
+        "createTemporaryTopic": ("create_temporary_topic", K.METHOD),
+        "createMessage": ("create_message", K.METHOD),
+        "createTextMessage": ("create_text_message", K.METHOD),
+        "createBytesMessage": ("create_bytes_message", K.METHOD),
+        "createMapMessage": ("create_map_message", K.METHOD),
+        "unsubscribe": ("unsubscribe", K.METHOD),
+        "commit": ("commit", K.METHOD),
+        "rollback": ("rollback", K.METHOD),
+        "recover": ("recover", K.METHOD),
+        "acknowledge": ("acknowledge", K.METHOD),
+        "start": ("start", K.METHOD),
+        "stop": ("stop", K.METHOD),
+        "close": ("close", K.METHOD),
+        "getClientID": ("get_client_id", K.METHOD),
+        "setClientID": ("set_client_id", K.METHOD),
+        "getExceptionListener": ("get_exception_listener", K.METHOD),
+        "setExceptionListener": ("set_exception_listener", K.LISTENER),
+        "getAutoStart": ("get_autostart", K.METHOD),
+        "setAutoStart": ("set_autostart", K.METHOD),
+        "getSessionMode": ("get_session_mode", K.METHOD),
+        "getTransacted": ("get_transacted", K.METHOD),
+    },
+    JMSProducer: {  # JMS 2.0; every setter returns the producer, as in Java
+        "send": ("send", K.METHOD),
+        "setDeliveryMode": ("set_delivery_mode", K.METHOD),
+        "getDeliveryMode": ("get_delivery_mode", K.METHOD),
+        "setPriority": ("set_priority", K.METHOD),
+        "getPriority": ("get_priority", K.METHOD),
+        "setTimeToLive": ("set_time_to_live", K.CALL_MS),
+        "getTimeToLive": ("get_time_to_live", K.RESULT_MS),
+        "setDeliveryDelay": ("set_delivery_delay", K.CALL_MS),
+        "getDeliveryDelay": ("get_delivery_delay", K.RESULT_MS),
+        "setDisableMessageID": ("set_disable_message_id", K.METHOD),
+        "getDisableMessageID": ("get_disable_message_id", K.METHOD),
+        "setDisableMessageTimestamp": ("set_disable_message_timestamp", K.METHOD),
+        "getDisableMessageTimestamp": ("get_disable_message_timestamp", K.METHOD),
+        "setProperty": ("set_property", K.METHOD),
+        "getObjectProperty": ("get_property", K.METHOD),
+        "propertyExists": ("property_exists", K.METHOD),
+        "getPropertyNames": ("get_property_names", K.METHOD),
+        "clearProperties": ("clear_properties", K.METHOD),
+        "setJMSCorrelationID": ("set_jms_correlation_id", K.METHOD),
+        "getJMSCorrelationID": ("get_jms_correlation_id", K.METHOD),
+        "setJMSType": ("set_jms_type", K.METHOD),
+        "getJMSType": ("get_jms_type", K.METHOD),
+        "setJMSReplyTo": ("set_jms_reply_to", K.METHOD),
+        "getJMSReplyTo": ("get_jms_reply_to", K.METHOD),
+        "setOrderingGroup": ("set_ordering_group", K.METHOD),  # jmslike's (ORD-5)
+        "getOrderingGroup": ("get_ordering_group", K.METHOD),
+    },
+    JMSConsumer: {  # JMS 2.0
+        "receive": ("receive", K.RECEIVE_MS),  # a Java view's receive: milliseconds
+        "receiveNoWait": ("receive_no_wait", K.METHOD),
+        "receiveBody": ("receive_body", K.RECEIVE_BODY_MS),
+        "receiveBodyNoWait": ("receive_body_no_wait", K.METHOD),
+        "setMessageListener": ("set_message_listener", K.LISTENER),
+        "getMessageListener": ("get_message_listener", K.METHOD),
+        "getMessageSelector": ("get_message_selector", K.METHOD),
+        "close": ("close", K.METHOD),
+    },
     JMSException: {
         "getErrorCode": ("error_code", K.GET),
         "getLinkedException": ("__cause__", K.GET),
@@ -334,6 +450,8 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "failed": "jmslike's own counter",
         "strictly_ordered": "jmslike's own (ORD-18)",
     },
+    JMSContext: {"closed": "jmslike's own; JMS has no isClosed"},
+    JMSConsumer: {"closed": "jmslike's own; JMS has no isClosed"},
     InvalidSelectorError: {
         "selector": "jmslike's own detail; Java puts it in the message",
         "position": "jmslike's own detail; Java puts it in the message",
@@ -553,6 +671,38 @@ def _send(java: str, attr: str) -> Generated:
     return send
 
 
+def _call_ms(java: str, attr: str) -> Generated:
+    def call(self: Any, millis: float) -> Any:
+        return as_java(getattr(_real(self), attr)(_seconds(java, millis)))
+
+    return call
+
+
+def _result_ms(java: str, attr: str) -> Generated:
+    def get(self: Any) -> int:
+        return round(float(getattr(_real(self), attr)()) * 1000)
+
+    return get
+
+
+def _receive_body_ms(java: str, attr: str) -> Generated:
+    def receive(self: Any, cls: type, millis: float = 0, /) -> Any:
+        seconds = _seconds(java, millis)
+        return getattr(_real(self), attr)(cls, seconds if seconds else None)  # 0: for ever
+
+    return receive
+
+
+def _context(java: str, attr: str) -> Generated:
+    def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) >= 2:  # createContext(user, password[, sessionMode])
+            kwargs = {**kwargs, "user": args[0], "password": args[1]}
+            args = args[2:]
+        return getattr(_real(self), attr)(*args, **kwargs)
+
+    return create
+
+
 def _session(java: str, attr: str) -> Generated:
     def create(self: Any, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and isinstance(args[0], int) and not isinstance(args[0], bool):
@@ -652,9 +802,26 @@ _GENERATORS: dict[Kind, Callable[[str, str], Generated]] = {
     K.MAP_SET: _map_set,
     K.READ_BYTES: _read_bytes,
     K.WRITE_BYTES: _write_bytes,
+    K.CONTEXT: _context,
+    K.CALL_MS: _call_ms,
+    K.RESULT_MS: _result_ms,
+    K.RECEIVE_BODY_MS: _receive_body_ms,
 }
 _CALLS_A_METHOD = frozenset(
-    {K.METHOD, K.RECEIVE_MS, K.SEND, K.SESSION, K.LISTENER, K.ENUMERATION, K.MAP_GET, K.MAP_SET}
+    {
+        K.METHOD,
+        K.RECEIVE_MS,
+        K.SEND,
+        K.SESSION,
+        K.LISTENER,
+        K.ENUMERATION,
+        K.MAP_GET,
+        K.MAP_SET,
+        K.CONTEXT,
+        K.CALL_MS,
+        K.RESULT_MS,
+        K.RECEIVE_BODY_MS,
+    }
 )
 _MARK = "_jmslike_compat"
 

@@ -24,6 +24,7 @@ from jmslike.config import (
     parse_url,
     resolve_settings,
 )
+from jmslike.context import JMSContext
 from jmslike.destination import Destination
 from jmslike.errors import (
     ConnectionFailedError,
@@ -125,6 +126,17 @@ class ConnectionFactory:
             user if user is not None else self._user,
             password if password is not None else self._password,
         )
+
+    def create_context(
+        self,
+        session_mode: int = Session.AUTO_ACKNOWLEDGE,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> JMSContext:
+        """A JMS 2.0 JMSContext: a new connection with one session of ``session_mode``
+        (``JMSContext.AUTO_ACKNOWLEDGE`` ...), closed with the last context on it."""
+        return JMSContext._open(self.create_connection(user, password), session_mode)
 
     def _internal_connection(self) -> Connection:
         """A connection for jmslike's own traffic (partition heart-beats): no

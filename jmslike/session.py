@@ -472,6 +472,15 @@ class Session:
         self._gate_finished(done)
         self._provider.acknowledge_and_flow([h.token for h in done], provider_consumer, credit)
 
+    def _redeliver_last(self, consumer: MessageConsumer) -> None:
+        """AUTO/DUPS_OK: the message ``consumer`` returned last is not finished but given
+        again, ahead of the rest (JMS 2.0 receiveBody with a body of the wrong type);
+        the redelivery policy applies as for a listener that raised (ORD-11)."""
+        held = consumer._last
+        consumer._last = None
+        if held is not None and self._held.pop(held, False) is None:
+            self._redeliver([held])
+
     def _run_listener(
         self,
         consumer: MessageConsumer,

@@ -44,6 +44,9 @@ API_CLASSES: list[type] = [
     jmslike.TemporaryTopic,
     jmslike.MessageListenerContainer,
     jmslike.DeliveryMode,
+    jmslike.JMSContext,
+    jmslike.JMSProducer,
+    jmslike.JMSConsumer,
     *API_ERRORS,
 ]
 """The API's classes (docs/getting-started.md): its tour, message types, destinations and errors."""
@@ -70,6 +73,7 @@ def live(
     container = jmslike.MessageListenerContainer(
         factory, "queue://live-container", lambda m: None, start=False
     )
+    context = factory.create_context()
     objects: dict[type, Any] = {
         jmslike.ConnectionFactory: factory,
         jmslike.Connection: connection,
@@ -88,9 +92,13 @@ def live(
         jmslike.TemporaryTopic: session.create_temporary_topic(),
         jmslike.MessageListenerContainer: container,
         jmslike.DeliveryMode: jmslike.DeliveryMode(),
+        jmslike.JMSContext: context,
+        jmslike.JMSProducer: context.create_producer(),
+        jmslike.JMSConsumer: context.create_consumer("queue://live-context"),
     }
     objects.update({cls: cls("live") for cls in API_ERRORS})
     yield objects
+    context.close()
     container.stop()
 
 
@@ -474,3 +482,89 @@ def test_java_views(connection: jmslike.Connection) -> None:
     producer = session.createProducer("queue://views")
     with producer as same:
         assert same is producer
+
+
+# ------------------------------------------------------------------- JMS 2.0
+def test_jms_context_in_java_names(factory: jmslike.ConnectionFactory) -> None:
+    """JMS 2.0 code as written in Java: createContext, fluent setters in milliseconds,
+    receiveBody with Java's "0 waits for ever", the unchecked exception names."""
+    with factory.createContext(jmslike.JMSContext.CLIENT_ACKNOWLEDGE) as context:
+        assert (context.getSessionMode(), context.getTransacted()) == (2, False)
+        assert context.getAutoStart() is True
+        context.setClientID("compat-context")
+        assert context.getClientID() == "compat-context"
+        queue = context.createQueue("jms2")
+        producer = context.createProducer()
+        same = (
+            producer.setPriority(6)
+            .setTimeToLive(60000)
+            .setDeliveryDelay(0)
+            .setProperty("region", "EU")
+            .setJMSCorrelationID("c-1")
+            .setJMSType("T")
+            .setOrderingGroup("joe")
+        )
+        assert same is producer
+        assert (producer.getTimeToLive(), producer.get_time_to_live()) == (60000, 60.0)
+        assert producer.getDeliveryDelay() == 0 and producer.getObjectProperty("region") == "EU"
+        assert producer.getOrderingGroup() == "joe" and producer.getJMSType() == "T"
+        producer.send(queue, "one").send(queue, context.createTextMessage("two"))
+        producer.send(queue, {"k": 1})
+        consumer = context.createConsumer(queue)
+        assert "Java view" in repr(consumer) and isinstance(consumer, jmslike.JMSConsumer)
+        assert consumer.receiveBody(str, 5000) == "one"
+        got = consumer.receive(5000)  # milliseconds on the view
+        assert got.getText() == "two" and got.getJMSExpiration() - got.getJMSTimestamp() == 60000
+        assert (got.getStringProperty("JMSXGroupID"), got.getIntProperty("JMSXGroupSeq")) == (
+            "joe",
+            2,
+        )
+        with pytest.raises(compat.MessageFormatRuntimeException, match=r"receive_body\(bytes\)"):
+            consumer.receiveBody(bytes, 5000)
+        context.recover()  # CLIENT_ACKNOWLEDGE: everything unacknowledged comes again
+        assert [consumer.receiveBody(str) for _ in range(2)] == ["one", "two"]  # 0: for ever
+        assert consumer.receiveBody(dict, 0) == {"k": 1}
+        context.acknowledge()
+        assert consumer.receiveBodyNoWait(str) is None
+        with pytest.raises(jmslike.InvalidArgumentError, match="setTimeToLive"):
+            producer.setTimeToLive(-1)
+        with pytest.raises(jmslike.InvalidArgumentError, match="receiveBody"):
+            consumer.receiveBody(str, -5)
+    assert compat.JMSRuntimeException is jmslike.JMSException
+    assert compat.IllegalStateRuntimeException is jmslike.IllegalStateError
+
+
+def test_create_context_overloads(factory: jmslike.ConnectionFactory) -> None:
+    """createContext(), (sessionMode), (user, password) and (user, password, sessionMode)."""
+    for args, mode in [
+        ((), 1),
+        ((jmslike.JMSContext.SESSION_TRANSACTED,), 0),
+        (("user", "secret"), 1),
+        (("user", "secret", jmslike.JMSContext.DUPS_OK_ACKNOWLEDGE), 3),
+    ]:
+        with factory.createContext(*args) as context:
+            assert context.getSessionMode() == mode
+            child = context.createContext(jmslike.JMSContext.CLIENT_ACKNOWLEDGE)
+            assert child.getSessionMode() == 2
+            child.close()
+    with pytest.raises(jmslike.InvalidArgumentError, match="session mode 7"):
+        factory.createContext(7)
+
+
+def test_jms_context_listener_object(factory: jmslike.ConnectionFactory) -> None:
+    """setMessageListener with a Java-style listener object on a JMSConsumer."""
+    got: list[str] = []
+    done = threading.Event()
+
+    class Listener:
+        def onMessage(self, message: jmslike.Message) -> None:  # noqa: N802 - Java's name
+            got.append(message.getBody(str))
+            done.set()
+
+    with factory.createContext() as context:
+        consumer = context.createConsumer(context.createQueue("listened"))
+        consumer.setMessageListener(Listener())
+        assert consumer.getMessageListener() is not None
+        assert consumer.getMessageSelector() is None
+        context.createProducer().send(context.createQueue("listened"), "hi")
+        assert done.wait(5.0) and got == ["hi"]
