@@ -129,8 +129,6 @@ class MessageConsumer:
             # have to give back; one message at a time, as IBM's strict destinations.
             self._prefetch = 1
         self._provider.revoke = self._revoke
-        if session.transacted:
-            self._provider.in_transaction = self._in_transaction
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"buffered={len(self._buffer)}"
@@ -172,10 +170,6 @@ class MessageConsumer:
             parked = gate.withdraw(self._session, lambda item: item[0] is self and stale(item[2]))
             dropped += [item[2] for _key, item in parked]
         return dropped
-
-    def _in_transaction(self) -> bool:
-        """Whether the session's open transaction holds a message of this consumer."""
-        return any(held.consumer is self for held in list(self._session._held))
 
     def _sink(self, message: Message, token: Any, *, by_sequence: bool = True) -> None:
         """Called by the provider for each delivery; never blocks, never runs user code.

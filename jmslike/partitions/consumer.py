@@ -302,7 +302,6 @@ class PartitionedConsumer(ProviderConsumer):
                 self._coordinator.report(exc)
             return
         consumer.revoke = lambda stale: self._revoke(index, stale)
-        consumer.in_transaction = lambda: self._holds(index)
         log.debug("%s attached %s", self, self._partitions[index])
         grant = 0
         with self._lock:

@@ -140,12 +140,6 @@ class ProviderConsumer(abc.ABC):
     lost deliveries it had pushed (a reconnect: the broker hands them out again), so that
     the application never gets the old copies ahead of the redelivered ones (ORD-11)."""
 
-    in_transaction: Callable[[], bool] | None = None
-    """Set by the API layer on a transacted session's consumer: whether the application's
-    open transaction holds messages of this consumer. A consumer closed in a transaction
-    stays attached until the transaction ends only while it does (ORD-10); without the
-    answer a provider must assume it may. Asked on the closing thread."""
-
     exclusive: bool = False
     """True when the broker holds this consumer to a strictly ordered destination
     (ORD-18): because it was asked to (``exclusive=True``) or because the destination was
