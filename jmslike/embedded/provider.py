@@ -151,6 +151,17 @@ class EmbeddedConnection(ProviderConnection):
             priority=native,
             delivery_delay=native,
             persistent=broker.store is not None,
+            selectors=True,
+            transactions=True,
+            time_to_live=True,
+            durable_subscriptions=True,
+            shared_subscriptions=True,
+            temporary_destinations=True,
+            browsers=True,
+            exclusive_consumers=True,
+            exclusive_scope="broker",
+            delivery_count=True,
+            dead_letter_queue=True,
             extra={"broker_name": broker.name, "gate_scope": f"embedded://{broker.name}"},
         )
 

@@ -74,40 +74,44 @@ class Capabilities:
     ordered consumer, ORD-18); the rest describe the broker for tests (which skip by
     capability name) and for providers, which fill gaps in themselves (a provider may
     count deliveries or evaluate selectors on the client and then declare them True).
+
+    Every capability defaults to "not there" (False, the client gate, process scope): a
+    provider names each one it has, so one it forgets fails closed (a clear refusal or
+    the client gate) instead of promising what the broker does not do.
     """
 
     provider: str
     broker: str = "unknown"
     broker_version: str = ""
-    ordering_mode: str = OrderingMode.BROKER
-    native_groups: bool = True
-    group_scope: str = "session"
+    ordering_mode: str = OrderingMode.CLIENT_GATE
+    native_groups: bool = False
+    group_scope: str = "none"
     """Who a broker-kept group is pinned to: "session" (embedded), "consumer" (Artemis,
     ActiveMQ), or "none" where the broker ignores groups and the holding session need
     not be the one that gets the group's next message (it waits at another consumer)."""
-    selectors: bool = True
-    transactions: bool = True
-    delivery_delay: bool = True
-    priority: bool = True
-    time_to_live: bool = True
-    durable_subscriptions: bool = True
-    shared_subscriptions: bool = True
-    temporary_destinations: bool = True
-    browsers: bool = True
-    exclusive_consumers: bool = True
+    selectors: bool = False
+    transactions: bool = False
+    delivery_delay: bool = False
+    priority: bool = False
+    time_to_live: bool = False
+    durable_subscriptions: bool = False
+    shared_subscriptions: bool = False
+    temporary_destinations: bool = False
+    browsers: bool = False
+    exclusive_consumers: bool = False
     """The provider keeps strictly ordered destinations (ORD-18): ``create_consumer``
     takes ``exclusive`` and ``standby``. Where False, a strictly ordered consumer is
     refused with IllegalStateError."""
-    exclusive_scope: str = "broker"
+    exclusive_scope: str = "process"
     """Where ``exclusive_consumers`` holds: "broker" (the broker itself keeps one
     consumer active, whatever process it is in: exclusive consumers, exclusive queues,
     single-active-consumer queues) or "process" (jmslike keeps it within this process
     only). Partitioned queues need "broker"; ``extra["exclusive_hint"]`` may say what
     setting would give it."""
-    delivery_count: bool = True
+    delivery_count: bool = False
     """The broker counts deliveries (else jmslike counts them on the client)."""
-    dead_letter_queue: bool = True
-    persistent: bool = True
+    dead_letter_queue: bool = False
+    persistent: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

@@ -749,6 +749,10 @@ class AmqpConnection(ProviderConnection):
             browsers=native,
             exclusive_consumers=True,
             exclusive_scope=self.exclusivity.scope,
+            time_to_live=True,
+            delivery_count=True,
+            dead_letter_queue=True,
+            persistent=True,
             extra={
                 "gate_scope": f"amqp://{self.transport.address}",
                 "exclusive_hint": self.exclusivity.hint,

@@ -1125,6 +1125,8 @@ def _capabilities(
         exclusive_scope=exclusivity.scope,
         delivery_count=True,
         persistent=True,
+        time_to_live=True,
+        dead_letter_queue=True,
         extra={
             "exclusive_hint": exclusivity.hint,
             "gate_scope": f"stomp://{transport.address}",
