@@ -82,7 +82,7 @@ if [ "$status" -eq 0 ] && [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO
   [ -x .venv-proton-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-proton-floor
   .venv-proton-floor/bin/python -m pip install --quiet --upgrade pip
   .venv-proton-floor/bin/python -m pip install --quiet --config-settings editable_mode=strict \
-    -e '.[amqp,dev]' "python-qpid-proton==$proton_floor"
+    -e '.[stomp,amqp,dev]' "python-qpid-proton==$proton_floor"
   set +e
   .venv-proton-floor/bin/python -m pytest -q -p no:cacheprovider -m amqp \
     tests/integration/test_amqp_transport.py tests/integration/test_amqp_codec_artemis.py \
