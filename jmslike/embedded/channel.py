@@ -89,8 +89,7 @@ class Entry:
             self.group: str | None = None
         else:
             self.key = (9 - message.jms_priority) << _SEQ_BITS | seq
-            group = message._properties.get("JMSXGroupID")
-            self.group = group if isinstance(group, str) else None
+            self.group = message.ordering_group
         self.due = message.jms_delivery_time / 1000.0
         self.expires = message.jms_expiration / 1000.0
         self.count = 0

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jmslike.errors import ConfigurationError, JMSException
-from jmslike.message import GROUP_ID, Message
+from jmslike.message import Message
 from jmslike.spi.provider import DeliverySink, ProviderConsumer, ProviderSession
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class PartitionedConsumer(ProviderConsumer):
                     log.debug("late delivery from %s ignored", self._partitions[index])
                 return
             message.jms_destination = self.spec.destination
-            group = message._properties.get(GROUP_ID)
+            group = message.ordering_group
             if (
                 not self._misrouted_seen
                 and isinstance(group, str)

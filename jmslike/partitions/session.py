@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination, Queue
 from jmslike.errors import ConfigurationError, IllegalStateError, JMSException
-from jmslike.message import GROUP_ID, Message
+from jmslike.message import Message
 from jmslike.partitions.consumer import PartitionedConsumer
 from jmslike.partitions.coordinator import coordinator_for
 from jmslike.spi.provider import (
@@ -81,7 +81,7 @@ class PartitionedSession(ProviderSession):
         targets = self._targets.get(spec.destination.key)
         if targets is None:
             targets = self._targets[spec.destination.key] = self._prepare(spec)
-        group = message._properties.get(GROUP_ID)
+        group = message.ordering_group
         if isinstance(group, str):
             index = spec.partition_for_group(group)
         else:  # no order to keep: spread in turn

@@ -43,8 +43,10 @@ from jmslike.message import (
     DeliveryMode,
     MapMessage,
     Message,
+    PropertyValue,
     TextMessage,
 )
+from jmslike.spi.messages import declare_property_type, set_map_body, update_provider_properties
 
 __all__ = ["DEST_TYPE", "MSG_TYPE", "REPLY_TO_TYPE", "decode", "encode", "kind_of"]
 
@@ -164,7 +166,7 @@ def encode(
         annotations[DELIVERY_TIME] = message.jms_delivery_time
     out.annotation_dict = annotations  # type: ignore[assignment]  # symbol keys, checked above
     properties: dict[Any, Any] = {}
-    for name, value in message._properties.items():
+    for name, value in message.properties.items():
         if name in _RESERVED:
             continue
         jms_type = message.property_type(name) or "string"
@@ -173,11 +175,11 @@ def encode(
         properties[PRIORITY_PROPERTY] = proton.int32(message.jms_priority)
     if properties:
         out.properties = properties  # type: ignore[assignment]  # proton 0.40 annotates it None
-    group = message._properties.get(GROUP_ID)
-    if isinstance(group, str):
+    group = message.ordering_group
+    if group is not None:
         out.group_id = group
-        sequence = message._properties.get(GROUP_SEQ)
-        if isinstance(sequence, int) and not isinstance(sequence, bool):
+        sequence = message.group_sequence
+        if sequence is not None:
             out.group_sequence = sequence & _UINT_MAX
     _encode_body(message, out)
     return out
@@ -194,7 +196,7 @@ def _encode_body(message: Message, out: OutgoingMessage) -> None:
         out.body = body = bytes(message.body)
         out.size_hint += len(body)
     elif isinstance(message, MapMessage):
-        out.body = dict(message._map)
+        out.body = message.body
     else:
         # No body at all is not a valid AMQP message (RabbitMQ drops it without a word),
         # and Proton writes no section for None: an empty data section; the type
@@ -218,7 +220,7 @@ def decode(
         message = BytesMessage(bytes(body) if body is not None else b"")
     elif code == 2 or (code is None and isinstance(body, dict)):
         message = MapMessage()
-        message._map = {str(k): _plain(v) for k, v in (body or {}).items()}  # type: ignore[misc]
+        set_map_body(message, {str(k): _plain(v) for k, v in (body or {}).items()})  # type: ignore[misc]
     elif code == 0 or (code is None and body is None):
         message = Message()
     else:
@@ -241,7 +243,7 @@ def decode(
     message.jms_delivery_time = (
         int(delivery_time) if isinstance(delivery_time, int) else message.jms_timestamp
     )
-    props = message._properties
+    props: dict[str, PropertyValue] = {}
     properties: dict[Any, Any] = incoming.properties or {}
     for name, value in properties.items():
         if name == PRIORITY_PROPERTY and isinstance(value, int):
@@ -252,12 +254,13 @@ def decode(
             continue  # not a JMS property type (a list, a map...): Qpid JMS skips them too
         props[str(name)] = plain  # type: ignore[assignment]
         if jms_type != _inferred(plain):
-            message._prop_types[str(name)] = jms_type
+            declare_property_type(message, str(name), jms_type)
     if incoming.group_id:
         props[GROUP_ID] = str(incoming.group_id)
         sequence = incoming.group_sequence
         if sequence:
             props[GROUP_SEQ] = -1 if sequence == _UINT_MAX else int(sequence)
+    update_provider_properties(message, props)
     return message
 
 

@@ -53,6 +53,7 @@ from jmslike.selector import Selector as ClientSelector
 from jmslike.spi.counts import counts_for
 from jmslike.spi.diagnose import size_note
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
+from jmslike.spi.messages import set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -261,7 +262,7 @@ class AmqpConsumer(ProviderConsumer):
         key = message.jms_message_id or ""
         count = connection.count_delivery(incoming, key)
         message.jms_redelivered = count > 1
-        message._properties[DELIVERY_COUNT] = count
+        set_provider_property(message, DELIVERY_COUNT, count)
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             self.transport.settle(self.link, number, Delivery.ACCEPTED)  # not for us
             connection.forget(key)
@@ -513,7 +514,7 @@ class AmqpSession(ProviderSession):
         )
         message = decode(token.incoming, token.consumer.destination, None)
         message.jms_redelivered = True
-        message._properties[DELIVERY_COUNT] = token.count
+        set_provider_property(message, DELIVERY_COUNT, token.count)
         return message
 
     def release(self, tokens: Sequence[Any]) -> None:
@@ -542,7 +543,7 @@ class AmqpSession(ProviderSession):
 
     def dead_letter(self, token: Any, reason: str) -> None:
         message = decode(token.incoming, token.consumer.destination, None)
-        message._properties[DLQ_REASON] = reason
+        set_provider_property(message, DLQ_REASON, reason)
         message.jms_delivery_mode = PERSISTENT
         dlq = Queue(self.connection.settings.dead_letter_queue)
         self._transfer(dlq, message, confirm=True, alone=True)

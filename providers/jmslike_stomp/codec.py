@@ -34,7 +34,15 @@ from jmslike.message import (
     DeliveryMode,
     MapMessage,
     Message,
+    PropertyValue,
     TextMessage,
+)
+from jmslike.spi.messages import (
+    declare_property_type,
+    previous_expiration,
+    set_map_body,
+    set_previous_expiration,
+    update_provider_properties,
 )
 from jmslike_stomp.dialect import Dialect
 
@@ -172,7 +180,7 @@ def encode(
     """(headers, body) of a SEND frame for ``message``, headers already set by the API."""
     headers: dict[str, str] = {}
     types: list[str] = []
-    for name, value in message._properties.items():
+    for name, value in message.properties.items():
         if name in RESERVED or name == DELIVERY_COUNT:
             if name in (GROUP_ID, GROUP_SEQ):
                 continue
@@ -227,8 +235,9 @@ def encode(
         sequence = message.group_sequence
         if sequence is not None:
             headers[dialect.group_seq_header] = str(sequence)
-        if message._group_prev_expiration:
-            headers[PREV_EXPIRATION_HEADER] = str(message._group_prev_expiration)
+        expires = previous_expiration(message)
+        if expires:
+            headers[PREV_EXPIRATION_HEADER] = str(expires)
     if dialect.routing_type_headers:
         headers["destination-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
     body = _encode_body(message, headers)
@@ -265,7 +274,7 @@ def _encode_body(message: Message, headers: dict[str, str]) -> bytes:
             name: ["b", base64.b64encode(value).decode("ascii")]
             if isinstance(value, bytes)
             else ["v", value]
-            for name, value in message._map.items()
+            for name, value in message.body.items()
         }
         data = json.dumps(entries, separators=(",", ":")).encode("utf-8")
         headers["content-length"] = str(len(data))
@@ -284,10 +293,13 @@ def decode(
     if kind == "map":
         message = MapMessage()
         entries: dict[str, Any] = json.loads(body.decode("utf-8")) if body else {}
-        message._map = {
-            name: base64.b64decode(value) if tag == "b" else value
-            for name, (tag, value) in entries.items()
-        }
+        set_map_body(
+            message,
+            {
+                name: base64.b64decode(value) if tag == "b" else value
+                for name, (tag, value) in entries.items()
+            },
+        )
     elif kind == "bytes" or (kind is None and "content-length" in headers):
         message = BytesMessage(body)
     elif kind == "message":
@@ -325,13 +337,13 @@ def decode(
         DeliveryMode.PERSISTENT if persistent in ("true", "1") else DeliveryMode.NON_PERSISTENT
     )
     types = _types(headers.get(TYPES_HEADER, ""))
-    props = message._properties
+    props: dict[str, PropertyValue] = {}
     for name, value in headers.items():
         if name in RESERVED or not name.isidentifier() or name.startswith(_NOT_PROPERTIES):
             continue
         props[name] = _typed(value, types.get(name))
         if name in types and types[name] not in ("int", "double", "boolean"):
-            message._prop_types[name] = types[name]
+            declare_property_type(message, name, types[name])
     group = (
         headers.get(GROUP_HEADER)
         or (headers.get(dialect.group_back_header) if dialect.group_back_header else None)
@@ -346,7 +358,8 @@ def decode(
         )
         if sequence and sequence.lstrip("-").isdigit():
             props[GROUP_SEQ] = int(sequence)
-        message._group_prev_expiration = _int(headers.get(PREV_EXPIRATION_HEADER))
+        set_previous_expiration(message, _int(headers.get(PREV_EXPIRATION_HEADER)))
+    update_provider_properties(message, props)
     return message
 
 

@@ -51,6 +51,7 @@ from jmslike.selector import (
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
 from jmslike.spi.management import ArtemisManagement
+from jmslike.spi.messages import mark_read_only, set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -282,7 +283,7 @@ class StompConsumer(ProviderConsumer):
         key = headers.get(ID_HEADER) or headers.get("message-id", "")
         count = connection.count_delivery(key, headers)
         message.jms_redelivered = count > 1
-        message._properties[DELIVERY_COUNT] = count
+        set_provider_property(message, DELIVERY_COUNT, count)
         token = _Token(self, ack_id, key, headers, body)
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
             # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
@@ -566,7 +567,7 @@ class StompSession(ProviderSession):
         message: Message = token.decode()
         count = self.connection.count_delivery(token.key, {"redelivered": "true"})
         message.jms_redelivered = True
-        message._properties[DELIVERY_COUNT] = count
+        set_provider_property(message, DELIVERY_COUNT, count)
         return message
 
     def release(self, tokens: Sequence[Any]) -> None:
@@ -596,7 +597,7 @@ class StompSession(ProviderSession):
     def dead_letter(self, token: Any, reason: str) -> None:
         token.consumer.unfinished.pop(id(token), None)
         message: Message = token.decode()
-        message._properties[DLQ_REASON] = reason
+        set_provider_property(message, DLQ_REASON, reason)
         dialect = self.connection.dialect
         dlq = Queue(self.connection.settings.dead_letter_queue)
         headers, body = encode(message, dlq, dialect)
@@ -704,7 +705,7 @@ class StompSession(ProviderSession):
                 message = decode(headers, body, dialect)
                 if 0 < message.jms_expiration <= now:
                     continue  # expired, not yet reaped by the broker: never delivered
-                message._received(None)
+                mark_read_only(message)
                 listed.append(message)
             return listed
         if not dialect.browse:
@@ -719,7 +720,7 @@ class StompSession(ProviderSession):
                 done.set()
                 return
             message = decode(headers, body, dialect)
-            message._received(None)
+            mark_read_only(message)
             found.append(message)
 
         sub_id = f"browse-{uuid.uuid4().hex[:12]}"

@@ -134,8 +134,10 @@ def _first_line(detail: str, message: str) -> str:
 
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
-    detail = _first_line(detail, message)
-    text = f"{what}: {message}" + (f" ({detail})" if detail else "")
+    shown = _first_line(detail, message)
+    text = f"{what}: {message}" + (f" ({shown})" if shown else "")
+    # The whole body classifies (a Java exception class such as
+    # javax.jms.InvalidDestinationException says more than the words).
     lowered = (message + " " + detail).lower()
     if any(word in lowered for word in _SECURITY_WORDS):
         return JMSSecurityError(text)
