@@ -637,6 +637,21 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+def parse_flag(name: str, value: object) -> bool:
+    """A true/false setting from code, a URL, a file or the environment: a bool, or
+    true/false, 1/0, yes/no, on/off in any case. The one parser every provider uses, so
+    ``sslVerifyHost=no`` means the same as ``nativeGroups=no``; anything else is a
+    ConfigurationError naming the setting and the value."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigurationError(f"setting {name}={value!r}: expected true or false")
+
+
 def _coerce(key: str, value: object, declared: object, source: str) -> Any:
     """Convert a value (often a string from a URL or a file) to the setting's type."""
     kind = str(declared)
@@ -644,8 +659,8 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
         if kind.startswith("bool"):
             if isinstance(value, bool):
                 return value
-            if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
-                return value.lower() in _TRUE
+            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+                return parse_flag(key, value)
             raise ValueError("expected true or false")
         if kind.startswith("int"):
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from jmslike.config import ConfigurationError, FactorySettings, ParsedURL
+from jmslike.config import ConfigurationError, FactorySettings, ParsedURL, parse_flag
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
 from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
 from jmslike.embedded.channel import ConsumerSlot, Entry, StrictChannel
@@ -242,9 +242,4 @@ class EmbeddedProvider(Provider):
 
 def _native_groups(value: str) -> bool:
     """The ``nativeGroups`` setting as a bool; anything but true/false is an error."""
-    lowered = str(value).lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ConfigurationError(f"setting nativeGroups={value!r}: expected true or false")
+    return parse_flag("nativeGroups", value)

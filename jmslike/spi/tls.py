@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from jmslike.config import FactorySettings
+from jmslike.config import FactorySettings, parse_flag
 from jmslike.errors import ConfigurationError
 
 __all__ = ["TLS_SETTINGS", "TlsOptions", "tls_options"]
@@ -17,8 +17,6 @@ __all__ = ["TLS_SETTINGS", "TlsOptions", "tls_options"]
 TLS_SETTINGS = frozenset({"sslCaFile", "sslVerifyHost"})
 """The keys, for a provider's ``setting_names``."""
 
-_TRUE = {"true", "1", "yes"}
-_FALSE = {"false", "0", "no"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +32,5 @@ def tls_options(settings: FactorySettings) -> TlsOptions:
     ca_file = None if raw_ca is None else str(raw_ca)
     if ca_file is not None and (not os.path.isfile(ca_file) or not os.access(ca_file, os.R_OK)):
         raise ConfigurationError(f"sslCaFile={ca_file!r}: not a readable file")
-    raw = extra.get("sslVerifyHost", True)
-    text = str(raw).lower()
-    if not isinstance(raw, bool) and text not in _TRUE | _FALSE:
-        raise ConfigurationError(f"sslVerifyHost={raw!r}: expected true or false")
-    return TlsOptions(ca_file, raw if isinstance(raw, bool) else text in _TRUE)
+    return TlsOptions(ca_file, parse_flag("sslVerifyHost", extra.get("sslVerifyHost", True)))
+

@@ -227,3 +227,25 @@ def test_bad_stomp_heartbeat_names_the_value(value: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         ConnectionFactory(STOMP, heartbeat=value)
     assert f"heartbeat={value!r}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(True, True), ("yes", True), ("ON", True), (" 1 ", True), (False, False), ("off", False)],
+)
+def test_one_flag_parser_for_every_true_false_setting(raw: object, expected: bool) -> None:
+    """config.parse_flag is the parser of every true/false setting (core, TLS, embedded):
+    sslVerifyHost=off and nativeGroups=off were refused by parsers of their own before."""
+    from jmslike.config import parse_flag
+
+    assert parse_flag("sslVerifyHost", raw) is expected
+    native = ConnectionFactory(f"embedded://flags-{expected}?nativeGroups={raw}")
+    with native.create_connection() as connection:
+        assert connection.capabilities.native_groups is expected
+
+
+def test_a_flag_that_is_neither_names_setting_and_value() -> None:
+    from jmslike.config import parse_flag
+
+    with pytest.raises(ConfigurationError, match=r"sslVerifyHost='maybe'"):
+        parse_flag("sslVerifyHost", "maybe")
