@@ -48,6 +48,7 @@ from jmslike.selector import (
     parse_selector,
     render_selector,
 )
+from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
 from jmslike.spi.management import ArtemisManagement
@@ -78,10 +79,6 @@ CLIENT_WINDOW = 1000
 """Broker window of CLIENT_ACKNOWLEDGE and transacted consumers (setting ``clientWindow``):
 how many unacknowledged messages such a session may hold before receive() waits."""
 CLIENT_ACKNOWLEDGE = 2
-
-_CLIENT_IDS: dict[tuple[str, str], StompConnection] = {}
-"""(broker address, client id) -> the open connection of this process that holds it."""
-_CLIENT_IDS_LOCK = threading.Lock()
 
 _DELETED_TEMPORARY = DeletedTemporaries()
 """Temporary queues whose connection (in this process) closed. Classic and RabbitMQ would
@@ -887,23 +884,15 @@ class StompConnection(ProviderConnection):
         """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
         only before the connection is used, so nothing is lost). Artemis and RabbitMQ do
         not refuse a client id in use, so jmslike refuses it within the process too."""
-        claim = (self.transport.address, client_id)
-        with _CLIENT_IDS_LOCK:
-            holder = _CLIENT_IDS.get(claim)
-            if holder is not None and holder is not self:
-                raise InvalidClientIDError(
-                    f"client id {client_id!r} is in use by another connection to "
-                    f"{self.transport.address}"
-                )
-            _CLIENT_IDS[claim] = self
+        address = self.transport.address
+        CLIENT_IDS.claim(address, client_id, self)
         old = self.transport
         old.close()
         try:
             self.transport = self._connect(client_id, self._reconnected, self._lost)
         except JMSException as exc:
             self.transport = self._connect(self.client_id, self._reconnected, self._lost)
-            with _CLIENT_IDS_LOCK:
-                _CLIENT_IDS.pop(claim, None)
+            CLIENT_IDS.release(address, client_id, self)
             if "client" in str(exc).lower() and "id" in str(exc).lower():
                 raise InvalidClientIDError(str(exc)) from exc
             raise
@@ -1091,10 +1080,7 @@ class StompConnection(ProviderConnection):
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)
-        if self.client_id is not None:
-            with _CLIENT_IDS_LOCK:
-                if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
-                    del _CLIENT_IDS[(self.transport.address, self.client_id)]
+        CLIENT_IDS.release(self.transport.address, self.client_id, self)
         for transport in list(self._extra_transports):
             self.close_transport(transport)
         self.transport.close()
