@@ -522,10 +522,6 @@ def test_delivery_delay(connection, unique, require) -> None:
     assert later.jms_delivery_time >= later.jms_timestamp + 300
 
 
-@pytest.mark.known_bug(
-    ("rabbitmq-stomp", "rabbitmq-amqp"),
-    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
-)
 def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:
     """API ``producer.time_to_live``: an expired message is never delivered."""
     require(connection, "time_to_live")

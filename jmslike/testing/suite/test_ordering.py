@@ -240,10 +240,6 @@ def test_ord3_topic_each_subscription_keeps_order(make_connection, unique, drain
     assert _texts(rest1) == ["h:1", "g:2", "g:3", "h:2"]
 
 
-@pytest.mark.known_bug(
-    "rabbitmq-stomp",
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord3_ord9_shared_subscription_holds_group(
     make_connection, unique, require, receive_any
 ) -> None:
@@ -422,10 +418,6 @@ def test_ord6_url_query_binds_every_producer(provider_url, unique, drain, query)
 # --------------------------------------------------------------------------- ORD-7
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord7_application_group_property_is_a_group(make_connection, unique, receive_any) -> None:
     """ORD-7 + ORD-9: a JMSXGroupID the application set on the message makes it a member of
     that group, held like any other; a bound producer overwrites it."""
@@ -521,10 +513,6 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
 # --------------------------------------------------------------------------- ORD-9
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord9_group_held_by_one_session_others_flow_past(
     make_connection, unique, drain, drain_any
 ) -> None:
@@ -607,10 +595,6 @@ def test_ord9_one_holder_with_many_sessions(make_connection, unique) -> None:
         assert seen[g] == list(range(1, per_group + 1)), g
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 @pytest.mark.parametrize("how", ["receive", "listener"])
 def test_ord9_others_flow_past_at_once(make_connection, unique, receive_any, how) -> None:
     """ORD-9: messages in no group (and of other groups) flow past a blocked group at once,
@@ -740,10 +724,6 @@ def test_ord10_auto_receive_finished_by_consumer_close(make_connection, unique, 
     assert _flags(drain(cb)) == [("g:2", False, 1)]
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
-    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
-)
 def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> None:
     """ORD-10 + ORD-9: AUTO listener: the group is held while on_message runs; the message is
     finished when on_message returns, and then another session gets the group's next
@@ -773,10 +753,6 @@ def test_ord10_listener_finishes_on_return(make_connection, unique, require) -> 
     assert got_a == ["g:1"]
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
-    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
-)
 def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
     make_factory, make_connection, unique, drain, require
 ) -> None:
@@ -969,10 +945,6 @@ def test_ord12_delayed_message_blocks_its_group(connection, unique, require) -> 
     assert consumer.receive(2.0).text == "g:2"
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "rabbitmq-stomp"),
-    reason="BROKER-LIMIT: STOMP client window, ORD-9 (docs/providers.md, limits)",
-)
 def test_ord12_redelivery_delay_blocks_its_group(
     make_factory, make_connection, unique, require
 ) -> None:
@@ -1087,10 +1059,6 @@ def test_ord13_dead_lettered_message_group_moves_on(
 # -------------------------------------------------------------------------- ORD-14
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "artemis-stomp", "artemis-amqp", "activemq-amqp"),
-    reason="BROKER-LIMIT: group pinned to a consumer for life (docs/providers.md)",
-)
 def test_ord14_selector_consumer_gets_matching_in_order_and_warns_once(
     make_connection, unique, caplog, require
 ) -> None:

@@ -23,7 +23,7 @@ from jmslike import ConnectionFactory, Message, MessageListenerContainer, Sessio
 
 
 @pytest.fixture(autouse=True)
-def _strict_order_capable(make_connection, require) -> None:
+def strict_order_capable(make_connection, require) -> None:
     """ORD-18 needs a provider that holds a destination to one active consumer; a broker
     case without it skips here, naming the capability (docs/providers.md lists it)."""
     require(make_connection(), "exclusive_consumers")
@@ -109,14 +109,6 @@ def test_ord18_standby_on_undeclared_destination_refused(make_connection, unique
 # ---------------------------------------------------------------- declaration
 
 
-@pytest.mark.known_bug(
-    ("activemq-stomp", "activemq-amqp"),
-    reason="BROKER-LIMIT: Classic's queue browser also lists delivered, unacknowledged messages",
-)
-@pytest.mark.known_bug(
-    ("rabbitmq-stomp", "rabbitmq-amqp"),
-    reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
-)
 @pytest.mark.parametrize("how", ["setting", "url-query", "code"])
 def test_ord18_declared_by_setting_url_or_code(provider_url, make_factory, unique, how) -> None:
     """ORD-18: a destination is declared strictly ordered by the factory setting

@@ -1,0 +1,5 @@
+"""The shipped scenarios of jmslike.testing.suite.test_jms_context, run over every provider case
+of this repository (tests/contract/conftest.py parametrises them; known failures per case
+are its KNOWN_BUGS)."""
+
+from jmslike.testing.suite.test_jms_context import *  # noqa: F403
