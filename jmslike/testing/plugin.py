@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from jmslike import Connection, ConfigurationError, ConnectionFactory, Message
+from jmslike import ConfigurationError, Connection, ConnectionFactory, Message
 from jmslike.testing.cases import ProviderCase
 from jmslike.testing.helpers import drain_any, drain_consumer, receive_any, texts
 
@@ -65,9 +65,8 @@ _log = logging.getLogger("jmslike.testing.plugin")
 DEAD_LETTER_QUEUE = "queue://DLQ"
 
 
-class SuiteOptionError(ConfigurationError, pytest.UsageError):
-    """The suite was run without the URL it needs (a usage error for pytest too, so it is
-    reported as one line rather than a traceback)."""
+class SuiteOptionError(ConfigurationError):
+    """The suite was run without the URL it needs; every scenario errors with this."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
