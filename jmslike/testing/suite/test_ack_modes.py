@@ -353,10 +353,13 @@ def test_redelivered_messages_given_back_unseen_stay_redelivered(
 # ------------------------------------------------------------------ redelivery policy
 
 
-def test_redelivery_limit_dead_letters(make_factory, make_connection, unique, drain) -> None:
+def test_redelivery_limit_dead_letters(
+    make_factory, make_connection, unique, drain, require
+) -> None:
     """ORD-13/config: after ``max_redeliveries`` redeliveries the next recover moves the
     message to the dead-letter queue "DLQ", with property dlqDeliveryFailureCause."""
     conn = make_connection(make_factory(max_redeliveries=2))
+    require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     _fill(session, queue, ["poison", "next"])
@@ -379,11 +382,12 @@ def test_redelivery_limit_dead_letters(make_factory, make_connection, unique, dr
 
 
 def test_dead_lettered_message_keeps_its_content(
-    make_factory, make_connection, unique, drain
+    make_factory, make_connection, unique, drain, require
 ) -> None:
     """ORD-13 + message.py ("the receiver may clear and change its copy"): the message on
     the dead-letter queue is the message as sent, whatever the receiver did to its copy."""
     conn = make_connection(make_factory(max_redeliveries=0))
+    require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     producer = session.create_producer(queue)
@@ -406,11 +410,12 @@ def test_dead_lettered_message_keeps_its_content(
 
 
 def test_redelivery_limit_holds_when_receiver_clears_properties(
-    make_factory, make_connection, unique, drain
+    make_factory, make_connection, unique, drain, require
 ) -> None:
     """ORD-13/config ``max_redeliveries``: the limit counts deliveries, whatever the receiver
     does to its copy (clear_properties() is a legal thing to do with a received message)."""
     conn = make_connection(make_factory(max_redeliveries=1))
+    require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     _fill(session, queue, ["poison"])
