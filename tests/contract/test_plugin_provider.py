@@ -54,6 +54,7 @@ from jmslike.spi import (
     ProviderSession,
     hookimpl,
 )
+from jmslike.spi.messages import copy_message, set_provider_property
 
 _lock = threading.RLock()
 _queues: dict = {}      # queue key -> deque of Stored (the tokens)
@@ -74,9 +75,9 @@ class Stored:
 
     def delivery(self):
         self.count += 1
-        copy = self.message._copy()
+        copy = copy_message(self.message)
         copy.jms_redelivered = self.count > 1
-        copy._properties["JMSXDeliveryCount"] = self.count
+        set_provider_property(copy, "JMSXDeliveryCount", self.count)
         return copy
 
 
@@ -95,7 +96,7 @@ def _route(destination_key, message):
     else:
         keys = [destination_key]
     for key in keys:
-        _put(Stored(key, message._copy()))
+        _put(Stored(key, copy_message(message)))
         _pump(key)
 
 
@@ -140,7 +141,7 @@ class TinySession(ProviderSession):
         self.pending = []
 
     def send(self, destination, message):
-        stored = message._copy()
+        stored = copy_message(message)
         if self.transacted:
             self.pending.append((destination.key, stored))
             return
