@@ -5,6 +5,7 @@ KNOWN_BUGS still name scenarios that exist, and runtime code never needs pytest.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import subprocess
 import sys
@@ -68,3 +69,34 @@ def test_runtime_imports_without_pytest() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["CLEAN"]
+
+
+def test_suite_without_url_says_which_option(tmp_path: Path) -> None:
+    """jmslike.testing.plugin: run without ``--jmslike-url`` (and no conftest overriding
+    ``provider_case``), a scenario errors naming the option rather than guessing a broker."""
+    here = str(Path(jmslike.__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "jmslike.testing.plugin",
+            "--pyargs",
+            "jmslike.testing.suite.test_messaging",
+            "-k",
+            "test_topic_copies_are_independent",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": here},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 error" in proc.stdout
+    assert "SuiteOptionError" in proc.stdout and "--jmslike-url" in proc.stdout
