@@ -1,0 +1,58 @@
+"""Receive helpers the contract scenarios share, free of pytest so that any test code can
+use them.
+
+``receive_any``/``drain_any`` exist for brokers where a group's next message may wait at a
+consumer other than the one that held the group (``connection.capabilities.group_scope``
+other than "session"): a scenario cannot know which consumer to block on.
+"""
+
+from __future__ import annotations
+
+import time
+
+from jmslike import Message, MessageConsumer
+
+__all__ = ["drain_any", "drain_consumer", "receive_any", "texts"]
+
+
+def drain_consumer(consumer: MessageConsumer, timeout: float = 0.2) -> list[Message]:
+    """Receive until a receive with ``timeout`` returns None."""
+    out: list[Message] = []
+    while True:
+        msg = consumer.receive(timeout)
+        if msg is None:
+            return out
+        out.append(msg)
+
+
+def receive_any(
+    consumers: list[MessageConsumer], timeout: float = 2.0, poll: float = 0.02
+) -> tuple[int, Message] | tuple[None, None]:
+    """Poll ``consumers`` in turn with short receives until one returns a message.
+
+    Returns ``(index into consumers, message)``, or ``(None, None)`` once ``timeout``
+    seconds passed with no message. Every consumer is polled at least once.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        for index, consumer in enumerate(consumers):
+            msg = consumer.receive_no_wait() or consumer.receive(poll)
+            if msg is not None:
+                return index, msg
+        if time.monotonic() >= deadline:
+            return None, None
+
+
+def drain_any(consumers: list[MessageConsumer], timeout: float = 0.2) -> list[tuple[int, Message]]:
+    """``receive_any`` until no consumer gets a message for ``timeout`` seconds."""
+    out: list[tuple[int, Message]] = []
+    while True:
+        index, msg = receive_any(consumers, timeout)
+        if index is None or msg is None:
+            return out
+        out.append((index, msg))
+
+
+def texts(messages: list[Message]) -> list[str | None]:
+    """The text bodies of ``messages`` (helper for assertions)."""
+    return [getattr(m, "text", None) for m in messages]

@@ -1,0 +1,454 @@
+"""Acknowledge modes, transactions and the redelivery policy (ORD-10, ORD-11, ORD-13).
+
+The API (docs/getting-started.md):
+``create_session(transacted=False, acknowledge_mode=Session.CLIENT_ACKNOWLEDGE)``;
+``msg.acknowledge(); session.recover(); session.commit(); session.rollback()``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import jmslike
+from jmslike import Message, Session
+
+
+def _fill(session, queue, bodies) -> None:
+    producer = session.create_producer(queue)
+    for body in bodies:
+        producer.send(session.create_text_message(body))
+    producer.close()
+
+
+def _flags(messages: list[Message]) -> list[tuple[str, bool, int]]:
+    return [(m.text, m.jms_redelivered, m.get_int_property("JMSXDeliveryCount")) for m in messages]
+
+
+# --------------------------------------------------------------------------- AUTO
+
+
+def test_auto_finishes_at_next_receive_and_recover_redelivers_last(
+    connection, unique, drain
+) -> None:
+    """ORD-10: AUTO_ACKNOWLEDGE with receive(): a message is finished when the same consumer
+    calls receive again; recover() redelivers the one not yet finished (ORD-11)."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.AUTO_ACKNOWLEDGE)
+    _fill(session, queue, ["a", "b"])
+    consumer = session.create_consumer(queue)
+    connection.start()
+    assert consumer.receive(2.0).text == "a"
+    assert consumer.receive(2.0).text == "b"  # finishes "a"
+    session.recover()
+    assert _flags(drain(consumer)) == [("b", True, 2)]
+    session.recover()  # "b" was finished by the receive that returned None
+    assert consumer.receive(0.1) is None
+
+
+def test_auto_close_finishes_last(make_connection, unique, drain) -> None:
+    """ORD-10: AUTO_ACKNOWLEDGE: closing the consumer finishes the message it returned last."""
+    queue = f"queue://{unique('q')}"
+    conn = make_connection()
+    session = conn.create_session()
+    _fill(session, queue, ["a", "b"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    assert consumer.receive(2.0).text == "a"
+    consumer.close()
+    other = make_connection()
+    other.start()
+    assert _flags(drain(other.create_session().create_consumer(queue))) == [("b", False, 1)]
+
+
+def test_auto_listener_raise_redelivers(make_factory, make_connection, unique) -> None:
+    """ORD-10: AUTO listener: finished when on_message returns or raises; a raise gets the
+    message again (JMS 2.0 8.7), flagged and counted (ORD-11)."""
+    conn = make_connection(make_factory(max_redeliveries=5))
+    queue = f"queue://{unique('q')}"
+    seen: list[tuple[str, bool, int]] = []
+    done = threading.Event()
+
+    def listener(msg: Message) -> None:
+        seen.append((msg.text, msg.jms_redelivered, msg.get_int_property("JMSXDeliveryCount")))
+        if msg.text == "a" and not msg.jms_redelivered:
+            raise RuntimeError("first attempt fails")
+        if msg.text == "b":
+            done.set()
+
+    conn.set_exception_listener(lambda exc: None)
+    session = conn.create_session()
+    _fill(session, queue, ["a", "b"])
+    session.create_consumer(queue).set_message_listener(listener)
+    conn.start()
+    assert done.wait(5.0)
+    assert seen == [("a", False, 1), ("a", True, 2), ("b", False, 1)]
+
+
+def test_dups_ok_delivers_everything_in_order(make_connection, unique, drain) -> None:
+    """ORD-10: DUPS_OK_ACKNOWLEDGE finishes like AUTO; every message arrives, in order, and
+    a closed consumer leaves nothing unfinished but what it never returned."""
+    queue = f"queue://{unique('q')}"
+    conn = make_connection()
+    session = conn.create_session(False, Session.DUPS_OK_ACKNOWLEDGE)
+    _fill(session, queue, [str(i) for i in range(5)])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    assert [m.text for m in drain(consumer)] == [str(i) for i in range(5)]
+    consumer.close()
+    later = make_connection()
+    later.start()
+    assert drain(later.create_session().create_consumer(queue)) == []
+
+
+# ------------------------------------------------------------------------- CLIENT
+
+
+def test_client_acknowledge_acks_everything_consumed(connection, unique, drain) -> None:
+    """API ``msg.acknowledge()``/ORD-10: in CLIENT_ACKNOWLEDGE, acknowledge() covers every
+    message the session consumed so far, not just the one it is called on."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["a", "b", "c", "d"])
+    consumer = session.create_consumer(queue)
+    connection.start()
+    first = consumer.receive(2.0)
+    consumer.receive(2.0)
+    consumer.receive(2.0)
+    first.acknowledge()  # acks a, b and c
+    session.recover()
+    assert _flags(drain(consumer)) == [("d", False, 1)]
+    session.recover()
+    assert _flags(drain(consumer)) == [("d", True, 2)]
+
+
+def test_client_recover_redelivers_all_unacked_in_order(connection, unique, drain) -> None:
+    """ORD-11: recover() delivers again every unacknowledged message, in its original order,
+    marked redelivered, with JMSXDeliveryCount raised, before later messages."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["a", "b", "c", "d"])
+    consumer = session.create_consumer(queue)
+    connection.start()
+    assert [consumer.receive(2.0).text for _ in range(3)] == ["a", "b", "c"]
+    session.recover()
+    assert [consumer.receive(2.0).text for _ in range(2)] == ["a", "b"]
+    session.recover()
+    got = drain(consumer)
+    assert _flags(got) == [("a", True, 3), ("b", True, 3), ("c", True, 2), ("d", False, 1)]
+    got[-1].acknowledge()
+    session.recover()
+    assert consumer.receive(0.1) is None
+
+
+def test_client_consumer_close_returns_unacked(make_connection, unique, drain) -> None:
+    """ORD-10: closing a consumer gives back what it held unacknowledged: another consumer
+    gets those messages, redelivered, in order, before the rest."""
+    queue = f"queue://{unique('q')}"
+    conn = make_connection()
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["a", "b", "c", "d"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    assert consumer.receive(2.0).text == "a"
+    consumer.receive(2.0).acknowledge()  # a and b done
+    assert consumer.receive(2.0).text == "c"
+    consumer.close()
+    other = make_connection()
+    other.start()
+    got = drain(other.create_session().create_consumer(queue))
+    assert _flags(got) == [("c", True, 2), ("d", False, 1)]
+
+
+def test_client_session_close_returns_unacked(make_connection, unique, drain) -> None:
+    """ORD-10: closing the session gives back every unacknowledged message in order."""
+    queue = f"queue://{unique('q')}"
+    conn = make_connection()
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["a", "b", "c"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    consumer.receive(2.0)
+    consumer.receive(2.0)
+    session.close()
+    other = make_connection()
+    other.start()
+    got = drain(other.create_session().create_consumer(queue))
+    assert _flags(got) == [("a", True, 2), ("b", True, 2), ("c", False, 1)]
+
+
+def test_acknowledge_in_wrong_mode(connection) -> None:
+    """errors.py TransactionInProgressError: commit/rollback outside a transaction and
+    recover inside one do not fit the session mode."""
+    plain = connection.create_session()
+    with pytest.raises(jmslike.JMSException):
+        plain.commit()
+    with pytest.raises(jmslike.JMSException):
+        plain.rollback()
+    tx = connection.create_session(True)
+    with pytest.raises(jmslike.JMSException):
+        tx.recover()
+
+
+# --------------------------------------------------------------------- transacted
+
+
+def test_transacted_commit_makes_sends_visible(make_connection, unique, drain, require) -> None:
+    """ORD-8/API ``session.commit()``: sends of a transaction are invisible to other
+    sessions until commit, and then all visible, in order."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    tx = conn.create_session(True)
+    _fill(tx, queue, ["a", "b"])
+    observer = make_connection()
+    osession = observer.create_session()
+    watcher = osession.create_consumer(queue)
+    observer.start()
+    assert watcher.receive(0.1) is None
+    if observer.capabilities.browsers:
+        assert list(osession.create_browser(queue)) == []
+    tx.commit()
+    assert [m.text for m in drain(watcher)] == ["a", "b"]
+
+
+def test_transacted_rollback_discards_sends(make_connection, unique, drain, require) -> None:
+    """API ``session.rollback()``: discards the transaction's sends."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    tx = conn.create_session(True)
+    _fill(tx, queue, ["gone"])
+    tx.rollback()
+    _fill(tx, queue, ["kept"])
+    tx.commit()
+    conn.start()
+    assert [m.text for m in drain(conn.create_session().create_consumer(queue))] == ["kept"]
+
+
+def test_transacted_commit_consumes_and_rollback_redelivers(
+    make_connection, unique, drain, require
+) -> None:
+    """ORD-10/ORD-11: commit finishes what the transaction received; rollback delivers it
+    again in order, flagged, with the count raised, before later messages."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    _fill(conn.create_session(), queue, ["a", "b", "c", "d"])
+    tx = conn.create_session(True)
+    consumer = tx.create_consumer(queue)
+    conn.start()
+    assert consumer.receive(2.0).text == "a"
+    tx.commit()
+    assert [consumer.receive(2.0).text for _ in range(2)] == ["b", "c"]
+    tx.rollback()
+    got = drain(consumer)
+    assert _flags(got) == [("b", True, 2), ("c", True, 2), ("d", False, 1)]
+    tx.commit()
+    other = make_connection()
+    other.start()
+    assert drain(other.create_session().create_consumer(queue)) == []
+
+
+def test_transacted_session_close_rolls_back(make_connection, unique, drain, require) -> None:
+    """API/JMS: closing a transacted session rolls the transaction back: sends are
+    discarded, received messages go back (redelivered, in order)."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queue, out = f"queue://{unique('q')}", f"queue://{unique('out')}"
+    _fill(conn.create_session(), queue, ["a", "b", "c"])
+    tx = conn.create_session(True)
+    consumer = tx.create_consumer(queue)
+    conn.start()
+    consumer.receive(2.0)
+    consumer.receive(2.0)
+    _fill(tx, out, ["uncommitted"])
+    tx.close()
+    other = make_connection()
+    other.start()
+    osession = other.create_session()
+    assert _flags(drain(osession.create_consumer(queue))) == [
+        ("a", True, 2),
+        ("b", True, 2),
+        ("c", False, 1),
+    ]
+    assert drain(osession.create_consumer(out)) == []
+
+
+def test_transacted_consumer_close_leaves_messages_to_the_transaction(
+    make_connection, unique, drain, require
+) -> None:
+    """ORD-10: in a transacted session, closing a consumer leaves its messages to the
+    transaction: commit consumes them."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    _fill(conn.create_session(), queue, ["a", "b"])
+    tx = conn.create_session(True)
+    consumer = tx.create_consumer(queue)
+    conn.start()
+    assert consumer.receive(2.0).text == "a"
+    consumer.close()
+    tx.commit()
+    other = make_connection()
+    other.start()
+    assert _flags(drain(other.create_session().create_consumer(queue))) == [("b", False, 1)]
+
+
+@pytest.mark.parametrize("how", ["rollback", "recover", "listener"])
+def test_redelivered_messages_given_back_unseen_stay_redelivered(
+    make_factory, make_connection, unique, drain, require, how
+) -> None:
+    """ORD-11 with ORD-10: a message that rollback, recover or a raising AUTO listener
+    delivers again was delivered already, whether or not the application saw it again. If
+    its consumer closes while the redelivery waits in its buffer, the message goes back to
+    the broker, and the next consumer gets it marked redelivered with its count raised past
+    every count the application saw. (Issue 16: Artemis over AMQP 1.0 handed it out again
+    as new, count 1, and a message seen twice came back with count 2.)"""
+    # The listener's redelivery waits out a long delay, so that it is still buffered
+    # when the consumer closes.
+    conn = make_connection(make_factory(redelivery_delay=30.0 if how == "listener" else 0.0))
+    require(conn, "transactions")
+    queue = f"queue://{unique('q')}"
+    _fill(conn.create_session(), queue, ["a", "b", "c"])
+    if how == "listener":
+        session = conn.create_session()
+        raised = threading.Event()
+
+        def listener(msg: Message) -> None:
+            raised.set()
+            raise RuntimeError("processing failed")
+
+        conn.set_exception_listener(lambda exc: None)
+        consumer = session.create_consumer(queue)
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert raised.wait(5.0)
+        consumer.close()
+        expected = [("a", True, 2), ("b", False, 1), ("c", False, 1)]
+    else:
+        transacted = how == "rollback"
+        session = conn.create_session(transacted, Session.CLIENT_ACKNOWLEDGE)
+        again = session.rollback if transacted else session.recover
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert [consumer.receive(2.0).text for _ in range(2)] == ["a", "b"]
+        again()
+        assert _flags([consumer.receive(2.0) for _ in range(2)]) == [
+            ("a", True, 2),
+            ("b", True, 2),
+        ]
+        again()  # "a" and "b" wait in the consumer's buffer, unseen
+        consumer.close()
+        if transacted:
+            session.commit()  # the closed consumer's messages leave with the transaction
+        expected = [("a", True, 3), ("b", True, 3), ("c", False, 1)]
+    other = make_connection()
+    other.start()
+    assert _flags(drain(other.create_session().create_consumer(queue), 1.0)) == expected
+
+
+# ------------------------------------------------------------------ redelivery policy
+
+
+def test_redelivery_limit_dead_letters(
+    make_factory, make_connection, unique, drain, require
+) -> None:
+    """ORD-13/config: after ``max_redeliveries`` redeliveries the next recover moves the
+    message to the dead-letter queue "DLQ", with property dlqDeliveryFailureCause."""
+    conn = make_connection(make_factory(max_redeliveries=2))
+    require(conn, "dead_letter_queue")
+    queue = f"queue://{unique('q')}"
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["poison", "next"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    counts = []
+    for _ in range(3):
+        msg = consumer.receive(2.0)
+        assert msg.text == "poison"
+        counts.append(msg.get_int_property("JMSXDeliveryCount"))
+        session.recover()
+    assert counts == [1, 2, 3]
+    nxt = consumer.receive(2.0)
+    assert nxt.text == "next"
+    nxt.acknowledge()
+    dlq = drain(conn.create_session().create_consumer("queue://DLQ"))
+    assert [m.text for m in dlq] == ["poison"]
+    cause = dlq[0].get_string_property("dlqDeliveryFailureCause")
+    assert cause and "2" in cause
+
+
+def test_dead_lettered_message_keeps_its_content(
+    make_factory, make_connection, unique, drain, require
+) -> None:
+    """ORD-13 + message.py ("the receiver may clear and change its copy"): the message on
+    the dead-letter queue is the message as sent, whatever the receiver did to its copy."""
+    conn = make_connection(make_factory(max_redeliveries=0))
+    require(conn, "dead_letter_queue")
+    queue = f"queue://{unique('q')}"
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    producer = session.create_producer(queue)
+    producer.enable_ordering_group("g")
+    msg = session.create_text_message("original")
+    msg.jms_correlation_id = "corr"
+    producer.send(msg)
+    consumer = session.create_consumer(queue)
+    conn.start()
+    got = consumer.receive(2.0)
+    got.clear_properties()
+    got.clear_body()
+    got.text = "changed by receiver"
+    got.jms_correlation_id = "changed"
+    session.recover()
+    [dead] = drain(conn.create_session().create_consumer("queue://DLQ"))
+    assert dead.text == "original"
+    assert dead.jms_correlation_id == "corr"
+    assert dead.ordering_group == "g"
+
+
+def test_redelivery_limit_holds_when_receiver_clears_properties(
+    make_factory, make_connection, unique, drain, require
+) -> None:
+    """ORD-13/config ``max_redeliveries``: the limit counts deliveries, whatever the receiver
+    does to its copy (clear_properties() is a legal thing to do with a received message)."""
+    conn = make_connection(make_factory(max_redeliveries=1))
+    require(conn, "dead_letter_queue")
+    queue = f"queue://{unique('q')}"
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["poison"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    attempts = 0
+    for _ in range(5):
+        msg = consumer.receive(0.5)
+        if msg is None:
+            break
+        attempts += 1
+        msg.clear_properties()
+        session.recover()
+    assert attempts == 2
+    assert [m.text for m in drain(conn.create_session().create_consumer("queue://DLQ"))] == [
+        "poison"
+    ]
+
+
+def test_redelivery_delay(make_factory, make_connection, unique) -> None:
+    """ORD-12/config ``redelivery_delay``: a recovered message is not delivered again before
+    the delay has run."""
+    conn = make_connection(make_factory(redelivery_delay=0.3))
+    queue = f"queue://{unique('q')}"
+    session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    _fill(session, queue, ["a"])
+    consumer = session.create_consumer(queue)
+    conn.start()
+    assert consumer.receive(2.0).text == "a"
+    recovered_at = time.monotonic()
+    session.recover()
+    assert consumer.receive_no_wait() is None
+    assert consumer.receive(0.1) is None
+    again = consumer.receive(3.0)
+    assert again is not None and again.text == "a" and again.jms_redelivered
+    assert time.monotonic() - recovered_at >= 0.28

@@ -1,0 +1,867 @@
+"""Plain JMS messaging: queues, topics, messages, listeners, lifecycle (docs/getting-started.md).
+
+Each docstring names the API call (docs/getting-started.md), or the JMS rule it restates,
+that the test checks.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+import jmslike
+from jmslike import DeliveryMode, Message, Session
+
+
+def _send_texts(session, destination, bodies, **kwargs) -> None:
+    producer = session.create_producer(destination)
+    for body in bodies:
+        producer.send(session.create_text_message(body), **kwargs)
+    producer.close()
+
+
+# --------------------------------------------------------------------------- queues
+
+
+def test_queue_each_message_once_across_competing_consumers(make_connection, unique) -> None:
+    """API: Queue (point-to-point): each message goes to exactly one of the competing
+    consumers."""
+    queue = f"queue://{unique('q')}"
+    conn = make_connection()
+    sessions = [conn.create_session() for _ in range(3)]
+    consumers = [s.create_consumer(queue) for s in sessions]
+    conn.start()
+    _send_texts(make_connection().create_session(), queue, [str(i) for i in range(30)])
+    seen: list[str] = []
+    per_consumer = [0, 0, 0]
+    idle_rounds = 0
+    while idle_rounds < 2:
+        progress = False
+        for i, consumer in enumerate(consumers):
+            msg = consumer.receive(0.05)
+            if msg is not None:
+                seen.append(msg.text)
+                per_consumer[i] += 1
+                progress = True
+        idle_rounds = 0 if progress else idle_rounds + 1
+    assert sorted(seen, key=int) == [str(i) for i in range(30)]
+    assert len(seen) == len(set(seen))
+    assert sum(1 for n in per_consumer if n) > 1
+
+
+def test_queue_keeps_messages_until_a_consumer_comes(connection, unique, drain) -> None:
+    """API: a queue holds messages for a consumer created later; one producer to one
+    consumer keeps send order (JMS)."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send_texts(session, queue, ["a", "b", "c"])
+    consumer = session.create_consumer(queue)
+    connection.start()
+    assert [m.text for m in drain(consumer)] == ["a", "b", "c"]
+
+
+def test_burst_of_non_persistent_sends_then_close_loses_nothing(
+    make_connection, unique, drain
+) -> None:
+    """JMS: a send that returned is the provider's to deliver, even when the connection
+    closes at once. 3,000 is more than a broker grants an AMQP sender at a time (Artemis:
+    1,000), so sends outrun the broker's credit; a client that queues them locally must
+    not drop the queue at close."""
+    queue = f"queue://{unique('burst')}"
+    receiver = make_connection()  # first: an embedded broker lives while a connection does
+    sender = make_connection()
+    session = sender.create_session()
+    producer = session.create_producer(queue)
+    message = session.create_text_message("x" * 1024)
+    for _ in range(3000):
+        producer.send(message, delivery_mode=DeliveryMode.NON_PERSISTENT)
+    sender.close()
+    consumer = receiver.create_session().create_consumer(queue)
+    receiver.start()
+    assert len(drain(consumer, 2.0)) == 3000
+
+
+# --------------------------------------------------------------------------- topics
+
+
+def test_topic_each_subscriber_gets_a_copy(make_connection, unique, drain) -> None:
+    """API: Topic (publish/subscribe): each subscriber gets its own copy; a subscriber
+    created after a publish does not get it."""
+    topic = f"topic://{unique('t')}"
+    conn = make_connection()
+    s1, s2 = conn.create_session(), conn.create_session()
+    sub1, sub2 = s1.create_consumer(topic), s2.create_consumer(topic)
+    conn.start()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["one", "two"])
+    late = conn.create_session().create_consumer(topic)
+    _send_texts(pub, topic, ["three"])
+    assert [m.text for m in drain(sub1)] == ["one", "two", "three"]
+    assert [m.text for m in drain(sub2)] == ["one", "two", "three"]
+    assert [m.text for m in drain(late)] == ["three"]
+
+
+def test_topic_copies_are_independent(connection, unique) -> None:
+    """API: each subscription has its own copy: clearing one does not change another."""
+    topic = f"topic://{unique('t')}"
+    s1, s2 = connection.create_session(), connection.create_session()
+    sub1, sub2 = s1.create_consumer(topic), s2.create_consumer(topic)
+    connection.start()
+    msg = s1.create_text_message("shared?")
+    msg.set_string_property("k", "v")
+    s1.create_producer(topic).send(msg)
+    a, b = sub1.receive(2.0), sub2.receive(2.0)
+    assert a is not b
+    a.clear_properties()
+    a.clear_body()
+    a.text = "changed"
+    assert b.text == "shared?" and b.get_string_property("k") == "v"
+
+
+# ------------------------------------------------------------------ message round-trip
+
+
+def _set_all_properties(msg: Message) -> None:
+    msg.set_string_property("s", "text ü")
+    msg.set_boolean_property("flag", True)
+    msg.set_byte_property("b", -7)
+    msg.set_short_property("sh", -30000)
+    msg.set_int_property("i", 2**31 - 1)
+    msg.set_long_property("l", -(2**63))
+    msg.set_float_property("f", 0.5)
+    msg.set_double_property("d", 1e300)
+    msg.set_object_property("o", 12)
+    msg.set_object_property("os", "obj")
+
+
+def _check_all_properties(msg: Message) -> None:
+    assert msg.get_string_property("s") == "text ü"
+    assert msg.get_boolean_property("flag") is True
+    assert msg.get_byte_property("b") == -7
+    assert msg.get_short_property("sh") == -30000
+    assert msg.get_int_property("i") == 2**31 - 1
+    assert msg.get_long_property("l") == -(2**63)
+    assert msg.get_float_property("f") == 0.5
+    assert msg.get_double_property("d") == 1e300
+    assert msg.get_object_property("o") == 12
+    assert msg.get_object_property("os") == "obj"
+    assert {"s", "flag", "b", "sh", "i", "l", "f", "d", "o", "os"} <= set(msg.property_names())
+
+
+@pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
+def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
+    """API: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
+    ``jms_reply_to``, ``jms_type``, ``jms_priority``, ``jms_delivery_mode``,
+    ``jms_timestamp``, ``jms_expiration``, ``jms_destination``, ``jms_message_id``."""
+    name = unique("q")
+    session = connection.create_session()
+    bodies = {
+        "text": (session.create_text_message, "héllo\n", "text"),
+        "bytes": (session.create_bytes_message, bytes(range(256)), "body"),
+        "map": (
+            session.create_map_message,
+            {"i": 1, "f": 2.5, "s": "x", "b": True, "raw": b"\x00\xff", "big": 2**40},
+            "body",
+        ),
+        "plain": (lambda _v: session.create_message(), None, "body"),
+    }
+    create, value, attr = bodies[kind]
+    msg = create(value)
+    _set_all_properties(msg)
+    reply_to = session.create_queue(unique("reply"))
+    msg.jms_correlation_id = "corr-1"
+    msg.jms_reply_to = reply_to
+    msg.jms_type = "OrderPlaced"
+    before = int(time.time() * 1000)
+    session.create_producer(f"queue://{name}").send(
+        msg, delivery_mode=DeliveryMode.NON_PERSISTENT, priority=8, time_to_live=60.0
+    )
+    after = int(time.time() * 1000)
+    assert msg.jms_message_id is not None
+    consumer = session.create_consumer(f"queue://{name}")
+    connection.start()
+    got = consumer.receive(2.0)
+    assert got is not None and type(got) is type(msg)
+    assert getattr(got, attr) == value
+    _check_all_properties(got)
+    assert got.jms_message_id == msg.jms_message_id
+    assert got.jms_message_id.startswith("ID:")
+    assert got.jms_correlation_id == "corr-1"
+    assert got.jms_reply_to == reply_to
+    assert got.jms_type == "OrderPlaced"
+    assert got.jms_priority == 8
+    assert got.jms_delivery_mode == DeliveryMode.NON_PERSISTENT
+    assert before <= got.jms_timestamp <= after
+    assert got.jms_expiration == got.jms_timestamp + 60_000
+    assert got.jms_destination == session.create_queue(name)
+    assert got.jms_redelivered is False
+    assert got.get_int_property("JMSXDeliveryCount") == 1
+
+
+def test_message_ids_are_unique(connection, unique, drain) -> None:
+    """API: ``jms_message_id`` identifies each sent message."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    msg = session.create_message()
+    ids = set()
+    for _ in range(5):
+        producer.send(msg)
+        ids.add(msg.jms_message_id)
+    assert len(ids) == 5
+    connection.start()
+    assert {m.jms_message_id for m in drain(session.create_consumer(queue))} == ids
+
+
+@pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
+def test_received_message_is_read_only_until_cleared(connection, unique, kind) -> None:
+    """API/JMS: a received message is read-only (MessageNotWriteableError) until
+    ``clear_properties()`` / ``clear_body()``."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    create = {
+        "text": lambda: session.create_text_message("t"),
+        "bytes": lambda: session.create_bytes_message(b"b"),
+        "map": lambda: session.create_map_message({"k": 1}),
+        "plain": session.create_message,
+    }[kind]
+    msg = create()
+    msg.set_string_property("p", "v")
+    session.create_producer(queue).send(msg)
+    connection.start()
+    got = session.create_consumer(queue).receive(2.0)
+    with pytest.raises(jmslike.MessageNotWriteableError):
+        got.set_string_property("p", "changed")
+    with pytest.raises(jmslike.MessageNotWriteableError):
+        got.set_object_property("q", 1)
+    assert issubclass(jmslike.MessageNotWriteableError, jmslike.JMSException)
+    got.clear_properties()
+    assert got.property_names() == []
+    got.set_string_property("p", "changed")
+    assert got.get_string_property("p") == "changed"
+    if kind == "text":
+        with pytest.raises(jmslike.MessageNotWriteableError):
+            got.text = "new"
+        got.clear_body()
+        got.text = "new"
+        assert got.text == "new"
+    elif kind == "bytes":
+        with pytest.raises(jmslike.MessageNotWriteableError):
+            got.body = b"new"
+        got.clear_body()
+        got.body = b"new"
+        assert got.body == b"new"
+    elif kind == "map":
+        with pytest.raises(jmslike.MessageNotWriteableError):
+            got.set_object("k", 2)
+        got.clear_body()
+        got.set_object("k", 2)
+        assert got.body == {"k": 2}
+
+
+def test_sender_may_reuse_a_message(connection, unique, drain) -> None:
+    """message.py/API: senders may reuse a message after ``send``; what was sent does
+    not change."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    msg = session.create_text_message("first")
+    msg.set_int_property("n", 1)
+    producer.send(msg)
+    first_id = msg.jms_message_id
+    msg.text = "second"
+    msg.set_int_property("n", 2)
+    producer.send(msg)
+    assert msg.jms_message_id != first_id
+    connection.start()
+    got = drain(session.create_consumer(queue))
+    assert [(m.text, m.get_int_property("n")) for m in got] == [("first", 1), ("second", 2)]
+
+
+# --------------------------------------------------------------------- receive, start
+
+
+def test_receive_timeout_returns_none(connection, unique) -> None:
+    """API: ``consumer.receive(timeout=5.0)`` returns None on timeout."""
+    consumer = connection.create_session().create_consumer(f"queue://{unique('q')}")
+    connection.start()
+    started = time.monotonic()
+    assert consumer.receive(0.1) is None
+    assert time.monotonic() - started >= 0.09
+    assert consumer.receive_no_wait() is None
+
+
+def test_receive_before_start_then_start_delivers(connection, unique) -> None:
+    """API: ``create_connection()`` gives a stopped connection: receive before
+    ``start()`` gets nothing; a receive waiting across ``start()`` gets the message."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send_texts(session, queue, ["waiting"])
+    consumer = session.create_consumer(queue)
+    assert consumer.receive_no_wait() is None
+    assert consumer.receive(0.1) is None
+    result: list[Message | None] = []
+    waiter = threading.Thread(target=lambda: result.append(consumer.receive(5.0)))
+    waiter.start()
+    waiter.join(0.1)
+    assert waiter.is_alive()  # still blocked: the connection is stopped
+    connection.start()
+    waiter.join(5.0)
+    assert not waiter.is_alive()
+    assert result[0] is not None and result[0].text == "waiting"
+
+
+def test_stop_pauses_delivery(connection, unique) -> None:
+    """API/JMS: ``connection.stop()`` pauses delivery to receivers and listeners;
+    ``start()`` resumes it."""
+    q1, q2 = f"queue://{unique('q')}", f"queue://{unique('q')}"
+    session = connection.create_session()
+    consumer = session.create_consumer(q1)
+    got: list[str] = []
+    arrived = threading.Event()
+
+    def listener(msg: Message) -> None:
+        got.append(msg.text)
+        arrived.set()
+
+    connection.create_session().create_consumer(q2).set_message_listener(listener)
+    connection.start()
+    connection.stop()
+    _send_texts(session, q1, ["r"])
+    _send_texts(session, q2, ["l"])
+    assert consumer.receive(0.1) is None
+    assert not arrived.wait(0.1)
+    connection.start()
+    msg = consumer.receive(2.0)
+    assert msg is not None and msg.text == "r"
+    assert arrived.wait(2.0) and got == ["l"]
+
+
+# ------------------------------------------------------------------------- listeners
+
+
+def test_listeners_run_off_main_thread_one_at_a_time_per_session(connection, unique) -> None:
+    """docs/threading.md/JMS: listeners run on the session's thread, not the caller's,
+    one message at a time per session."""
+    queues = [f"queue://{unique('q')}" for _ in range(3)]
+    session = connection.create_session()
+    lock = threading.Lock()
+    state = {"active": 0, "max": 0, "count": 0}
+    threads: set[threading.Thread] = set()
+    done = threading.Event()
+    total = 3 * 10
+
+    def listener(msg: Message) -> None:
+        with lock:
+            state["active"] += 1
+            state["max"] = max(state["max"], state["active"])
+            threads.add(threading.current_thread())
+        time.sleep(0.002)  # work, so overlapping calls would show
+        with lock:
+            state["active"] -= 1
+            state["count"] += 1
+            if state["count"] == total:
+                done.set()
+
+    for queue in queues:
+        session.create_consumer(queue).set_message_listener(listener)
+    connection.start()
+    sender = connection.create_session()
+    for i in range(10):
+        for queue in queues:
+            _send_texts(sender, queue, [str(i)])
+    assert done.wait(10.0)
+    assert state["max"] == 1
+    assert threading.main_thread() not in threads
+    assert len(threads) == 1
+
+
+def test_exception_listener_gets_listener_error(make_factory, make_connection, unique) -> None:
+    """docs/threading.md/API: a listener that raises goes to the exception listener as a
+    ``ListenerError`` (its cause the original); delivery goes on."""
+    factory = make_factory(max_redeliveries=0)
+    connection = make_connection(factory)
+    queue = f"queue://{unique('q')}"
+    errors: list[jmslike.JMSException] = []
+    reported = threading.Event()
+    got: list[str] = []
+    second = threading.Event()
+
+    def on_exception(exc: jmslike.JMSException) -> None:
+        errors.append(exc)
+        reported.set()
+
+    def listener(msg: Message) -> None:
+        got.append(msg.text)
+        if msg.text == "bad":
+            raise ValueError("boom")
+        second.set()
+
+    connection.set_exception_listener(on_exception)
+    session = connection.create_session()
+    session.create_consumer(queue).set_message_listener(listener)
+    connection.start()
+    _send_texts(session, queue, ["bad", "good"])
+    assert reported.wait(5.0)
+    assert second.wait(5.0)
+    assert isinstance(errors[0], jmslike.ListenerError)
+    assert isinstance(errors[0].__cause__, ValueError)
+    assert "boom" in str(errors[0])
+    assert got == ["bad", "good"]
+
+
+def test_receive_not_allowed_with_listener(connection, unique) -> None:
+    """JMS: a consumer with a message listener may not also be used with receive()."""
+    consumer = connection.create_session().create_consumer(f"queue://{unique('q')}")
+    consumer.set_message_listener(lambda m: None)
+    with pytest.raises(jmslike.IllegalStateError):
+        consumer.receive(0.01)
+
+
+# ------------------------------------------------------------------------- client id
+
+
+def test_client_id_rules(make_factory, make_connection, unique) -> None:
+    """API: ``connection.client_id`` settable before first use (JMS setClientID), once;
+    a client id in use on another connection raises InvalidClientIDError; also a factory
+    setting."""
+    client_id = unique("app")
+    first = make_connection()
+    first.client_id = client_id
+    assert first.client_id == client_id
+    with pytest.raises(jmslike.IllegalStateError):
+        first.client_id = unique("again")
+    second = make_connection()
+    with pytest.raises(jmslike.InvalidClientIDError) as info:
+        second.client_id = client_id
+    assert client_id in str(info.value)
+    used = make_connection()
+    used.create_session()
+    with pytest.raises(jmslike.IllegalStateError):
+        used.client_id = unique("late")
+    first.close()
+    second.client_id = client_id  # free again once its owner closed
+    configured = make_connection(make_factory(client_id=unique("cfg")))
+    assert configured.client_id is not None and configured.client_id.startswith("cfg-")
+    with pytest.raises(jmslike.IllegalStateError):
+        configured.client_id = unique("other")
+
+
+def test_factory_client_id_clash(make_factory, make_connection, unique) -> None:
+    """API: client id is also a factory setting; two live connections may not share it."""
+    factory = make_factory(client_id=unique("cfg"))
+    make_connection(factory)
+    with pytest.raises(jmslike.InvalidClientIDError):
+        make_connection(factory)
+
+
+def test_refused_client_id_leaves_nothing_open(make_factory, make_connection, unique) -> None:
+    """A factory whose client id is taken: every create_connection() raises
+    InvalidClientIDError and leaves no socket or thread behind (a retry loop had
+    gathered hundreds of each, and the broker then refused every client)."""
+    factory = make_factory(client_id=unique("taken"))
+    make_connection(factory)
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def refuse() -> None:
+        with pytest.raises(jmslike.InvalidClientIDError):
+            factory.create_connection()
+
+    refuse()  # the first refusal may start what lives for the process (pools, loops)
+    time.sleep(0.5)
+    threads, fds = threading.active_count(), open_fds()
+    for _ in range(10):
+        refuse()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (threading.active_count() > threads or open_fds() > fds):
+        time.sleep(0.1)
+    assert threading.active_count() <= threads, [t.name for t in threading.enumerate()]
+    assert open_fds() <= fds
+
+
+# ------------------------------------------------------------- priority, delay, expiry
+
+
+def test_priority_orders_messages_in_no_group(connection, unique, drain, require) -> None:
+    """API ``priority``/ORD-12: priority orders messages across groups (and in no group):
+    higher first, FIFO within one priority."""
+    require(connection, "priority")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    for text, prio in [("l1", 1), ("h1", 9), ("m1", 4), ("h2", 9), ("l2", 1), ("m2", 4)]:
+        producer.send(session.create_text_message(text), priority=prio)
+    connection.start()
+    got = drain(session.create_consumer(queue))
+    assert [m.text for m in got] == ["h1", "h2", "m1", "m2", "l1", "l2"]
+
+
+def test_delivery_delay(connection, unique, require) -> None:
+    """API ``producer.delivery_delay``: a message is not delivered before its delay."""
+    require(connection, "delivery_delay")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    producer.delivery_delay = 0.3
+    sent_at = time.monotonic()
+    producer.send(session.create_text_message("later"))
+    producer.send(session.create_text_message("now"), delivery_delay=0.0)
+    consumer = session.create_consumer(queue)
+    connection.start()
+    first = consumer.receive(2.0)
+    assert first.text == "now"
+    assert consumer.receive_no_wait() is None
+    later = consumer.receive(3.0)
+    assert later is not None and later.text == "later"
+    assert time.monotonic() - sent_at >= 0.28
+    assert later.jms_delivery_time >= later.jms_timestamp + 300
+
+
+def test_time_to_live_expired_never_delivered(connection, unique, drain, require) -> None:
+    """API ``producer.time_to_live``: an expired message is never delivered."""
+    require(connection, "time_to_live")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    producer.send(session.create_text_message("short"), time_to_live=0.05)
+    producer.send(session.create_text_message("forever"))
+    time.sleep(0.15)  # let the first one expire: time passing is what is tested
+    browser = session.create_browser(queue)
+    assert [m.text for m in browser] == ["forever"]
+    connection.start()
+    assert [m.text for m in drain(session.create_consumer(queue))] == ["forever"]
+
+
+# ---------------------------------------------------------- temporary queue, reply
+
+
+def test_temporary_queue_request_reply(make_connection, unique, require) -> None:
+    """API: ``session.create_temporary_queue()`` and ``jms_reply_to``: request/reply."""
+    requester = make_connection()
+    require(requester, "temporary_destinations")
+    responder = make_connection()
+    service = f"queue://{unique('svc')}"
+    rs = responder.create_session()
+    requests = rs.create_consumer(service)
+    replies_out = rs.create_producer(None)
+    responder.start()
+
+    qs = requester.create_session()
+    reply_queue = qs.create_temporary_queue()
+    replies = qs.create_consumer(reply_queue)
+    requester.start()
+    request = qs.create_text_message("ping")
+    request.jms_reply_to = reply_queue
+    qs.create_producer(service).send(request)
+
+    got = requests.receive(2.0)
+    assert got.jms_reply_to == reply_queue
+    reply = rs.create_text_message("pong")
+    reply.jms_correlation_id = got.jms_message_id
+    replies_out.send(reply, destination=got.jms_reply_to)
+
+    answer = replies.receive(2.0)
+    assert answer is not None and answer.text == "pong"
+    assert answer.jms_correlation_id == request.jms_message_id
+
+
+def test_temporary_queue_keeps_a_reply_sent_before_its_consumer(
+    make_connection, unique, drain, require
+) -> None:
+    """JMS: a temporary queue exists from ``create_temporary_queue()``, so a reply sent to
+    it before its creator made a consumer waits there, and a consumer the creating
+    connection makes later receives it. (Issue 16: RabbitMQ over STOMP delivered the reply
+    to the creator's connection at once, and with no consumer there it was lost.)"""
+    requester = make_connection()
+    require(requester, "temporary_destinations")
+    responder = make_connection()
+    service = f"queue://{unique('svc')}"
+    rs = responder.create_session()
+    requests = rs.create_consumer(service)
+    responder.start()
+
+    qs = requester.create_session()
+    reply_queue = qs.create_temporary_queue()
+    requester.start()
+    request = qs.create_text_message("ping")
+    request.jms_reply_to = reply_queue
+    qs.create_producer(service).send(request)
+
+    got = requests.receive(2.0)
+    assert got is not None and got.jms_reply_to == reply_queue
+    rs.create_producer(got.jms_reply_to).send(rs.create_text_message("pong"))  # persistent
+    # The broker has the reply once the send returned; give a broker that pushes it to the
+    # creator's connection time to do so before any consumer exists.
+    time.sleep(0.3)
+    replies = qs.create_consumer(reply_queue)
+    assert [m.text for m in drain(replies, 1.0)] == ["pong"]
+
+
+def test_temporary_queue_takes_its_own_connections_sends(make_connection, drain, require) -> None:
+    """JMS: the connection that created a temporary queue may send to it too; what it sent
+    before a consumer existed, and what a closed consumer left unread, wait there for the
+    next consumer, in order."""
+    conn = make_connection()
+    require(conn, "temporary_destinations")
+    session = conn.create_session()
+    tmp = session.create_temporary_queue()
+    producer = session.create_producer(tmp)
+    for text in ("a", "b", "c"):
+        producer.send(session.create_text_message(text))
+    conn.start()
+    first = session.create_consumer(tmp)
+    assert first.receive(2.0).text == "a"
+    first.close()  # AUTO: "a" is finished; "b" and "c" stay in the queue
+    producer.send(session.create_text_message("d"))
+    rest = drain(session.create_consumer(tmp), 1.0)
+    assert [m.text for m in rest] == ["b", "c", "d"]
+    assert all(m.jms_destination == tmp for m in rest)
+
+
+def test_temporary_queue_only_its_connection_consumes(make_connection, require) -> None:
+    """JMS: only the connection that created a temporary queue may consume from it, and it
+    vanishes with that connection."""
+    owner = make_connection()
+    require(owner, "temporary_destinations")
+    tmp = owner.create_session().create_temporary_queue()
+    other = make_connection().create_session()
+    with pytest.raises(jmslike.InvalidDestinationError):
+        other.create_consumer(tmp)
+    owner.close()
+    with pytest.raises(jmslike.InvalidDestinationError):
+        other.create_producer(tmp).send(other.create_text_message("x"))
+
+
+def test_deleted_temporary_queues_leave_nothing_behind(make_connection, require) -> None:
+    """JMS TemporaryQueue.delete() as ``connection.delete_temporary(queue)``: refused
+    while a consumer is open on it; afterwards a send to it fails; and a request/reply
+    client that makes one per request keeps nothing per request (the provider's names
+    and frame handlers stay as they were)."""
+    connection = make_connection()
+    require(connection, "temporary_destinations")
+    session = connection.create_session()
+    connection.start()
+
+    def bookkeeping() -> int:
+        provider = connection._provider
+        sizes = [len(getattr(provider, "temporary_names", ()))]
+        sizes.append(len(getattr(provider, "temporary_inboxes", ())))
+        sizes.append(len(getattr(provider, "_temporary", ())))
+        transport = getattr(provider, "transport", None)
+        sizes.append(len(getattr(transport, "_subscriptions", ())))
+        return sum(sizes)
+
+    # The first one may set up what the connection keeps for all of them (RabbitMQ
+    # STOMP: a probe subscription that learns the broker's names for them).
+    connection.delete_temporary(session.create_temporary_queue())
+    before = bookkeeping()
+    for n in range(30):
+        queue = session.create_temporary_queue()
+        consumer = session.create_consumer(queue)
+        session.create_producer(queue).send(session.create_text_message(f"r{n}"))
+        assert consumer.receive(5.0).text == f"r{n}"
+        with pytest.raises(jmslike.IllegalStateError):
+            connection.delete_temporary(queue)
+        consumer.close()
+        connection.delete_temporary(queue)
+    assert bookkeeping() == before
+    with pytest.raises(jmslike.InvalidDestinationError):
+        session.create_producer(queue).send(session.create_text_message("late"))
+    with pytest.raises(jmslike.InvalidDestinationError):
+        connection.delete_temporary(jmslike.Queue("not-temporary"))
+
+
+# ------------------------------------------------------- durable, shared, unsubscribe
+
+
+def test_durable_subscription_keeps_messages_while_away(
+    make_connection, unique, drain, require
+) -> None:
+    """API: ``session.create_durable_subscriber(topic, "sub-name")`` keeps messages
+    while its subscriber is away; ``unsubscribe`` deletes it."""
+    conn = make_connection()
+    require(conn, "durable_subscriptions")
+    conn.client_id = unique("client")
+    topic = f"topic://{unique('t')}"
+    sub_name = unique("sub")
+    session = conn.create_session()
+    sub = session.create_durable_subscriber(topic, sub_name)
+    conn.start()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["1"])
+    assert sub.receive(2.0).text == "1"
+    sub.close()
+    _send_texts(pub, topic, ["2", "3"])
+    sub = session.create_durable_subscriber(topic, sub_name)
+    assert [m.text for m in drain(sub)] == ["2", "3"]
+    with pytest.raises(jmslike.IllegalStateError):
+        session.unsubscribe(sub_name)  # still has an active subscriber
+    sub.close()
+    _send_texts(pub, topic, ["4"])
+    session.unsubscribe(sub_name)
+    sub = session.create_durable_subscriber(topic, sub_name)
+    _send_texts(pub, topic, ["5"])
+    assert [m.text for m in drain(sub)] == ["5"]
+
+
+def test_durable_subscriber_needs_client_id(connection, unique, require) -> None:
+    """JMS 1.1: an unshared durable subscription is named by client id and name."""
+    require(connection, "durable_subscriptions")
+    with pytest.raises(jmslike.IllegalStateError):
+        connection.create_session().create_durable_subscriber(
+            f"topic://{unique('t')}", unique("sub")
+        )
+
+
+def test_unsubscribe_unknown_name(connection, unique, require) -> None:
+    """API ``unsubscribe``: an unknown subscription name is an error (JMS
+    InvalidDestinationException)."""
+    require(connection, "durable_subscriptions")
+    connection.client_id = unique("client")
+    name = unique("nosuch")
+    with pytest.raises(jmslike.InvalidDestinationError) as info:
+        connection.create_session().unsubscribe(name)
+    assert name in str(info.value)
+
+
+def test_shared_consumer_splits_messages(make_connection, unique, drain, require) -> None:
+    """API ``create_shared_consumer``: consumers of one shared subscription split its
+    messages; another subscription still gets every message."""
+    conn = make_connection()
+    require(conn, "shared_subscriptions")
+    topic = f"topic://{unique('t')}"
+    name = unique("shared")
+    s1, s2, s3 = conn.create_session(), conn.create_session(), conn.create_session()
+    c1 = s1.create_shared_consumer(topic, name)
+    c2 = s2.create_shared_consumer(topic, name)
+    everything = s3.create_consumer(topic)
+    conn.start()
+    _send_texts(make_connection().create_session(), topic, [str(i) for i in range(10)])
+    got1: list[str] = []
+    got2: list[str] = []
+    for _ in range(5):
+        got1.append(c1.receive(2.0).text)
+        got2.append(c2.receive(2.0).text)
+    assert c1.receive(0.05) is None and c2.receive(0.05) is None
+    assert sorted(got1 + got2, key=int) == [str(i) for i in range(10)]
+    assert got1 == sorted(got1, key=int) and got2 == sorted(got2, key=int)
+    assert [m.text for m in drain(everything)] == [str(i) for i in range(10)]
+
+
+# ------------------------------------------------------------------------- browser
+
+
+def test_browser_lists_in_delivery_order(connection, unique, drain, require) -> None:
+    """API: ``browser = session.create_browser(queue)`` is iterable, in delivery order;
+    browsing takes nothing."""
+    require(connection, "browsers")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    for text, prio in [("a", 4), ("b", 7), ("c", 4), ("d", 0), ("e", 7)]:
+        producer.send(session.create_text_message(text), priority=prio)
+    browsed = [m.text for m in session.create_browser(queue)]
+    assert [m.text for m in session.create_browser(queue)] == browsed
+    connection.start()
+    received = [m.text for m in drain(session.create_consumer(queue))]
+    assert browsed == received
+    if connection.capabilities.priority:
+        assert received == ["b", "e", "a", "c", "d"]
+    else:
+        assert received == ["a", "b", "c", "d", "e"]
+    assert list(session.create_browser(queue)) == []
+
+
+def test_browser_with_selector(connection, unique, require) -> None:
+    """API ``create_browser(queue, message_selector=...)`` lists matching messages."""
+    require(connection, "browsers")
+    require(connection, "selectors")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    for i, region in enumerate(["EU", "US", "EU"]):
+        msg = session.create_text_message(str(i))
+        msg.set_string_property("region", region)
+        producer.send(msg)
+    assert [m.text for m in session.create_browser(queue, "region = 'EU'")] == ["0", "2"]
+
+
+def test_browsed_messages_are_as_sent_after_receiver_changed_its_copy(
+    connection, unique, require
+) -> None:
+    """ORD-20 + message.py: "the receiver may clear and change its copy, so nothing the
+    application holds is shared with the broker" -- a message given back after the receiver
+    changed its copy browses as it was sent (with its group)."""
+    require(connection, "browsers")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    producer = session.create_producer(queue)
+    producer.enable_ordering_group("g")
+    msg = session.create_text_message("original")
+    msg.set_string_property("k", "v")
+    producer.send(msg)
+    consumer = session.create_consumer(queue)
+    connection.start()
+    got = consumer.receive(2.0)
+    got.clear_properties()
+    got.clear_body()
+    got.text = "changed by receiver"
+    consumer.close()  # gives it back (CLIENT, unacknowledged)
+    [browsed] = list(session.create_browser(queue))
+    assert browsed.text == "original"
+    assert browsed.get_string_property("k") == "v"
+    assert browsed.ordering_group == "g"
+
+
+def test_selector_sees_message_as_sent_after_receiver_changed_its_copy(
+    connection, unique, require
+) -> None:
+    """API message_selector + message.py ("the receiver may clear and change its copy"):
+    a message given back after the receiver changed its copy is selected by its properties
+    as sent: a consumer for color = 'red' gets it, one for color = 'blue' does not."""
+    require(connection, "selectors")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    msg = session.create_text_message("x")
+    msg.set_string_property("color", "red")
+    session.create_producer(queue).send(msg)
+    first = session.create_consumer(queue, message_selector="color = 'red'")
+    connection.start()
+    got = first.receive(2.0)
+    got.clear_properties()
+    got.set_string_property("color", "blue")
+    first.close()  # gives it back (CLIENT, unacknowledged)
+    other = connection.create_session()
+    blue = other.create_consumer(queue, message_selector="color = 'blue'")
+    wrong = blue.receive(0.1)
+    assert wrong is None, (
+        f"blue consumer got a message whose color is {wrong.get_string_property('color')!r}"
+    )
+    red = other.create_consumer(queue, message_selector="color = 'red'")
+    again = red.receive(2.0)
+    assert again is not None and again.get_string_property("color") == "red"
+
+
+def test_redelivered_headers_are_as_sent_after_receiver_changed_them(connection, unique) -> None:
+    """ORD-11 + message.py: a redelivered message is the message as sent; header changes
+    the receiver made to its own copy do not come back with the redelivery."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    msg = session.create_text_message("x")
+    msg.jms_correlation_id = "corr"
+    msg.jms_type = "T"
+    session.create_producer(queue).send(msg)
+    consumer = session.create_consumer(queue)
+    connection.start()
+    got = consumer.receive(2.0)
+    got.jms_correlation_id = "changed"
+    got.jms_type = "changed"
+    session.recover()
+    again = consumer.receive(2.0)
+    assert again.jms_redelivered is True
+    assert (again.jms_correlation_id, again.jms_type) == ("corr", "T")

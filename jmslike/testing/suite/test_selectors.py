@@ -1,0 +1,80 @@
+"""Selectors as the broker applies them (the API's message_selector,
+docs/getting-started.md; JMS 2.0 section 3.8.1).
+
+A provider may hand the broker a selector in the broker's own dialect (Artemis' Core
+filters name JMS headers differently); these tests check that only header identifiers and
+the values compared with them change on the way, never string literals or property names.
+"""
+
+from __future__ import annotations
+
+from jmslike import DeliveryMode
+
+# (body, status property, delivery mode) sent in this order.
+_SENT = [
+    ("a", "PERSISTENT", DeliveryMode.NON_PERSISTENT),
+    ("b", "DURABLE", DeliveryMode.PERSISTENT),
+    ("c", "PERSISTENT", DeliveryMode.PERSISTENT),
+    ("d", "NON_PERSISTENT", DeliveryMode.PERSISTENT),
+]
+
+
+def _send(session, queue: str) -> None:
+    producer = session.create_producer(queue)
+    for body, status, mode in _SENT:
+        message = session.create_text_message(body)
+        message.set_string_property("status", status)
+        message.set_string_property("last_JMSDeliveryMode", status)
+        producer.send(message, delivery_mode=mode)
+    producer.close()
+
+
+def test_selector_literals_that_look_like_header_values_are_kept(
+    connection, unique, require, drain
+) -> None:
+    """API message_selector: ``status = 'PERSISTENT'`` compares the property with that
+    very string, however the broker spells JMSDeliveryMode's values, and a selector on
+    JMSDeliveryMode still selects by delivery mode."""
+    require(connection, "selectors")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send(session, queue)
+    connection.start()
+    cases = [
+        ("status = 'PERSISTENT' AND JMSDeliveryMode = 'PERSISTENT'", ["c"]),
+        ("status = 'PERSISTENT'", ["a"]),
+        ("'NON_PERSISTENT' = last_JMSDeliveryMode", ["d"]),
+        ("JMSDeliveryMode = 'PERSISTENT'", ["b"]),
+    ]
+    for selector, expected in cases:
+        consumer = session.create_consumer(queue, message_selector=selector)
+        assert [m.text for m in drain(consumer, 0.5)] == expected, selector
+        consumer.close()
+    assert drain(session.create_consumer(queue), 0.2) == []
+
+
+def test_browser_selector_literals_that_look_like_header_values_are_kept(
+    connection, unique, require
+) -> None:
+    """API create_browser(queue, message_selector=...): the same selectors list the same
+    messages when browsing (Artemis browses through its management API)."""
+    require(connection, "browsers")
+    require(connection, "selectors")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send(session, queue)
+
+    def browse(selector: str) -> list[str]:
+        return [m.text for m in session.create_browser(queue, selector)]
+
+    assert browse("status = 'PERSISTENT'") == ["a", "c"]
+    assert browse("status IN ('PERSISTENT', 'it''s') AND NOT JMSDeliveryMode = 'PERSISTENT'") == [
+        "a"
+    ]
+    assert browse("JMSDeliveryMode = 'NON_PERSISTENT' OR status LIKE 'NON!_%' ESCAPE '!'") == [
+        "a",
+        "d",
+    ]
+    assert browse("JMSDeliveryMode IN ('PERSISTENT') AND status <> 'DURABLE'") == ["c", "d"]
+    assert browse("status IN ('NON_PERSISTENT') OR JMSDeliveryMode LIKE 'NON%'") == ["a", "d"]
+    assert browse("status LIKE 'PERSISTENT' AND 'PERSISTENT' = JMSDeliveryMode") == ["c"]
