@@ -230,6 +230,7 @@ class Scenario:
                     "pid": name,
                     "text": text,
                     "redelivered": message.jms_redelivered,
+                    "count": message.get_object_property("JMSXDeliveryCount"),
                     "start": time.monotonic(),
                 }
                 record["end"] = time.monotonic()  # the work: none, the checks are the point
@@ -286,6 +287,7 @@ class Scenario:
             recover.append(
                 {
                     "event": event.kind,
+                    "at": event.start,
                     "broker_down_s": round(event.down_s, 1),
                     "send_again_s": None if sent is None else round(sent - event.start, 1),
                     "consume_again_s": None if done is None else round(done - event.start, 1),
@@ -310,6 +312,7 @@ class Scenario:
             "recover": recover,
             "problems": found[:20],
             "errors": self.errors,
+            "records": sorted(self.records, key=lambda r: r["start"]),
         }
 
 
@@ -326,6 +329,9 @@ def _report(broker: str, figures: list[dict[str, Any]], base: Path) -> None:
     report = json.loads(path.read_text()) if path.exists() else {}
     report[broker] = figures
     path.write_text(json.dumps(report, indent=2))
+    for f in figures:  # every delivery, for reading a failure
+        log_path = path.with_name(f"{path.stem}-{broker}-{f['route']}-records.json")
+        log_path.write_text(json.dumps(f.pop("records"), indent=0))
     for f in figures:
         times = ", ".join(
             f"{r['event']}: down {r['broker_down_s']} s, send {r['send_again_s']} s, "
