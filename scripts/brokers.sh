@@ -29,6 +29,13 @@
 # own epmd port, CLI distribution ports and an env file in its state dir instead of
 # /etc/rabbitmq/rabbitmq-env.conf); the state dir's brokers.env names the moved URLs.
 #   JMSLIKE_BROKERS_DIR=/tmp/b1000 JMSLIKE_BROKERS_PORT_OFFSET=1000 scripts/brokers.sh start artemis
+#
+# JMSLIKE_BROKERS_DURABLE_REDELIVERY=1 makes Classic (persistJMSRedelivered) and Artemis
+# (persist-delivery-count-before-delivery) write a delivery to the store before sending
+# it, so that a message delivered before a crash or restart comes back flagged
+# redelivered; without it they forget the delivery and the copy after the restart looks
+# new (docs/reliability.md). RabbitMQ flags every recovered message by itself. It costs a
+# store write per delivery, so only the restart tests' set turns it on. Applied at launch.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +50,7 @@ OFFSET=${JMSLIKE_BROKERS_PORT_OFFSET:-0}
   { printf 'brokers.sh: JMSLIKE_BROKERS_PORT_OFFSET=%s is not a number from 0 to 3900\n' "$OFFSET" >&2; exit 1; }
 # The standard port <n> moved by the offset.
 port() { echo $(($1 + OFFSET)); }
+DURABLE_REDELIVERY=${JMSLIKE_BROKERS_DURABLE_REDELIVERY:-}
 # What a launch does with the store: keep (`restart`), wipe (`reset`), or empty each
 # broker's default (`start`: Classic and RabbitMQ wipe, Artemis keeps).
 STORE_MODE=

@@ -59,7 +59,10 @@ activemq_configure() {
   # amqp/mqtt/http, and one unknown scheme makes the whole broker fail to start). No JMX,
   # no web console: nothing else listens.
   # ${activemq.data} below is Spring's placeholder (the JVM's -D), not the shell's.
+  local redelivered=false
+  [ -z "$DURABLE_REDELIVERY" ] || redelivered=true
   sed -e "s/@OPENWIRE@/$AMQ_OPENWIRE_PORT/; s/@STOMP@/$AMQ_STOMP_PORT/; s/@AMQP@/$AMQ_AMQP_PORT/" \
+    -e "s/@REDELIVERED@/$redelivered/" \
     >"$AMQ_CONF/activemq.xml" <<'EOF'
 <beans xmlns="http://www.springframework.org/schema/beans"
        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
@@ -82,7 +85,8 @@ activemq_configure() {
                reorders a group that mixes both). Not prioritizedMessages: with it the
                broker lets a later message of a group overtake an earlier one of lower
                priority, against ORD-12; jmslike declares priority=False instead. -->
-          <policyEntry queue=">">
+          <!-- persistJMSRedelivered: JMSLIKE_BROKERS_DURABLE_REDELIVERY (brokers.sh). -->
+          <policyEntry queue=">" persistJMSRedelivered="@REDELIVERED@">
             <pendingQueuePolicy>
               <vmQueueCursor/>
             </pendingQueuePolicy>

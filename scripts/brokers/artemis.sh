@@ -135,8 +135,28 @@ artemis_configure() {
   # The console's port was fixed when the instance was made; follow the offset anyway.
   sed -i -E "s#uri=\"http://127\.0\.0\.1:[0-9]+\"#uri=\"http://127.0.0.1:$ARTEMIS_HTTP_PORT\"#" \
     "$ARTEMIS_INSTANCE/etc/bootstrap.xml"
+  artemis_durable_redelivery || die "artemis: cannot set persist-delivery-count-before-delivery"
   # `reset` throws the journal away (bindings: the queues; journal: their messages).
   [ "$STORE_MODE" != wipe ] || rm -rf "$ARTEMIS_INSTANCE/data/"{bindings,journal,large-messages,paging}
+}
+
+# <persist-delivery-count-before-delivery> follows JMSLIKE_BROKERS_DURABLE_REDELIVERY
+# (brokers.sh), on every start: the element is dropped, then added when asked for.
+artemis_durable_redelivery() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$DURABLE_REDELIVERY" <<'PY'
+import re, sys
+path, wanted = sys.argv[1], sys.argv[2]
+xml = open(path, encoding="utf-8").read()
+tag = "persist-delivery-count-before-delivery"
+xml = re.sub(rf"\s*<{tag}>[^<]*</{tag}>", "", xml)
+if wanted:
+    xml, n = re.subn(
+        r"(<persistence-enabled>[^<]*</persistence-enabled>)", rf"\1\n      <{tag}>true</{tag}>", xml, count=1
+    )
+    if n != 1:
+        sys.exit(f"no <persistence-enabled> in {path}")
+open(path, "w", encoding="utf-8").write(xml)
+PY
 }
 
 # A test CA and a server certificate for 127.0.0.1 and localhost, made once with openssl:

@@ -128,6 +128,9 @@ class Scenario:
     reconnects: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     producer_done: threading.Event = field(default_factory=threading.Event)
+    at_mark: threading.Event = field(default_factory=threading.Event)
+    """Set while the producer waits at a third or two thirds of its sends for the event."""
+    go_on: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -177,7 +180,15 @@ class Scenario:
 
         connection, (session, producers) = self.connect("producer", setup)
         next_at = time.monotonic()
+        marks = {MESSAGES // 3, 2 * MESSAGES // 3}
         for i in range(MESSAGES):
+            if i in marks:
+                # Wait for the outage to begin, so that it always falls mid-stream (a
+                # slow broker stop would otherwise let the producer finish first).
+                self.at_mark.set()
+                if not self.go_on.acquire(timeout=300):
+                    raise AssertionError(f"{self.route.name}: no outage came at send {i}")
+                next_at = time.monotonic()
             group, n = f"g{i % GROUPS:03d}", i // GROUPS
             text = f"{group}:{n:06d}"
             next_at = max(next_at + 1.0 / RATE, time.monotonic() - 0.5)
@@ -274,7 +285,30 @@ class Scenario:
     def figures(self, events: list[Event], ups: list[float]) -> dict[str, Any]:
         found = problems(self.records, self.confirmed)
         lost = sum(int(p.split()[1].rstrip(":")) for p in found if p.startswith("lost "))
-        duplicates = sum(1 for p in found if "not redelivered" in p)
+        # An unflagged copy of a message whose first processing was acknowledged while
+        # the broker was being killed: the broker confirmed (or never saw) the
+        # acknowledgement and forgot the delivery in the crash, so neither it nor
+        # jmslike (which forgets acknowledged messages) can flag the copy. Counted
+        # apart, with the evidence in the records file; docs/reliability.md.
+        crash = [(e.start, up) for e, up in zip(events, ups, strict=True) if e.kind == "kill -9"]
+        duplicates = crash_duplicates = 0
+        for line in found:
+            if "not redelivered" not in line:
+                continue
+            text = line.split()[0]
+            first = min(
+                (
+                    r
+                    for r in self.records
+                    if r["text"] == text and (r.get("ok") or r.get("in_doubt"))
+                ),
+                key=lambda r: r["start"],
+            )
+            finished = first.get("done_at", first["end"])
+            if any(start <= finished <= up for start, up in crash):
+                crash_duplicates += 1
+            else:
+                duplicates += 1
         misordered = sum(1 for p in found if "out of order" in p or "at once" in p)
         oks = {r["text"] for r in self.records if r.get("ok")}
         recover = []
@@ -307,6 +341,7 @@ class Scenario:
             "redelivered": sum(1 for r in self.records if r["redelivered"]),
             "lost": lost,
             "unflagged_duplicates": duplicates,
+            "unflagged_after_crash": crash_duplicates,
             "misordered": misordered,
             "reconnects": dict(self.reconnects),
             "recover": recover,
@@ -342,7 +377,8 @@ def _report(broker: str, figures: list[dict[str, Any]], base: Path) -> None:
             f"\n{broker} {f['route']}: sent {f['sent']} confirmed {f['confirmed']} "
             f"(raised {f['send_raised']}, of those received {f['send_raised_received']}) "
             f"received {f['received']} lost {f['lost']} unflagged-dup "
-            f"{f['unflagged_duplicates']} misordered {f['misordered']} "
+            f"{f['unflagged_duplicates']} (at the kill {f['unflagged_after_crash']}) "
+            f"misordered {f['misordered']} "
             f"redelivered {f['redelivered']} reconnects {f['reconnects']}; {times}; "
             f"report {path}"
         )
@@ -371,15 +407,19 @@ def test_restart_and_kill_under_load(
     ups: list[float] = []
     try:
         for kind, share in (("restart", 1 / 3), ("kill -9", 2 / 3)):
+            if events:
+                # Consumers catch up between the two outages (a slow broker stop, a
+                # stalled consumer would otherwise make the second one meaningless).
+                time.sleep(1.0)
             _wait(
-                lambda share=share: all(
-                    len(s.confirmed) >= MESSAGES * share or s.producer_done.is_set()
-                    for s in scenarios
-                ),
+                lambda: all(s.at_mark.is_set() or s.producer_done.is_set() for s in scenarios),
                 120,
                 f"{share:.0%} of the sends",
             )
             event = Event(kind, time.monotonic())
+            for scenario in scenarios:
+                scenario.at_mark.clear()
+                scenario.go_on.release()
             if kind == "restart":
                 restartable.restart(broker)
             else:
