@@ -56,6 +56,8 @@ GROUPS = int(os.environ.get("JMSLIKE_RESTART_GROUPS", "20"))
 RATE = float(os.environ.get("JMSLIKE_RESTART_RATE", "250"))
 DRAIN_IDLE = 20.0
 """Seconds without a new delivery, after the producer finished, that end a scenario."""
+OUTAGE_RATE = 10.0
+"""Messages a second while the broker is being stopped, killed or started."""
 RECONNECT_FOR = 180.0
 """How long an application reconnect loop keeps trying before it gives up."""
 
@@ -131,6 +133,10 @@ class Scenario:
     at_mark: threading.Event = field(default_factory=threading.Event)
     """Set while the producer waits at a third or two thirds of its sends for the event."""
     go_on: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    outage: threading.Event = field(default_factory=threading.Event)
+    """Set from the start of a stop or kill until the broker answers again: the producer
+    slows down to OUTAGE_RATE, so that it is still sending when the broker goes (a
+    graceful RabbitMQ stop takes 10 s) and when it is back."""
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -191,7 +197,8 @@ class Scenario:
                 next_at = time.monotonic()
             group, n = f"g{i % GROUPS:03d}", i // GROUPS
             text = f"{group}:{n:06d}"
-            next_at = max(next_at + 1.0 / RATE, time.monotonic() - 0.5)
+            rate = OUTAGE_RATE if self.outage.is_set() else RATE
+            next_at = max(next_at + 1.0 / rate, time.monotonic() - 0.5)
             time.sleep(max(0.0, next_at - time.monotonic()))
             try:
                 producer = producers.get(group)
@@ -418,6 +425,7 @@ def test_restart_and_kill_under_load(
             )
             event = Event(kind, time.monotonic())
             for scenario in scenarios:
+                scenario.outage.set()
                 scenario.at_mark.clear()
                 scenario.go_on.release()
             if kind == "restart":
@@ -426,6 +434,8 @@ def test_restart_and_kill_under_load(
                 restartable.kill(broker)
                 restartable.restart(broker)
             event.down_s = time.monotonic() - event.start
+            for scenario in scenarios:
+                scenario.outage.clear()
             events.append(event)
             ups.append(time.monotonic())
         for scenario in scenarios:
