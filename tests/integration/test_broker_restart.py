@@ -19,7 +19,18 @@ Checked with jmslike.testing.ordercheck, per route:
   two messages of a group were in progress at once.
 
 A send that raised (in flight when the broker went) may or may not have been stored; the
-test never sends it again, and the checks above cover it if it arrives. The figures
+test never sends it again, and the checks above cover it if it arrives. The producer
+waits at each mark until the outage begins and sends 10 messages a second while it
+lasts, so that every outage falls mid-stream.
+
+One exception, counted apart (``unflagged_after_crash``) and not failed: an unflagged
+copy of a message whose first processing was acknowledged or committed while the broker
+was being killed. The broker confirmed, or never received, that acknowledgement and
+lost the delivery with the crash; neither it nor jmslike, which forgets acknowledged
+messages, can flag the copy (docs/reliability.md has the evidence). The second set runs
+with ``JMSLIKE_BROKERS_DURABLE_REDELIVERY=1`` (scripts/brokers.sh): without it Classic and
+Artemis forget every delivery on a restart, and a copy after a graceful restart comes
+unflagged too. The figures
 (sent, confirmed, received, lost, ..., the time until the route sent and consumed again)
 are printed (``-s``) and written as JSON to ``broker-restart.json`` in pytest's base temp
 dir, or to ``$JMSLIKE_RESTART_REPORT``; docs/reliability.md holds a run's.
@@ -56,6 +67,8 @@ GROUPS = int(os.environ.get("JMSLIKE_RESTART_GROUPS", "20"))
 RATE = float(os.environ.get("JMSLIKE_RESTART_RATE", "250"))
 DRAIN_IDLE = 20.0
 """Seconds without a new delivery, after the producer finished, that end a scenario."""
+SENDING_S = MESSAGES / RATE
+"""How long the sends take without outages; the waits below grow with it."""
 OUTAGE_RATE = 10.0
 """Messages a second while the broker is being stopped, killed or started."""
 RECONNECT_FOR = 180.0
@@ -391,7 +404,7 @@ def _report(broker: str, figures: list[dict[str, Any]], base: Path) -> None:
         )
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(400 + 3 * SENDING_S)
 @pytest.mark.parametrize("broker", BROKERS)
 def test_restart_and_kill_under_load(
     broker: str, restartable: RestartableBrokers, tmp_path_factory: pytest.TempPathFactory
@@ -439,14 +452,22 @@ def test_restart_and_kill_under_load(
             events.append(event)
             ups.append(time.monotonic())
         for scenario in scenarios:
-            _wait(scenario.producer_done.is_set, 240, f"{scenario.route.name}'s producer")
+            _wait(
+                scenario.producer_done.is_set,
+                240 + 2 * SENDING_S,
+                f"{scenario.route.name}'s producer",
+            )
 
         def drained(s: Scenario) -> bool:
             return set(s.confirmed) <= s.processed() or (
                 time.monotonic() - max(s.last_record_at(), ups[-1]) > DRAIN_IDLE
             )
 
-        _wait(lambda: all(drained(s) for s in scenarios), 240, "the consumers to drain")
+        _wait(
+            lambda: all(drained(s) for s in scenarios),
+            240 + SENDING_S,
+            "the consumers to drain",
+        )
     finally:
         for scenario in scenarios:
             scenario.stop.set()
@@ -455,7 +476,13 @@ def test_restart_and_kill_under_load(
             thread.join(60)
     figures = [s.figures(events, ups) for s in scenarios]
     _report(broker, figures, tmp_path_factory.getbasetemp())
-    for f in figures:
-        assert not f["errors"], f
-        assert f["confirmed"] > MESSAGES // 2, f
-        assert (f["lost"], f["unflagged_duplicates"], f["misordered"]) == (0, 0, 0), f
+    failed = [
+        f"{f['route']}: lost {f['lost']}, unflagged duplicates {f['unflagged_duplicates']}, "
+        f"misordered {f['misordered']}, errors {f['errors']}, confirmed {f['confirmed']}; "
+        f"{f['problems'][:5]}"
+        for f in figures
+        if f["errors"]
+        or f["confirmed"] <= MESSAGES // 2
+        or (f["lost"], f["unflagged_duplicates"], f["misordered"]) != (0, 0, 0)
+    ]
+    assert not failed, f"{broker}: " + "\n".join(failed)
