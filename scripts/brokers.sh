@@ -50,7 +50,10 @@ OFFSET=${JMSLIKE_BROKERS_PORT_OFFSET:-0}
   { printf 'brokers.sh: JMSLIKE_BROKERS_PORT_OFFSET=%s is not a number from 0 to 3900\n' "$OFFSET" >&2; exit 1; }
 # The standard port <n> moved by the offset.
 port() { echo $(($1 + OFFSET)); }
-DURABLE_REDELIVERY=${JMSLIKE_BROKERS_DURABLE_REDELIVERY:-}
+case ${JMSLIKE_BROKERS_DURABLE_REDELIVERY:-} in
+  1 | true | yes) DURABLE_REDELIVERY=1 ;;
+  *) DURABLE_REDELIVERY= ;;
+esac
 # What a launch does with the store: keep (`restart`), wipe (`reset`), or empty each
 # broker's default (`start`: Classic and RabbitMQ wipe, Artemis keeps).
 STORE_MODE=

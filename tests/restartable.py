@@ -110,8 +110,11 @@ class RestartableBrokers:
             **{k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))},
             "JMSLIKE_BROKERS_DIR": str(self.state),
             "JMSLIKE_BROKERS_PORT_OFFSET": str(self.offset),
-            # A delivery before a restart comes back flagged (the script's header).
-            "JMSLIKE_BROKERS_DURABLE_REDELIVERY": "1",
+            # A delivery before a restart comes back flagged (the script's header);
+            # JMSLIKE_RESTART_DURABLE_REDELIVERY=0 shows the brokers' defaults.
+            "JMSLIKE_BROKERS_DURABLE_REDELIVERY": os.environ.get(
+                "JMSLIKE_RESTART_DURABLE_REDELIVERY", "1"
+            ),
         }
         started = time.monotonic()
         done = subprocess.run(
