@@ -356,7 +356,7 @@ class Scenario:
             "confirmed": len(self.confirmed),
             "send_raised": len(self.raised),
             "send_raised_received": raised_arrived,
-            "received": len(oks),
+            "received": len(self.processed()),
             "deliveries": len(self.records),
             "redelivered": sum(1 for r in self.records if r["redelivered"]),
             "lost": lost,
