@@ -138,6 +138,8 @@ class Scenario:
     queue: str = field(default_factory=lambda: f"queue://restart-{uuid.uuid4().hex[:10]}")
     confirmed: list[str] = field(default_factory=list)
     raised: list[str] = field(default_factory=list)
+    send_errors: list[str] = field(default_factory=list)
+    """The type of each send's exception: which error tells the application."""
     records: list[dict[str, Any]] = field(default_factory=list)
     send_ok_at: list[float] = field(default_factory=list)
     reconnects: dict[str, int] = field(default_factory=dict)
@@ -223,6 +225,7 @@ class Scenario:
                 # In flight when the broker went: stored or not, the application cannot
                 # know; it does not send it again (a second copy would be unflagged).
                 self.raised.append(text)
+                self.send_errors.append(type(exc).__name__)
                 log.info("%s: send of %s raised %r", self.route.name, text, exc)
                 if self.route.app_reconnect:
                     connection.close()
@@ -356,6 +359,7 @@ class Scenario:
             "confirmed": len(self.confirmed),
             "send_raised": len(self.raised),
             "send_raised_received": raised_arrived,
+            "send_errors": sorted(set(self.send_errors)),
             "received": len(self.processed()),
             "deliveries": len(self.records),
             "redelivered": sum(1 for r in self.records if r["redelivered"]),
