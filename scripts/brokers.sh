@@ -275,7 +275,12 @@ do_kill() {
     return 0
   fi
   kill -KILL "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  # Gone, or a zombie nobody has reaped yet (its sockets are closed either way).
+  local deadline=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+    [ $SECONDS -lt $deadline ] || die "$b: pid $pid survived kill -9"
+    sleep 0.1
+  done
   "${b}_killed"
   say "$b: killed (pid $pid)"
 }

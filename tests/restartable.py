@@ -138,8 +138,8 @@ class RestartableBrokers:
         """Start ``broker`` on an empty store (once per session)."""
         if broker in self.started:
             return
+        self.started.append(broker)  # stopped at the end even if the start fails half-way
         self._run("reset", broker)
-        self.started.append(broker)
 
     def restart(self, broker: str) -> float:
         """Graceful stop, then start on the same store; seconds from stop to answering."""
