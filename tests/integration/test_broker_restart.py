@@ -5,9 +5,9 @@ of its own; the shared brokers are never touched). On it, one scenario per route
 through a ``failover:(...)`` URL, AMQP 1.0 through an application reconnect loop) runs at
 the same time, each on a queue of its own: a producer sends persistent messages in
 ordering groups, ``"<group>:<n>"``, while a CLIENT_ACKNOWLEDGE consumer and a transacted
-consumer take them. Once a third of the messages are confirmed the broker is stopped and
-started on its store (``scripts/brokers.sh restart``), once two thirds are it is killed
-with ``kill -9`` and started again.
+consumer take them. At a third of the sends the broker is stopped and started on its
+store (``scripts/brokers.sh restart``), at two thirds it is killed with ``kill -9`` and
+started again.
 
 Checked with jmslike.testing.ordercheck, per route:
 
@@ -30,10 +30,12 @@ lost the delivery with the crash; neither it nor jmslike, which forgets acknowle
 messages, can flag the copy (docs/reliability.md has the evidence). The second set runs
 with ``JMSLIKE_BROKERS_DURABLE_REDELIVERY=1`` (scripts/brokers.sh): without it Classic and
 Artemis forget every delivery on a restart, and a copy after a graceful restart comes
-unflagged too. The figures
-(sent, confirmed, received, lost, ..., the time until the route sent and consumed again)
-are printed (``-s``) and written as JSON to ``broker-restart.json`` in pytest's base temp
-dir, or to ``$JMSLIKE_RESTART_REPORT``; docs/reliability.md holds a run's.
+unflagged too.
+
+The figures (sent, confirmed, received, lost, ..., the time until the route sent and
+consumed again) are printed (``-s``) and written as JSON to ``broker-restart.json`` in
+pytest's base temp dir, or to ``$JMSLIKE_RESTART_REPORT``, every logged delivery beside
+it; docs/reliability.md holds a run's.
 
 Scale: ``JMSLIKE_RESTART_MESSAGES`` (2,000) in ``JMSLIKE_RESTART_GROUPS`` (20) groups,
 sent at ``JMSLIKE_RESTART_RATE`` messages a second (250); benchmarks/broker_restart.py runs
