@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
 # Install (when missing) and run the real brokers the integration tests talk to, side by
 # side and on 127.0.0.1 only:
-#   ActiveMQ Classic (Debian)  OpenWire 61616, STOMP 61613          (no login)
+#   ActiveMQ Classic (Debian)  OpenWire 61616, STOMP 61613, AMQP 5674          (no login)
 #   RabbitMQ (Debian)          AMQP 0-9-1/1.0 5672, STOMP 61614, HTTP 15672  guest/guest
-#   ActiveMQ Artemis (Maven)   every protocol on 61617, console 8162        admin/admin
+#                              (Erlang distribution 25672, epmd 4369)
+#   ActiveMQ Artemis (Maven)   every protocol on 61617, TLS 61618, console 8162  admin/admin
 #
-#   scripts/brokers.sh start|stop|status|restart [activemq|rabbitmq|artemis|all]
+#   scripts/brokers.sh start|stop|status|restart|kill|reset [activemq|rabbitmq|artemis|all]
+#
+#   start    install what is missing and launch; a running broker is left alone. Classic
+#            and RabbitMQ start on an EMPTY store (a test broker must not depend on what
+#            earlier runs left), Artemis on its journal (as it always has)
+#   stop     graceful stop (SIGTERM / rabbitmqctl stop); the store stays on disk
+#   restart  graceful stop, then launch on the SAME store: persistent messages survive
+#   kill     kill -9 of the broker process (a crash); the store stays on disk, and
+#            `restart` brings the broker back on it
+#   reset    stop, wipe the store, start: the explicit way to throw the data away
+#   status   one line per broker
 #
 # Everything the script makes (configuration, data, logs, downloads, brokers.env) lives in
 # $JMSLIKE_BROKERS_DIR (default <repo>/.brokers), so a clone's brokers and their data are
 # thrown away with `rm -rf .brokers`. The machine is expected to be Debian 12 without
 # systemd, run as root (apt-get, and the brokers run as their own users).
+#
+# A second, independent set of brokers (the broker restart tests, which must not restart
+# the shared ones): give it a state dir of its own and JMSLIKE_BROKERS_PORT_OFFSET=N.
+# Every port above moves by N (and the RabbitMQ node becomes rabbit_N@localhost with its
+# own epmd port, CLI distribution ports and an env file in its state dir instead of
+# /etc/rabbitmq/rabbitmq-env.conf); the state dir's brokers.env names the moved URLs.
+#   JMSLIKE_BROKERS_DIR=/tmp/b1000 JMSLIKE_BROKERS_PORT_OFFSET=1000 scripts/brokers.sh start artemis
+#
+# JMSLIKE_BROKERS_DURABLE_REDELIVERY=1 makes Classic (persistJMSRedelivered) and Artemis
+# (persist-delivery-count-before-delivery) write a delivery to the store before sending
+# it, so that a message delivered before a crash or restart comes back flagged
+# redelivered; without it they forget the delivery and the copy after the restart looks
+# new (docs/reliability.md). RabbitMQ flags every recovered message by itself. It costs a
+# store write per delivery, so only the restart tests' set turns it on. Applied at launch.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,6 +44,19 @@ REPO=$(cd "$HERE/.." && pwd)
 STATE=$(realpath -m "${JMSLIKE_BROKERS_DIR:-$REPO/.brokers}")
 INSTALL_LOG=$STATE/install.log
 START_TIMEOUT=${JMSLIKE_BROKERS_TIMEOUT:-120}
+OFFSET=${JMSLIKE_BROKERS_PORT_OFFSET:-0}
+# 61618 + N must stay a port; ports are computed, never parsed back, so a bad N stops here.
+[[ "$OFFSET" =~ ^[0-9]+$ ]] && [ "$OFFSET" -le 3900 ] ||
+  { printf 'brokers.sh: JMSLIKE_BROKERS_PORT_OFFSET=%s is not a number from 0 to 3900\n' "$OFFSET" >&2; exit 1; }
+# The standard port <n> moved by the offset.
+port() { echo $(($1 + OFFSET)); }
+case ${JMSLIKE_BROKERS_DURABLE_REDELIVERY:-} in
+  1 | true | yes) DURABLE_REDELIVERY=1 ;;
+  *) DURABLE_REDELIVERY= ;;
+esac
+# What a launch does with the store: keep (`restart`), wipe (`reset`), or empty each
+# broker's default (`start`: Classic and RabbitMQ wipe, Artemis keeps).
+STORE_MODE=
 ALL_BROKERS=(activemq rabbitmq artemis)
 
 say() { printf '%s\n' "$*"; }
@@ -166,22 +204,22 @@ give_dir() { # user dir
 }
 
 write_env_file() {
-  cat >"$STATE/brokers.env" <<'EOF'
-# Written by scripts/brokers.sh: where the test brokers listen (127.0.0.1 only).
-# Shell: set -a; . .brokers/brokers.env; set +a
+  cat >"$STATE/brokers.env" <<EOF
+# Written by scripts/brokers.sh: where the test brokers listen (127.0.0.1 only), port offset $OFFSET.
+# Shell: set -a; . $STATE/brokers.env; set +a
 # Logins: ActiveMQ none, RabbitMQ guest/guest, Artemis admin/admin (also over OpenWire).
-JMSLIKE_TEST_ACTIVEMQ_STOMP_URL=stomp://127.0.0.1:61613
-JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL=tcp://127.0.0.1:61616
-JMSLIKE_TEST_ACTIVEMQ_AMQP_URL=amqp://127.0.0.1:5674
-JMSLIKE_TEST_RABBITMQ_STOMP_URL=stomp://guest:guest@127.0.0.1:61614
-JMSLIKE_TEST_RABBITMQ_AMQP_URL=amqp://guest:guest@127.0.0.1:5672
-JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15672
-JMSLIKE_TEST_ARTEMIS_STOMP_URL=stomp://admin:admin@127.0.0.1:61617
-JMSLIKE_TEST_ARTEMIS_AMQP_URL=amqp://admin:admin@127.0.0.1:61617
-JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL=http://127.0.0.1:8162/console/jolokia
-JMSLIKE_TEST_ARTEMIS_OPENWIRE_URL=tcp://127.0.0.1:61617
-JMSLIKE_TEST_ARTEMIS_AMQPS_URL=amqps://admin:admin@localhost:61618
-JMSLIKE_TEST_ARTEMIS_STOMPS_URL=stomp+ssl://admin:admin@127.0.0.1:61618
+JMSLIKE_TEST_ACTIVEMQ_STOMP_URL=stomp://127.0.0.1:$(port 61613)
+JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL=tcp://127.0.0.1:$(port 61616)
+JMSLIKE_TEST_ACTIVEMQ_AMQP_URL=amqp://127.0.0.1:$(port 5674)
+JMSLIKE_TEST_RABBITMQ_STOMP_URL=stomp://guest:guest@127.0.0.1:$(port 61614)
+JMSLIKE_TEST_RABBITMQ_AMQP_URL=amqp://guest:guest@127.0.0.1:$(port 5672)
+JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL=http://guest:guest@127.0.0.1:$(port 15672)
+JMSLIKE_TEST_ARTEMIS_STOMP_URL=stomp://admin:admin@127.0.0.1:$(port 61617)
+JMSLIKE_TEST_ARTEMIS_AMQP_URL=amqp://admin:admin@127.0.0.1:$(port 61617)
+JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL=http://127.0.0.1:$(port 8162)/console/jolokia
+JMSLIKE_TEST_ARTEMIS_OPENWIRE_URL=tcp://127.0.0.1:$(port 61617)
+JMSLIKE_TEST_ARTEMIS_AMQPS_URL=amqps://admin:admin@localhost:$(port 61618)
+JMSLIKE_TEST_ARTEMIS_STOMPS_URL=stomp+ssl://admin:admin@127.0.0.1:$(port 61618)
 EOF
   # The test CA that signed Artemis' TLS certificate (scripts/brokers/artemis.sh).
   echo "JMSLIKE_TEST_TLS_CA_FILE=$TLS_DIR/ca.pem" >>"$STATE/brokers.env"
@@ -227,6 +265,26 @@ do_stop() {
   say "$b: stopped in $((SECONDS - t0)) s"
 }
 
+# A crash, not a stop: no shutdown hook, no journal closed, clients not told. The store
+# stays; `restart` brings the broker back on it.
+do_kill() {
+  local b=$1 pid
+  pid=$("${b}_pid")
+  if [ -z "$pid" ]; then
+    say "$b: not running"
+    return 0
+  fi
+  kill -KILL "$pid" 2>/dev/null || true
+  # Gone, or a zombie nobody has reaped yet (its sockets are closed either way).
+  local deadline=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+    [ $SECONDS -lt $deadline ] || die "$b: pid $pid survived kill -9"
+    sleep 0.1
+  done
+  "${b}_killed"
+  say "$b: killed (pid $pid)"
+}
+
 do_status() {
   local b=$1 pid state
   pid=$("${b}_pid")
@@ -247,8 +305,8 @@ do_status() {
 main() {
   local cmd=${1:-} which=${2:-all} brokers b
   case "$cmd" in
-    start | stop | restart | status) ;;
-    *) die "usage: $0 start|stop|status|restart [activemq|rabbitmq|artemis|all]" ;;
+    start | stop | restart | kill | reset | status) ;;
+    *) die "usage: $0 start|stop|status|restart|kill|reset [activemq|rabbitmq|artemis|all]" ;;
   esac
   # Root for apt-get, for running the brokers as their own users, and for ss to name the
   # processes behind the ports.
@@ -273,10 +331,18 @@ main() {
       ;;
     stop) for b in "${brokers[@]}"; do do_stop "$b"; done ;;
     restart)
+      STORE_MODE=keep
       for b in "${brokers[@]}"; do do_stop "$b"; done
       write_env_file
       for b in "${brokers[@]}"; do do_start "$b"; done
       ;;
+    reset)
+      STORE_MODE=wipe
+      for b in "${brokers[@]}"; do do_stop "$b"; done
+      write_env_file
+      for b in "${brokers[@]}"; do do_start "$b"; done
+      ;;
+    kill) for b in "${brokers[@]}"; do do_kill "$b"; done ;;
     status) for b in "${brokers[@]}"; do do_status "$b"; done ;;
   esac
 }

@@ -10,13 +10,17 @@ AMQ_HOME=/usr/share/activemq
 AMQ_AMQP_JARS="org.apache.activemq:activemq-amqp:5.17.2 org.apache.qpid:proton-j:0.33.10"
 AMQ_LIB=$AMQ_DIR/lib-amqp
 
-activemq_pid() { listener_pid 61613 activemq.jar; }
-activemq_ports() { echo 61616 5674 61613; } # main (STOMP) port last
+AMQ_OPENWIRE_PORT=$(port 61616)
+AMQ_STOMP_PORT=$(port 61613)
+AMQ_AMQP_PORT=$(port 5674)
+
+activemq_pid() { listener_pid "$AMQ_STOMP_PORT" activemq.jar; }
+activemq_ports() { echo "$AMQ_OPENWIRE_PORT" "$AMQ_AMQP_PORT" "$AMQ_STOMP_PORT"; } # main (STOMP) port last
 activemq_pidfile() { echo "$AMQ_DIR/activemq.pid"; }
-activemq_answers() { stomp_ping 61613; }
+activemq_answers() { stomp_ping "$AMQ_STOMP_PORT"; }
 activemq_log() { echo "$AMQ_DATA/activemq.log (and $AMQ_DIR/console.log)"; }
 activemq_describe() {
-  echo "openwire 127.0.0.1:61616 stomp 127.0.0.1:61613 amqp 127.0.0.1:5674 login: none  log: $AMQ_DATA/activemq.log"
+  echo "openwire 127.0.0.1:$AMQ_OPENWIRE_PORT stomp 127.0.0.1:$AMQ_STOMP_PORT amqp 127.0.0.1:$AMQ_AMQP_PORT login: none  log: $AMQ_DATA/activemq.log"
 }
 
 activemq_amqp_download() {
@@ -54,7 +58,12 @@ activemq_configure() {
   # OpenWire, STOMP, and AMQP from the jars activemq_install fetched (Debian's build lacks
   # amqp/mqtt/http, and one unknown scheme makes the whole broker fail to start). No JMX,
   # no web console: nothing else listens.
-  cat >"$AMQ_CONF/activemq.xml" <<'EOF'
+  # ${activemq.data} below is Spring's placeholder (the JVM's -D), not the shell's.
+  local redelivered=false
+  [ -z "$DURABLE_REDELIVERY" ] || redelivered=true
+  sed -e "s/@OPENWIRE@/$AMQ_OPENWIRE_PORT/; s/@STOMP@/$AMQ_STOMP_PORT/; s/@AMQP@/$AMQ_AMQP_PORT/" \
+    -e "s/@REDELIVERED@/$redelivered/" \
+    >"$AMQ_CONF/activemq.xml" <<'EOF'
 <beans xmlns="http://www.springframework.org/schema/beans"
        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
        xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans.xsd
@@ -76,7 +85,8 @@ activemq_configure() {
                reorders a group that mixes both). Not prioritizedMessages: with it the
                broker lets a later message of a group overtake an earlier one of lower
                priority, against ORD-12; jmslike declares priority=False instead. -->
-          <policyEntry queue=">">
+          <!-- persistJMSRedelivered: JMSLIKE_BROKERS_DURABLE_REDELIVERY (brokers.sh). -->
+          <policyEntry queue=">" persistJMSRedelivered="@REDELIVERED@">
             <pendingQueuePolicy>
               <vmQueueCursor/>
             </pendingQueuePolicy>
@@ -110,11 +120,11 @@ activemq_configure() {
     </systemUsage>
 
     <transportConnectors>
-      <transportConnector name="openwire" uri="tcp://127.0.0.1:61616?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
-      <transportConnector name="stomp" uri="stomp://127.0.0.1:61613?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
+      <transportConnector name="openwire" uri="tcp://127.0.0.1:@OPENWIRE@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:@STOMP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
       <!-- transformer=jms: an AMQP message becomes a JMS message of its type for OpenWire
            consumers (the default, native, hands them a BytesMessage of raw AMQP bytes). -->
-      <transportConnector name="amqp" uri="amqp://127.0.0.1:5674?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms"/>
+      <transportConnector name="amqp" uri="amqp://127.0.0.1:@AMQP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms"/>
     </transportConnectors>
   </broker>
 </beans>
@@ -143,7 +153,8 @@ activemq_launch() {
   rm -f "$AMQ_DIR/activemq.pid"
   # A test broker starts from an empty store: a destination a test left behind must not
   # decide whether the next start succeeds (KahaDB refuses to load some it once accepted).
-  rm -rf "$AMQ_DATA/kahadb" "$AMQ_DATA/scheduler"
+  # `restart` keeps it: that is what a durability test restarts for.
+  [ "$STORE_MODE" = keep ] || rm -rf "$AMQ_DATA/kahadb" "$AMQ_DATA/scheduler"
   # shellcheck disable=SC2016 # $$, $0 and $@ are the inner sh's
   setsid -f setpriv --reuid=activemq --regid=activemq --init-groups \
     env HOME=/var/lib/activemq \
@@ -169,5 +180,10 @@ activemq_launch() {
 # `activemq.jar stop` needs JMX, which this configuration leaves off (one port less); the
 # broker's shutdown hook does the same clean stop on SIGTERM.
 activemq_halt() {
-  term_and_wait activemq "$1" 61613 61616 5674
+  term_and_wait activemq "$1" "$AMQ_STOMP_PORT" "$AMQ_OPENWIRE_PORT" "$AMQ_AMQP_PORT"
+}
+
+# After kill -9: the JVM is gone; KahaDB's lock is a file lock, released with it.
+activemq_killed() {
+  rm -f "$AMQ_DIR/activemq.pid"
 }

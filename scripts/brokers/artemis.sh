@@ -10,13 +10,17 @@ ARTEMIS_INSTANCE=$STATE/artemis-instance
 ARTEMIS_LOG=$ARTEMIS_INSTANCE/log/artemis.log
 TLS_DIR=$STATE/tls
 
-artemis_pid() { listener_pid 61617 artemis; }
-artemis_ports() { echo 8162 61618 61617; } # main port last; 61618 is TLS (amqps://)
+ARTEMIS_PORT=$(port 61617)
+ARTEMIS_TLS_PORT=$(port 61618)
+ARTEMIS_HTTP_PORT=$(port 8162)
+
+artemis_pid() { listener_pid "$ARTEMIS_PORT" artemis; }
+artemis_ports() { echo "$ARTEMIS_HTTP_PORT" "$ARTEMIS_TLS_PORT" "$ARTEMIS_PORT"; } # main port last; TLS is amqps://
 artemis_pidfile() { echo "$ARTEMIS_INSTANCE/data/artemis.pid"; }
-artemis_answers() { stomp_ping 61617 admin admin; }
+artemis_answers() { stomp_ping "$ARTEMIS_PORT" admin admin; }
 artemis_log() { echo "$ARTEMIS_LOG"; }
 artemis_describe() {
-  echo "core/amqp/stomp/openwire/mqtt 127.0.0.1:61617 TLS 127.0.0.1:61618 console 127.0.0.1:8162 login: admin/admin  log: $ARTEMIS_LOG"
+  echo "core/amqp/stomp/openwire/mqtt 127.0.0.1:$ARTEMIS_PORT TLS 127.0.0.1:$ARTEMIS_TLS_PORT console 127.0.0.1:$ARTEMIS_HTTP_PORT login: admin/admin  log: $ARTEMIS_LOG"
 }
 
 # The unpacked distribution that the instance was (or will be) created from.
@@ -57,7 +61,7 @@ artemis_install() {
 # protocol is set below.
 artemis_create() {
   "$1/bin/artemis" create "$ARTEMIS_INSTANCE" --user admin --password admin --require-login \
-    --host 127.0.0.1 --http-host 127.0.0.1 --http-port 8162 --default-port 61617 \
+    --host 127.0.0.1 --http-host 127.0.0.1 --http-port "$ARTEMIS_HTTP_PORT" --default-port "$ARTEMIS_PORT" \
     --no-amqp-acceptor --no-stomp-acceptor --no-mqtt-acceptor --no-hornetq-acceptor \
     --no-autotune --nio --java-memory 1G --silent &&
     artemis_settings
@@ -68,9 +72,9 @@ artemis_create() {
 # (5672, 61613, 1883, 5445 clash with the other brokers) would stop the instance from
 # starting. Run at every start, so that an instance made by an older script gets them too.
 artemis_acceptors() {
-  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$TLS_DIR/server.p12" <<'PY'
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$TLS_DIR/server.p12" "$ARTEMIS_PORT" "$ARTEMIS_TLS_PORT" <<'PY'
 import re, sys
-path, keystore = sys.argv[1], sys.argv[2]
+path, keystore, port, tls_port = sys.argv[1:5]
 xml = open(path, encoding="utf-8").read()
 options = (
     'useEpoll=true;tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
@@ -80,9 +84,9 @@ options = (
 )
 acceptor = (
     '<acceptors>\n'
-    '         <acceptor name="artemis">tcp://127.0.0.1:61617?'
+    f'         <acceptor name="artemis">tcp://127.0.0.1:{port}?'
     f'protocols=CORE,AMQP,STOMP,OPENWIRE,MQTT;{options}</acceptor>\n'
-    '         <acceptor name="artemis-tls">tcp://127.0.0.1:61618?'
+    f'         <acceptor name="artemis-tls">tcp://127.0.0.1:{tls_port}?'
     f'protocols=AMQP,STOMP;sslEnabled=true;keyStorePath={keystore};'
     f'keyStorePassword=jmslike-test;keyStoreType=PKCS12;{options}</acceptor>\n'
     '      </acceptors>'
@@ -128,6 +132,31 @@ artemis_configure() {
   artemis_acceptors || die "artemis: cannot write the acceptors of $ARTEMIS_INSTANCE/etc/broker.xml"
   n=$(grep -c '<acceptor ' "$ARTEMIS_INSTANCE/etc/broker.xml" || true)
   [ "$n" = 2 ] || die "artemis: $ARTEMIS_INSTANCE/etc/broker.xml has $n acceptors, expected 2"
+  # The console's port was fixed when the instance was made; follow the offset anyway.
+  sed -i -E "s#uri=\"http://127\.0\.0\.1:[0-9]+\"#uri=\"http://127.0.0.1:$ARTEMIS_HTTP_PORT\"#" \
+    "$ARTEMIS_INSTANCE/etc/bootstrap.xml"
+  artemis_durable_redelivery || die "artemis: cannot set persist-delivery-count-before-delivery"
+  # `reset` throws the journal away (bindings: the queues; journal: their messages).
+  [ "$STORE_MODE" != wipe ] || rm -rf "$ARTEMIS_INSTANCE/data/"{bindings,journal,large-messages,paging}
+}
+
+# <persist-delivery-count-before-delivery> follows JMSLIKE_BROKERS_DURABLE_REDELIVERY
+# (brokers.sh), on every start: the element is dropped, then added when asked for.
+artemis_durable_redelivery() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$DURABLE_REDELIVERY" <<'PY'
+import re, sys
+path, wanted = sys.argv[1], sys.argv[2]
+xml = open(path, encoding="utf-8").read()
+tag = "persist-delivery-count-before-delivery"
+xml = re.sub(rf"\s*<{tag}>[^<]*</{tag}>", "", xml)
+if wanted:
+    xml, n = re.subn(
+        r"(<persistence-enabled>[^<]*</persistence-enabled>)", rf"\1\n      <{tag}>true</{tag}>", xml, count=1
+    )
+    if n != 1:
+        sys.exit(f"no <persistence-enabled> in {path}")
+open(path, "w", encoding="utf-8").write(xml)
+PY
 }
 
 # A test CA and a server certificate for 127.0.0.1 and localhost, made once with openssl:
@@ -164,5 +193,10 @@ artemis_halt() {
   if [ "$(cat "$ARTEMIS_INSTANCE/data/artemis.pid" 2>/dev/null)" = "$1" ]; then
     "$ARTEMIS_INSTANCE/bin/artemis-service" stop >>"$ARTEMIS_INSTANCE/log/service.log" 2>&1 || true
   fi
-  term_and_wait artemis "$1" 61617 61618 8162
+  term_and_wait artemis "$1" "$ARTEMIS_PORT" "$ARTEMIS_TLS_PORT" "$ARTEMIS_HTTP_PORT"
+}
+
+# After kill -9: artemis-service would believe a stale pid file (a reused pid looks alive).
+artemis_killed() {
+  rm -f "$ARTEMIS_INSTANCE/data/artemis.pid"
 }
