@@ -71,19 +71,20 @@ class Fleet:
         queue: str,
         mode: str,
         *,
-        partitions: int = PARTITIONS,
+        partitions: int | None = PARTITIONS,
         work_ms: tuple[float, float] = (0.5, 4.0),
     ) -> None:
+        """``partitions=None``: a plain queue, its groups kept by the broker alone."""
         self.tmp, self.url, self.queue, self.mode = tmp, url, queue, mode
         self.work_ms = work_ms
         self.config = tmp / "jmslike.toml"
+        table = f'[destinations."{queue}"]\npartitions = {partitions}\n' if partitions else ""
         self.config.write_text(
             "[defaults]\n"
             f"partition_heartbeat = {HEARTBEAT}\n"
-            f"partition_timeout = {TIMEOUT}\n\n"
-            f'[destinations."{queue}"]\n'
-            f"partitions = {partitions}\n"
+            f"partition_timeout = {TIMEOUT}\n\n" + table
         )
+        self.partitioned = bool(partitions)
         self.workers: list[tuple[subprocess.Popen[str], Path]] = []
 
     def env(self) -> dict[str, str]:
@@ -169,14 +170,22 @@ class Fleet:
 
 @contextlib.contextmanager
 def fleet(
-    tmp: Path, case: str, queue: str, mode: str = "client", *, heartbeat_ms: int = 0
+    tmp: Path,
+    case: str,
+    queue: str,
+    mode: str = "client",
+    *,
+    heartbeat_ms: int = 0,
+    partitions: int | None = PARTITIONS,
 ) -> Iterator[Fleet]:
     url = case_url(case)
-    if heartbeat_ms and case.endswith("stomp"):
-        # STOMP heart-beats: the broker notices a frozen process after a few missed
-        # ones, closes its connections and hands its partitions to a standby.
-        url += ("&" if "?" in url else "?") + f"heartbeat={heartbeat_ms}"
-    group = Fleet(tmp, url, queue, mode)
+    if heartbeat_ms:
+        # Heart-beats (STOMP) or the idle timeout (AMQP): the broker notices a frozen
+        # process after a few missed ones, closes its connections and hands what it
+        # held (partitions, or the groups it pinned) to another consumer.
+        setting = "heartbeat" if case.endswith("stomp") else "idleTimeout"
+        url += ("&" if "?" in url else "?") + f"{setting}={heartbeat_ms}"
+    group = Fleet(tmp, url, queue, mode, partitions=partitions)
     try:
         yield group
     finally:
@@ -211,7 +220,7 @@ def send_groups(
             del os.environ["JMSLIKE_CONFIG"]
         else:
             os.environ["JMSLIKE_CONFIG"] = env_before
-    assert factory.settings.partitions_for(group.queue) is not None
+    assert (factory.settings.partitions_for(group.queue) is not None) == group.partitioned
     with factory.create_connection() as connection:
         session = connection.create_session()
         producers = []
@@ -289,6 +298,40 @@ def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
     what it finishes after waking fails to commit once they have moved, so nothing is
     processed twice at once."""
     with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
+        victim = group.start()
+        for _ in range(2):
+            group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent) // 3, 60.0)
+        victim.send_signal(signal.SIGSTOP)
+        time.sleep(FROZEN)
+        victim.send_signal(signal.SIGCONT)
+        group.wait_processed(len(sent), 150.0)
+    assert_kept(group, sent)
+
+
+PINNED = [case for case in CASES if case.id in ("activemq-stomp", "artemis-stomp", "artemis-amqp")]
+"""Cases whose broker pins a group to a consumer itself. Not RabbitMQ (it keeps no
+groups: its processes need partitions, tested above), and not yet ActiveMQ Classic over
+AMQP: there the frozen process's connection ended at resume with "amqp:decode-error:
+Could not process AMQP commands" and the other processes got none of the groups it had
+held for the rest of the run (1,487 of 2,000 processed after 150 s, 2026-11-26), a stall
+still to be explained (issue #18)."""
+
+
+@pytest.mark.parametrize("case", PINNED)
+@pytest.mark.parametrize("mode", ["client", "transacted"])
+def test_broker_kept_groups_when_a_process_freezes(case: str, mode: str, tmp_path: Path) -> None:
+    """ORD-11 on a plain queue (no partitions): a process frozen past the heart-beat
+    timeout, then resumed. The broker closes its connection and gives its groups to the
+    others, redelivered in order; once awake, the process must not go on handing out
+    what it had buffered (before: up to a whole window of stale copies, unflagged, each
+    acknowledge raising, the group processed twice and out of order) and what it was
+    processing fails to finish (its acknowledge or commit raises)."""
+    # 3 s heart-beats: a loaded machine delayed 2 s ones past ActiveMQ's grace and it
+    # dropped healthy consumers too; the broker still notices the frozen one well
+    # before it wakes (FROZEN).
+    with fleet(tmp_path, case, _queue(), mode=mode, heartbeat_ms=3000, partitions=None) as group:
         victim = group.start()
         for _ in range(2):
             group.start()
