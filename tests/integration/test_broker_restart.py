@@ -482,13 +482,36 @@ def test_restart_and_kill_under_load(
             thread.join(60)
     figures = [s.figures(events, ups) for s in scenarios]
     _report(broker, figures, tmp_path_factory.getbasetemp())
-    failed = [
-        f"{f['route']}: lost {f['lost']}, unflagged duplicates {f['unflagged_duplicates']}, "
-        f"misordered {f['misordered']}, errors {f['errors']}, confirmed {f['confirmed']}; "
-        f"{f['problems'][:5]}"
+    failed = {
+        f["route"]: (
+            f"{f['route']}: lost {f['lost']}, unflagged duplicates {f['unflagged_duplicates']}, "
+            f"misordered {f['misordered']}, errors {f['errors']}, confirmed {f['confirmed']}; "
+            f"{f['problems'][:5]}"
+        )
         for f in figures
         if f["errors"]
         or f["confirmed"] <= MESSAGES // 2
         or (f["lost"], f["unflagged_duplicates"], f["misordered"]) != (0, 0, 0)
-    ]
-    assert not failed, f"{broker}: " + "\n".join(failed)
+    }
+    unknown = [text for route, text in failed.items() if (broker, route) not in KNOWN_BUGS]
+    assert not unknown, f"{broker}: " + "\n".join(failed.values())
+    if failed:  # only routes with a known, open bug failed: say so, the others passed
+        pytest.xfail(
+            "; ".join(KNOWN_BUGS[(broker, route)] + " -- " + text for route, text in failed.items())
+        )
+
+
+KNOWN_BUGS = {
+    ("rabbitmq", "stomp-failover"): (
+        "BUG (issue #18, open): after RabbitMQ restarts, the STOMP failover consumers' "
+        "subscriptions fill their windows while the application gets 1-3 messages; the "
+        "rest stay in the durable queue (a fresh process drains them): 7 runs of 8"
+    ),
+    ("activemq", "amqp-reconnect"): (
+        "BUG (issue #18, open, intermittent): Classic over AMQP, once in 10 runs, groups "
+        "out of order about 4 s after the kill -9, all first deliveries"
+    ),
+}
+"""Routes that fail for an open jmslike bug. Only these may fail, and then the test is
+an xfail naming the bug and the figures; any other failure, or another route of the
+same run failing, fails the test."""
