@@ -48,13 +48,12 @@ from jmslike.errors import (
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.ordering import refuse_strict_consumer
 from jmslike.selector import Selector, message_lookup, parse_selector
+from jmslike.spi.messages import DLQ_REASON
 
 __all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
 
 log = logging.getLogger("jmslike.embedded")
 
-DLQ_REASON = "dlqDeliveryFailureCause"
-"""Property carrying why a message was dead-lettered (ActiveMQ's name, for familiarity)."""
 DLQ_ORIGIN = "JMS_jmslike_OriginalDestination"
 
 

@@ -17,6 +17,7 @@ from typing import TypeVar
 from jmslike.message import MapMessage, MapValue, Message, PropertyValue
 
 __all__ = [
+    "DLQ_REASON",
     "copy_message",
     "declare_property_type",
     "mark_read_only",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=Message)
+
+DLQ_REASON = "dlqDeliveryFailureCause"
+"""The property that says why a message was dead-lettered, set by every provider (ActiveMQ
+Classic's name, so that its users and its own DLQ tools find it)."""
 
 
 def copy_message(message: M) -> M:

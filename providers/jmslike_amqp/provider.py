@@ -35,7 +35,6 @@ from jmslike.errors import (
     ConfigurationError,
     ConnectionFailedError,
     IllegalStateError,
-    InvalidClientIDError,
     InvalidDestinationError,
     JMSException,
     TransactionRolledBackError,
@@ -50,10 +49,11 @@ from jmslike.selector import (
     render_selector,
 )
 from jmslike.selector import Selector as ClientSelector
+from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.diagnose import size_note
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
-from jmslike.spi.messages import set_provider_property
+from jmslike.spi.messages import DLQ_REASON, set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -78,14 +78,9 @@ log = logging.getLogger("jmslike.amqp")
 
 PERSISTENT = DeliveryMode.PERSISTENT
 
-_CLIENT_IDS: dict[tuple[str, str], AmqpConnection] = {}
-"""(broker address, client id) -> the open connection of this process that holds it."""
-_CLIENT_IDS_LOCK = threading.Lock()
-
 _DELETED_TEMPORARY = DeletedTemporaries()
 """Temporary destinations whose connection (in this process) closed or deleted them."""
 
-DLQ_REASON = "dlqDeliveryFailureCause"
 
 
 class _Token:
@@ -910,30 +905,20 @@ class AmqpConnection(ProviderConnection):
         session open yet, the connection is opened again under that id. Artemis refuses
         an id another connection holds (in any process); RabbitMQ does not check, so
         this process keeps its own claims as well."""
-        claim = (self.transport.address, client_id)
-        with _CLIENT_IDS_LOCK:
-            if claim in _CLIENT_IDS:
-                raise InvalidClientIDError(
-                    f"client id {client_id!r} is in use by another connection to "
-                    f"{self.transport.address}"
-                )
-            _CLIENT_IDS[claim] = self
+        address = self.transport.address
+        CLIENT_IDS.claim(address, client_id, self)
         self.transport.close()
         try:
             self.transport = self._connect(client_id)
         except JMSException:
-            with _CLIENT_IDS_LOCK:
-                _CLIENT_IDS.pop(claim, None)
+            CLIENT_IDS.release(address, client_id, self)
             self.transport = self._connect(None)
             raise
         self.client_id = client_id
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self._temporary)
-        if self.client_id is not None:
-            with _CLIENT_IDS_LOCK:
-                if _CLIENT_IDS.get((self.transport.address, self.client_id)) is self:
-                    del _CLIENT_IDS[(self.transport.address, self.client_id)]
+        CLIENT_IDS.release(self.transport.address, self.client_id, self)
         for transport in list(self._extra_transports):
             with contextlib.suppress(JMSException):
                 self.close_transport(transport)

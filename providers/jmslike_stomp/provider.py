@@ -52,7 +52,7 @@ from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import Exclusivity, exclusive_queues_for, exclusivity_for
 from jmslike.spi.management import ArtemisManagement
-from jmslike.spi.messages import mark_read_only, set_provider_property
+from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
     DeliverySink,
@@ -74,7 +74,6 @@ __all__ = ["StompProvider"]
 
 log = logging.getLogger("jmslike.stomp")
 
-DLQ_REASON = "dlqDeliveryFailureCause"
 CLIENT_WINDOW = 1000
 """Broker window of CLIENT_ACKNOWLEDGE and transacted consumers (setting ``clientWindow``):
 how many unacknowledged messages such a session may hold before receive() waits."""
