@@ -283,11 +283,7 @@ def decode(
     message: Message
     if kind == "map":
         message = MapMessage()
-        entries: dict[str, Any] = json.loads(body.decode("utf-8")) if body else {}
-        message._map = {
-            name: base64.b64decode(value) if tag == "b" else value
-            for name, (tag, value) in entries.items()
-        }
+        message._map = _map_entries(body, headers)
     elif kind == "bytes" or (kind is None and "content-length" in headers):
         message = BytesMessage(body)
     elif kind == "message":
@@ -348,6 +344,29 @@ def decode(
             props[GROUP_SEQ] = int(sequence)
         message._group_prev_expiration = _int(headers.get(PREV_EXPIRATION_HEADER))
     return message
+
+
+def _map_entries(body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """A Map message's entries from the JSON ``encode`` writes: ``{name: [tag, value]}``.
+
+    The body comes from the broker, and may come from another client or be cut short:
+    anything else is a MessageFormatError naming the message, not a ValueError or
+    TypeError on stomp.py's receiver thread (tests/unit/test_fuzz_codecs.py found them).
+    """
+    try:
+        entries = json.loads(body.decode("utf-8")) if body else {}
+        if not isinstance(entries, dict):
+            raise TypeError(f"a JSON {type(entries).__name__}, not an object")
+        out: dict[str, Any] = {}
+        for name, entry in entries.items():
+            tag, value = entry
+            out[name] = base64.b64decode(value, validate=True) if tag == "b" else value
+        return out
+    except (ValueError, TypeError) as exc:  # JSON, UTF-8 and base64 errors are ValueErrors
+        raise MessageFormatError(
+            f"STOMP message {headers.get(ID_HEADER) or headers.get('message-id')!r} has a "
+            f"Map body jmslike cannot read ({exc.__class__.__name__}: {exc})"
+        ) from None
 
 
 def _int(value: str | None, default: int = 0) -> int:
