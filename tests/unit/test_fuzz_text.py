@@ -97,6 +97,8 @@ selector_text = st.one_of(
 @example(text="a IN ('x') OR NOT b LIKE '%!_' ESCAPE '!'")
 @example(text="((((")
 @example(text="'unterminated")
+@example(text="+" * 123 + "p=9+0")  # rendered past the depth limit (found by atheris)
+@example(text="- -1 = a AND -(-9223372036854775808) < b")
 def test_any_selector_text_parses_or_is_an_invalid_selector(text: str) -> None:
     EXAMPLES["selector parse"] += 1
     try:
