@@ -33,7 +33,7 @@ import jmslike
 
 EXAMPLES: Counter[str] = Counter()
 FUZZ = settings(
-    max_examples=int(os.environ.get("JMSLIKE_FUZZ_BROKER_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("JMSLIKE_FUZZ_BROKER_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
