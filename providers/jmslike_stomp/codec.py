@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from typing import Any
 
 from jmslike.destination import (
@@ -62,7 +63,14 @@ _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
 """Temporary queue name as its creator knows it -> the name other connections must use.
 ActiveMQ Classic rewrites ``reply-to:/temp-queue/x`` into ``/remote-temp-queue/ID:...``
 for everyone but the creator; jmslike hands the application the creator's name (so
-``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's."""
+``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's.
+
+Kept to the ``_WIRE_NAMES_KEPT`` most recently used (:func:`_keep_wire_name`): a service
+that replies to temporary queues learns one per requester, and nothing says when a
+requester's queue is gone; unbounded, it grew by an entry per request for the process's
+life (the soak found it, docs/reliability.md)."""
+_WIRE_NAMES_KEPT = 4096
+_WIRE_NAMES_LOCK = threading.Lock()
 
 _AMQP_TYPE_HEADER = "JMS_AMQP_MA_x-opt-jms-msg-type"
 _AMQP_KINDS = {"0": "message", "3": "bytes", "5": "text"}
@@ -132,14 +140,29 @@ def remember_wire_name(name: str, wire: str) -> None:
     """Frames for the temporary queue ``name`` go to the broker's ``wire`` name (RabbitMQ's
     ``/reply-queue/amq.gen-...``: it refuses a SEND to ``/temp-queue/x``, even from the
     queue's creator)."""
-    _TEMPORARY_WIRE_NAMES[name] = wire
+    _keep_wire_name(name, wire)
+
+
+def _keep_wire_name(name: str, wire: str) -> None:
+    """Remember ``name`` -> ``wire`` as the most recently used; forget the least
+    recently used beyond ``_WIRE_NAMES_KEPT`` (dicts keep insertion order). Receiver
+    threads of several connections and senders call it at once: under a lock."""
+    with _WIRE_NAMES_LOCK:
+        _TEMPORARY_WIRE_NAMES.pop(name, None)
+        _TEMPORARY_WIRE_NAMES[name] = wire
+        while len(_TEMPORARY_WIRE_NAMES) > _WIRE_NAMES_KEPT:
+            del _TEMPORARY_WIRE_NAMES[next(iter(_TEMPORARY_WIRE_NAMES))]
 
 
 def destination_name(destination: Destination, dialect: Dialect) -> str:
     """The STOMP ``destination`` header for a jmslike destination."""
     if isinstance(destination, TemporaryQueue):
         # already the broker's own name (e.g. /temp-queue/x), unless another connection's
-        return _TEMPORARY_WIRE_NAMES.get(destination.name, destination.name)
+        wire = _TEMPORARY_WIRE_NAMES.get(destination.name)
+        if wire is None:
+            return destination.name
+        _keep_wire_name(destination.name, wire)  # in use: the last to forget
+        return wire
     if isinstance(destination, TemporaryTopic):
         return destination.name
     prefix = dialect.topic_prefix if destination.is_topic else dialect.queue_prefix
@@ -299,7 +322,7 @@ def decode(
     if reply_to:
         original = headers.get(REPLY_TO_HEADER)
         if original and original != reply_to:
-            _TEMPORARY_WIRE_NAMES[original] = reply_to
+            _keep_wire_name(original, reply_to)
             message.jms_reply_to = TemporaryQueue(original)
         else:
             message.jms_reply_to = parse_destination_name(reply_to, dialect)
