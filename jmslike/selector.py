@@ -354,7 +354,10 @@ class _Parser:
             self._require(operand, _NUMERIC, f"unary {value!r} needs a numeric operand")
             if isinstance(operand, _Lit) and not isinstance(operand.value, str | bool):
                 folded = -operand.value if value == "-" else operand.value
-                return _Lit(folded, start=start, end=operand.end)
+                # -(-9223372036854775808) is no long: folded, it rendered as a literal
+                # that does not parse (tests/unit/test_fuzz_text.py); it stays 0 - x.
+                if not isinstance(folded, int) or -_LONG_MAX - 1 <= folded <= _LONG_MAX:
+                    return _Lit(folded, start=start, end=operand.end)
             zero = _Lit(0, start=start, end=start)  # -x is 0 - x: NULL unless x is a number
             depth = self._depth(start, operand)
             return _Binary(
@@ -864,7 +867,14 @@ class _Renderer:
             if node.op in _TESTS:
                 return self._comparison(node)
             if node.unary:
-                return node.op + self._wrap(node.right, _BP_ATOM), _BP_UNARY
+                operand, binds = self._node(node.right)
+                if binds == _BP_UNARY:
+                    # Another sign: spaced, never bracketed. Brackets made each nested
+                    # sign two levels deep, so a chain of 101 signs, which parses,
+                    # rendered past the parser's depth limit (the atheris target found
+                    # it); and a space keeps '--' out of the text.
+                    return f"{node.op} {operand}", _BP_UNARY
+                return node.op + (operand if binds >= _BP_ATOM else f"({operand})"), _BP_UNARY
             bp = _INFIX[node.op]  # left-associative: an equal right operand needs brackets
             left, right = self._wrap(node.left, bp), self._wrap(node.right, bp + 1)
             return f"{left} {node.op} {right}", bp

@@ -58,6 +58,14 @@ OCTET_STREAM = proton.symbol("application/octet-stream")
 
 _TYPE_CODES = {"message": 0, "map": 2, "bytes": 3, "text": 5}
 _UINT_MAX = 0xFFFFFFFF
+_BODY_SHAPES: dict[int, type | tuple[type, ...]] = {
+    5: str,
+    3: (bytes, bytearray, memoryview),
+    2: dict,
+}
+"""What the body of each x-opt-jms-msg-type must be, when it has one."""
+_MISMATCH = -1
+"""A type code whose body has another shape: no JMS message."""
 _PROPERTY_ENCODERS: dict[str, Any] = {
     "byte": proton.byte,
     "short": proton.short,
@@ -212,11 +220,19 @@ def decode(
     are set by the caller, which also knows ``first-acquirer``)."""
     annotations: dict[Any, Any] = incoming.annotations or {}
     code = annotations.get(MSG_TYPE)
+    if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+        code = _MISMATCH  # a list, a string...: no JMS message type
     body: Any = incoming.body  # proton types the body as every AMQP value
     message: Message
+    # A type annotation with a body of another shape (a map "Map message" with a binary
+    # body) is refused like a body of no JMS shape, not a TypeError on the connection's
+    # thread (tests/unit/test_fuzz_codecs.py found it).
+    binary = isinstance(body, (bytes, bytearray, memoryview))
+    if code in _BODY_SHAPES and body is not None and not isinstance(body, _BODY_SHAPES[code]):
+        code = _MISMATCH
     if code == 5 or (code is None and isinstance(body, str)):
         message = TextMessage(body if isinstance(body, str) else None)
-    elif code == 3 or (code is None and isinstance(body, (bytes, bytearray, memoryview))):
+    elif code == 3 or (code is None and binary):
         message = BytesMessage(bytes(body) if body is not None else b"")
     elif code == 2 or (code is None and isinstance(body, dict)):
         message = MapMessage()

@@ -250,6 +250,14 @@ class Driver:
                 return
             if not isnull(pn_collector_peek(collector._impl)):
                 continue  # handle those before waiting
+            if sock is not None and transport.capacity() < 0 and transport.pending() == 0:
+                # The broker closed the socket without AMQP's close (an abort), and the
+                # handler has heard of it: nothing will come in again, and nothing is
+                # left to go out. Without this the transport's head stayed open, and the
+                # loop, its thread and its socket waited for ever once the failed
+                # connection was closed (tests/integration/test_fuzz_brokers.py).
+                transport.close_head()
+                continue
             if sock is None:
                 return  # never connected, and the transport says so: nothing to wait for
             if wanted != interest:

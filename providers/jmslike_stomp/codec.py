@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from typing import Any
 
 from jmslike.destination import (
@@ -70,7 +71,14 @@ _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
 """Temporary queue name as its creator knows it -> the name other connections must use.
 ActiveMQ Classic rewrites ``reply-to:/temp-queue/x`` into ``/remote-temp-queue/ID:...``
 for everyone but the creator; jmslike hands the application the creator's name (so
-``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's."""
+``msg.jms_reply_to == temp_queue`` holds) and sends to the broker's.
+
+Kept to the ``_WIRE_NAMES_KEPT`` most recently used (:func:`_keep_wire_name`): a service
+that replies to temporary queues learns one per requester, and nothing says when a
+requester's queue is gone; unbounded, it grew by an entry per request for the process's
+life (the soak found it, docs/reliability.md)."""
+_WIRE_NAMES_KEPT = 4096
+_WIRE_NAMES_LOCK = threading.Lock()
 
 _AMQP_TYPE_HEADER = "JMS_AMQP_MA_x-opt-jms-msg-type"
 _AMQP_KINDS = {"0": "message", "3": "bytes", "5": "text"}
@@ -140,14 +148,29 @@ def remember_wire_name(name: str, wire: str) -> None:
     """Frames for the temporary queue ``name`` go to the broker's ``wire`` name (RabbitMQ's
     ``/reply-queue/amq.gen-...``: it refuses a SEND to ``/temp-queue/x``, even from the
     queue's creator)."""
-    _TEMPORARY_WIRE_NAMES[name] = wire
+    _keep_wire_name(name, wire)
+
+
+def _keep_wire_name(name: str, wire: str) -> None:
+    """Remember ``name`` -> ``wire`` as the most recently used; forget the least
+    recently used beyond ``_WIRE_NAMES_KEPT`` (dicts keep insertion order). Receiver
+    threads of several connections and senders call it at once: under a lock."""
+    with _WIRE_NAMES_LOCK:
+        _TEMPORARY_WIRE_NAMES.pop(name, None)
+        _TEMPORARY_WIRE_NAMES[name] = wire
+        while len(_TEMPORARY_WIRE_NAMES) > _WIRE_NAMES_KEPT:
+            del _TEMPORARY_WIRE_NAMES[next(iter(_TEMPORARY_WIRE_NAMES))]
 
 
 def destination_name(destination: Destination, dialect: Dialect) -> str:
     """The STOMP ``destination`` header for a jmslike destination."""
     if isinstance(destination, TemporaryQueue):
         # already the broker's own name (e.g. /temp-queue/x), unless another connection's
-        return _TEMPORARY_WIRE_NAMES.get(destination.name, destination.name)
+        wire = _TEMPORARY_WIRE_NAMES.get(destination.name)
+        if wire is None:
+            return destination.name
+        _keep_wire_name(destination.name, wire)  # in use: the last to forget
+        return wire
     if isinstance(destination, TemporaryTopic):
         return destination.name
     prefix = dialect.topic_prefix if destination.is_topic else dialect.queue_prefix
@@ -292,14 +315,7 @@ def decode(
     message: Message
     if kind == "map":
         message = MapMessage()
-        entries: dict[str, Any] = json.loads(body.decode("utf-8")) if body else {}
-        set_map_body(
-            message,
-            {
-                name: base64.b64decode(value) if tag == "b" else value
-                for name, (tag, value) in entries.items()
-            },
-        )
+        set_map_body(message, _map_entries(body, headers))
     elif kind == "bytes" or (kind is None and "content-length" in headers):
         message = BytesMessage(body)
     elif kind == "message":
@@ -315,7 +331,7 @@ def decode(
     if reply_to:
         original = headers.get(REPLY_TO_HEADER)
         if original and original != reply_to:
-            _TEMPORARY_WIRE_NAMES[original] = reply_to
+            _keep_wire_name(original, reply_to)
             message.jms_reply_to = TemporaryQueue(original)
         else:
             message.jms_reply_to = parse_destination_name(reply_to, dialect)
@@ -361,6 +377,29 @@ def decode(
         set_previous_expiration(message, _int(headers.get(PREV_EXPIRATION_HEADER)))
     update_provider_properties(message, props)
     return message
+
+
+def _map_entries(body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """A Map message's entries from the JSON ``encode`` writes: ``{name: [tag, value]}``.
+
+    The body comes from the broker, and may come from another client or be cut short:
+    anything else is a MessageFormatError naming the message, not a ValueError or
+    TypeError on stomp.py's receiver thread (tests/unit/test_fuzz_codecs.py found them).
+    """
+    try:
+        entries = json.loads(body.decode("utf-8")) if body else {}
+        if not isinstance(entries, dict):
+            raise TypeError(f"a JSON {type(entries).__name__}, not an object")
+        out: dict[str, Any] = {}
+        for name, entry in entries.items():
+            tag, value = entry
+            out[name] = base64.b64decode(value, validate=True) if tag == "b" else value
+        return out
+    except (ValueError, TypeError) as exc:  # JSON, UTF-8 and base64 errors are ValueErrors
+        raise MessageFormatError(
+            f"STOMP message {headers.get(ID_HEADER) or headers.get('message-id')!r} has a "
+            f"Map body jmslike cannot read ({exc.__class__.__name__}: {exc})"
+        ) from None
 
 
 def _int(value: str | None, default: int = 0) -> int:

@@ -37,6 +37,7 @@ from jmslike.errors import (
     InvalidDestinationError,
     JMSException,
     JMSSecurityError,
+    MessageFormatError,
 )
 from jmslike.spi.diagnose import size_note, wrong_port_hint
 
@@ -390,8 +391,18 @@ class StompTransport:
             return
         try:
             handler(frame.headers, frame.body or b"")
-        except Exception:  # never let a decoding bug kill stomp.py's receiver thread
+        except JMSException as exc:
+            # A MESSAGE jmslike cannot read (a Map body that is not its JSON): the
+            # application hears of it, typed, rather than a line in a log only
+            # (tests/integration/test_fuzz_brokers.py). The connection goes on: the
+            # message may be another client's doing, not the broker's.
+            log.warning("STOMP %s: a delivery could not be read: %s", self.address, exc)
+            self._on_exception(exc)
+        except Exception as exc:  # never let a decoding bug kill stomp.py's receiver thread
             log.exception("STOMP %s: delivery failed", self.address)
+            self._on_exception(
+                MessageFormatError(f"STOMP {self.address}: a delivery failed: {exc!r}")
+            )
 
     def on_receipt(self, frame: Any) -> None:
         waiter = self._waiters.pop(frame.headers.get("receipt-id", ""), None)

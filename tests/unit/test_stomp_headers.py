@@ -31,3 +31,34 @@ def test_stomp_py_parses_frames_with_it() -> None:
     frame = utils.parse_frame(b"MESSAGE\ndestination:/queue/x\nk\\cey:v\\nal\n\nbody")
     assert frame.headers == {"destination": "/queue/x", "k:ey": "v\nal"}
     assert frame.body == b"body"
+
+
+def test_temporary_wire_names_are_bounded_and_keep_the_ones_in_use() -> None:
+    """A service replying to temporary queues learns one wire name per requester
+    (Classic's /remote-temp-queue/..., RabbitMQ's /reply-queue/...); the soak
+    (docs/reliability.md) found the table growing by one per request for ever."""
+    from jmslike import TemporaryQueue
+    from jmslike_stomp import codec
+    from jmslike_stomp.dialect import ACTIVEMQ
+
+    kept = codec._WIRE_NAMES_KEPT
+    codec.remember_wire_name("/temp-queue/busy", "/remote-temp-queue/busy")
+    for number in range(kept + 500):
+        codec.decode(
+            {"reply-to": f"/remote-temp-queue/{number}", "jmslikeReplyTo": f"/temp-queue/{number}"},
+            b"",
+            ACTIVEMQ,
+        )
+        if number % 1000 == 0:  # in use: never the one forgotten
+            assert codec.destination_name(TemporaryQueue("/temp-queue/busy"), ACTIVEMQ) == (
+                "/remote-temp-queue/busy"
+            )
+    assert len(codec._TEMPORARY_WIRE_NAMES) == kept
+    assert codec.destination_name(TemporaryQueue("/temp-queue/busy"), ACTIVEMQ) == (
+        "/remote-temp-queue/busy"
+    )
+    newest = f"/temp-queue/{kept + 499}"
+    assert codec.destination_name(TemporaryQueue(newest), ACTIVEMQ) == (
+        f"/remote-temp-queue/{kept + 499}"
+    )
+    assert codec.destination_name(TemporaryQueue("/temp-queue/0"), ACTIVEMQ) == "/temp-queue/0"
