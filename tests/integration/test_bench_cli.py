@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from brokerenv import broker_url
 
-from jmslike.bench.workloads import WORKLOADS, Kind
+from jmslike_bench.workloads import WORKLOADS, Kind
 from jmslike.cli import main
 
 pytestmark = [pytest.mark.stomp, pytest.mark.activemq, pytest.mark.embedded]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from jmslike.bench.report import checks, format_table, to_json
-from jmslike.bench.runners.base import Measurement
-from jmslike.bench.stats import percentile, ratio, summarize
-from jmslike.bench.suite import Results
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
+from jmslike_bench.report import checks, format_table, to_json
+from jmslike_bench.runners.base import Measurement
+from jmslike_bench.stats import percentile, ratio, summarize
+from jmslike_bench.suite import Results
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, select
 from jmslike.cli import main
 
 
@@ -121,7 +121,7 @@ def test_table_says_what_was_skipped_and_missed() -> None:
 
 
 def test_plots_are_written(tmp_path: Path) -> None:
-    from jmslike.bench.plots import write_plots
+    from jmslike_bench.plots import write_plots
 
     written = write_plots(to_json(_results()), tmp_path / "img")
     names = sorted(p.name for p in written)
@@ -145,7 +145,7 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_merge_lets_a_later_run_replace_a_target() -> None:
-    from jmslike.bench.command import merge
+    from jmslike_bench.command import merge
 
     first = to_json(_results())
     again = to_json(_results())
@@ -161,9 +161,70 @@ def test_merge_lets_a_later_run_replace_a_target() -> None:
 
 
 def test_markdown_tables() -> None:
-    from jmslike.bench.report import format_markdown
+    from jmslike_bench.report import format_markdown
 
     text = format_markdown(to_json(_results()))
     assert "| artemis/stomp | send | 200 | 95 (90-100) | 100 (100-100) |  | 0.95 |  |" in text
     assert "| rabbitmq/stomp | skipped: not reachable |" in text
     assert "| jmslike / raw, receive | artemis/stomp | 0.50 | 0.9 | **no** |" in text
+
+
+RUNTIME = ("jmslike", "providers", "plugins")
+"""The folders whose code an installed application runs."""
+
+
+def test_runtime_code_imports_neither_the_bench_nor_the_tests() -> None:
+    """The bench and the tests sit outside the runtime (issue 19): the CLI loads the bench
+    by name only, so no module of the runtime may import it, or anything under tests/."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    test_modules = {p.stem for p in (root / "tests").rglob("*.py")} | {"tests", "conftest"}
+    offenders = []
+    for folder in RUNTIME:
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.partition(".")[0]
+                    if top == "jmslike_bench" or name.startswith("jmslike.bench"):
+                        offenders.append(f"{path.relative_to(root)}: {name}")
+                    elif top in test_modules and top not in ("jmslike",):
+                        offenders.append(f"{path.relative_to(root)}: {name}")
+    assert offenders == []
+
+
+def test_cli_without_the_bench_names_the_extra() -> None:
+    """An installation without the bench (or its dependencies) gets a one-line hint."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] == 'jmslike_bench':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from jmslike.cli import main\n"
+        "sys.exit(main(['bench', '--quick']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "pip install 'jmslike[bench]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_bench_help_and_unknown_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--help"]) == 0
+    assert "--warmup" in capsys.readouterr().out
+    assert main(["bench", "--no-such-option"]) == 2
+    assert "--no-such-option" in capsys.readouterr().err
+    assert main(["providers", "--no-such-option"]) == 2

@@ -22,7 +22,7 @@ import javax.jms.Session;
 import javax.jms.TextMessage;
 
 /**
- * The Java JMS client's side of {@code jmslike bench} (jmslike/bench/): one workload per
+ * The Java JMS client's side of {@code jmslike bench} (benchmarks/src/jmslike_bench/): one workload per
  * process, timed the way the Python runners time it, printed as one JSON line
  * ({@code {"msgs_per_s": ..., "p50_ms": ..., "p99_ms": ...}}). It is the reference for what
  * the broker itself can take from a mature client, so it uses plain JMS 1.1 with each

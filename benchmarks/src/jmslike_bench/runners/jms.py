@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer
-from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
-from jmslike.bench.stats import percentile
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
+from jmslike_bench.stats import percentile
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["JmslikeRunner"]
 
@@ -52,7 +52,7 @@ class JmslikeRunner(Runner):
 
     def prepare(self, queue: str) -> None:
         if self.target.broker == "rabbitmq" and self.target.protocol == "stomp":
-            from jmslike.bench.runners.raw_stomp import declare_rabbitmq_queue
+            from jmslike_bench.runners.raw_stomp import declare_rabbitmq_queue
 
             declare_rabbitmq_queue(self.target.url, queue)
 

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jmslike.bench.report import checks, format_markdown, format_table, to_json
-from jmslike.bench.suite import CLIENTS, run_suite
-from jmslike.bench.targets import BROKERS, PROTOCOLS, Target, discover
-from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
+from jmslike_bench.report import checks, format_markdown, format_table, to_json
+from jmslike_bench.suite import CLIENTS, run_suite
+from jmslike_bench.targets import BROKERS, PROTOCOLS, Target, discover
+from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, select
 
 __all__ = ["add_arguments", "run"]
 
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(format_markdown(document), encoding="utf-8")
     if args.plots is not None:
-        from jmslike.bench.plots import write_plots
+        from jmslike_bench.plots import write_plots
 
         for path in write_plots(document, args.plots):
             print(f"wrote {path}")

@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["IDLE", "Countdown", "Measurement", "Runner", "paced", "run_child"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jmslike.bench.stats import Summary, summarize
-from jmslike.bench.suite import CLIENTS, Results
-from jmslike.bench.workloads import Kind
+from jmslike_bench.stats import Summary, summarize
+from jmslike_bench.suite import CLIENTS, Results
+from jmslike_bench.workloads import Kind
 
 __all__ = ["GOALS", "checks", "format_markdown", "format_table", "to_json"]
 

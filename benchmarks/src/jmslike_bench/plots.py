@@ -12,9 +12,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from jmslike.bench.report import GOALS
-from jmslike.bench.suite import CLIENTS
-from jmslike.bench.workloads import Kind
+from jmslike_bench.report import GOALS
+from jmslike_bench.suite import CLIENTS
+from jmslike_bench.workloads import Kind
 
 __all__ = ["write_plots"]
 

@@ -23,11 +23,11 @@ from jmslike_amqp.transport import Capability
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.runners.base import IDLE, Measurement, Runner, run_child
-from jmslike.bench.stats import percentile
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.env import delete_rabbitmq_queue
+from jmslike_bench.runners.base import IDLE, Measurement, Runner, run_child
+from jmslike_bench.stats import percentile
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["RawProtonRunner"]
 
@@ -219,7 +219,7 @@ class RawProtonRunner(Runner):
             "workload": workload.name,
             "queue": queue,
         }
-        command = [sys.executable, "-m", "jmslike.bench.runners.raw_proton", json.dumps(spec)]
+        command = [sys.executable, "-m", "jmslike_bench.runners.raw_proton", json.dumps(spec)]
         return run_child(command, "raw proton")
 
     def measure(self, workload: Workload, queue: str) -> Measurement:
@@ -254,8 +254,8 @@ class RawProtonRunner(Runner):
 
 
 def _child(spec_text: str) -> None:
-    """``python -m jmslike.bench.runners.raw_proton SPEC``: one run, one JSON line."""
-    from jmslike.bench.workloads import WORKLOADS
+    """``python -m jmslike_bench.runners.raw_proton SPEC``: one run, one JSON line."""
+    from jmslike_bench.workloads import WORKLOADS
 
     spec = json.loads(spec_text)
     runner = RawProtonRunner(Target(**spec["target"]), Sizes(**spec["sizes"]))

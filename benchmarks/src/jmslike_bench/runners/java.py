@@ -14,11 +14,11 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
-from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.javabuild import build_jar
-from jmslike.bench.runners.base import Measurement, Runner, run_child
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.env import delete_rabbitmq_queue
+from jmslike_bench.javabuild import build_jar
+from jmslike_bench.runners.base import Measurement, Runner, run_child
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["JavaRunner", "java_unavailable"]
 

@@ -17,9 +17,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from jmslike.bench.runners.base import Measurement, Runner
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.runners.base import Measurement, Runner
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["CLIENTS", "Cell", "Results", "make_runners", "run_suite"]
 
@@ -62,17 +62,17 @@ def make_runners(
     runners: list[Runner] = []
     skipped: dict[str, str] = {}
     if "jmslike" in clients:
-        from jmslike.bench.runners.jms import JmslikeRunner
+        from jmslike_bench.runners.jms import JmslikeRunner
 
         runners.append(JmslikeRunner(target, sizes))
     if "raw" in clients:
         try:
             if target.protocol == "stomp":
-                from jmslike.bench.runners.raw_stomp import RawStompRunner
+                from jmslike_bench.runners.raw_stomp import RawStompRunner
 
                 runners.append(RawStompRunner(target, sizes))
             elif target.protocol == "amqp":
-                from jmslike.bench.runners.raw_proton import RawProtonRunner
+                from jmslike_bench.runners.raw_proton import RawProtonRunner
 
                 runners.append(RawProtonRunner(target, sizes))
             else:
@@ -86,7 +86,7 @@ def make_runners(
             else java_reason()
         )
         if reason is None:
-            from jmslike.bench.runners.java import JavaRunner
+            from jmslike_bench.runners.java import JavaRunner
 
             runners.append(JavaRunner(target, sizes))
         else:
@@ -178,7 +178,7 @@ def run_suite(
 ) -> Results:
     """Measure; never raises for a broker or client that fails (the result says so)."""
     if java_reason is None:
-        from jmslike.bench.runners.java import java_unavailable
+        from jmslike_bench.runners.java import java_unavailable
 
         cached: list[str | None] = []
 
