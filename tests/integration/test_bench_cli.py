@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from brokerenv import broker_url
 
-from jmslike_bench.workloads import WORKLOADS, Kind
 from jmslike.cli import main
+from jmslike_bench.workloads import WORKLOADS, Kind
 
 pytestmark = [pytest.mark.stomp, pytest.mark.activemq, pytest.mark.embedded]
 
