@@ -218,7 +218,19 @@ class Broker:
     def send(self, destination: Destination, message: Message, origin: Hashable) -> None:
         now = time.time()
         with self.lock:
-            self._route(destination, message, origin, now)
+            if isinstance(destination, Topic):
+                self._route(destination, message, origin, now)
+                return
+            # A queue: _route, _queue and _enqueue inlined (the send hot path).
+            channel = self._queues.get(destination.key)
+            if channel is None:
+                channel = self._queue(destination)
+            if channel.store is not None:
+                self._enqueue(channel, message, origin, now)
+                return
+            channel.enqueue(message, origin, now)
+            if channel.waiting:
+                channel.dispatch(now)
 
     def _route(
         self, destination: Destination, message: Message, origin: Hashable, now: float
@@ -238,7 +250,8 @@ class Broker:
                     if not sub.selector.matches(lookup):
                         continue
                 # Each subscription hands its message object to a consumer: share none.
-                self._enqueue(sub.channel, message if first else message._copy(), origin, now)
+                copy = message if first else message._copy(stored=True)
+                self._enqueue(sub.channel, copy, origin, now)
                 first = False
             return
         self._enqueue(self._queue(destination), message, origin, now)
@@ -263,10 +276,21 @@ class Broker:
                 self._finish_locked(acks, now)
 
     # ------------------------------------------------------- acknowledgement
-    def acknowledge(self, entries: Iterable[Entry]) -> None:
+    def acknowledge(self, entries: Sequence[Entry]) -> None:
         now = time.time()
-        with self.lock, self._transaction():  # several acknowledgements: one store commit
-            self._finish_locked(entries, now)
+        with self.lock:
+            if self.store is None:
+                if len(entries) == 1:  # one message (AUTO_ACKNOWLEDGE): _finish_locked inlined
+                    entry = entries[0]
+                    channel = entry.channel
+                    channel.finish(entry, now)
+                    if channel.waiting:
+                        channel.dispatch(now)
+                else:
+                    self._finish_locked(entries, now)
+                return
+            with self.store.transaction():  # several acknowledgements: one store commit
+                self._finish_locked(entries, now)
 
     def _finish_locked(self, entries: Iterable[Entry], now: float) -> None:
         touched: list[Channel] = []
@@ -482,7 +506,13 @@ class Broker:
     ) -> None:
         now = time.time()
         with self.lock:
-            if entries:
+            if len(entries) == 1:  # the AUTO_ACKNOWLEDGE receive loop: _finish_locked inlined
+                entry = entries[0]
+                channel = entry.channel
+                channel.finish(entry, now)
+                if channel.waiting:
+                    channel.dispatch(now)
+            elif entries:
                 self._finish_locked(entries, now)
             slot.channel.flow(slot, credit, now)
 
