@@ -56,6 +56,8 @@ def test_sizes_give_each_kind_its_count() -> None:
     assert sizes.count_for(WORKLOADS["container-8"]) == 5
     assert len(Sizes(size=1024).body) == 1024
     assert QUICK.count < Sizes().count
+    # Issue 17: a throughput line's default N is large enough to be read as a rate.
+    assert Sizes().count >= 20_000
 
 
 def _results() -> Results:
@@ -63,12 +65,18 @@ def _results() -> Results:
     live = Target("artemis", "stomp", "stomp://h:1", "core", "tcp://h:2")
     gone = Target("rabbitmq", "stomp", "stomp://h:3", skipped="not reachable")
     workloads = select("send,receive,unordered-4,groups-4,latency,container-1,container-8")
-    results = Results(QUICK, 3, workloads, [live, gone])
-    results.libraries[live.name] = {"jmslike": "jmslike", "raw": "stomp.py 9"}
+    results = Results(QUICK, 3, workloads, [live, gone], warmup=5000)
+    results.libraries[live.name] = {
+        "jmslike": "jmslike",
+        "defaults": "jmslike, factory defaults",
+        "raw": "stomp.py 9",
+    }
     results.skipped[live.name] = {"java": "no java on PATH"}
     figures = {
         ("jmslike", "send"): [95.0, 90.0, 100.0],
         ("raw", "send"): [100.0, 100.0, 100.0],
+        ("defaults", "send"): [76.0],
+        ("defaults", "receive"): [40.0],
         ("jmslike", "receive"): [50.0],
         ("raw", "receive"): [100.0],
         ("jmslike", "unordered-4"): [100.0],
@@ -118,6 +126,25 @@ def test_table_says_what_was_skipped_and_missed() -> None:
     assert "2.0/8.0 ms" in table
     assert "MISSED artemis/stomp   receive" in table
     assert "FAILED artemis/stomp raw groups-4: RuntimeError: boom" in table
+    header = next(line for line in table.splitlines() if line.startswith("target"))
+    assert header.split() == [
+        "target", "workload", "count", "jmslike", "defaults", "raw", "java",
+        "j/raw", "d/raw", "j/java",
+    ]  # fmt: skip
+    send = next(line for line in table.splitlines() if " send " in line)
+    assert send.split()[-3:] == ["0.95", "0.76", "-"]  # j/raw, d/raw, j/java (no Java)
+    assert "the JVM is warm" in table
+
+
+def test_warmup_is_recorded_and_named() -> None:
+    document = to_json(_results())
+    assert document["warmup"]["messages"] == 5000
+    # The throughput workloads asked for; not latency nor the container.
+    assert document["warmup"]["workloads"] == ["send", "receive", "unordered-4", "groups-4"]
+    assert "warm" in document["warmup"]["java"]
+    cold = _results()
+    cold.warmup = 0
+    assert "JVM is cold" in format_table(to_json(cold))
 
 
 def test_plots_are_written(tmp_path: Path) -> None:
@@ -164,7 +191,11 @@ def test_markdown_tables() -> None:
     from jmslike_bench.report import format_markdown
 
     text = format_markdown(to_json(_results()))
-    assert "| artemis/stomp | send | 200 | 95 (90-100) | 100 (100-100) |  | 0.95 |  |" in text
+    assert (
+        "| artemis/stomp | send | 200 | 95 (90-100) | 76 (76-76) | 100 (100-100) |  | "
+        "0.95 | 0.76 |  |"
+    ) in text
+    assert text.startswith("warm-up: 5,000 messages")
     assert "| rabbitmq/stomp | skipped: not reachable |" in text
     assert "| jmslike / raw, receive | artemis/stomp | 0.50 | 0.9 | **no** |" in text
 
@@ -227,3 +258,35 @@ def test_cli_bench_help_and_unknown_options(capsys: pytest.CaptureFixture[str]) 
     assert main(["bench", "--no-such-option"]) == 2
     assert "--no-such-option" in capsys.readouterr().err
     assert main(["providers", "--no-such-option"]) == 2
+
+
+def test_defaults_column_runs_with_no_setting_changed() -> None:
+    """The defaults client is jmslike as ConnectionFactory(url) makes it; the tuned one
+    sets the other clients' prefetch. Both measure on the embedded broker, warmed up."""
+    from jmslike import ConnectionFactory
+    from jmslike_bench.runners.jms import JmslikeRunner
+    from jmslike_bench.suite import run_suite
+
+    target = Target("embedded", "embedded", "embedded://bench")
+    sizes = Sizes(count=50, prefetch=25)
+    untuned = JmslikeRunner(target, sizes, tuned=False)
+    tuned = JmslikeRunner(target, sizes)
+    try:
+        plain = ConnectionFactory("embedded://plain").settings
+        assert untuned.client == "defaults"
+        assert untuned.factory.settings.prefetch == plain.prefetch == 1
+        assert untuned.factory.settings.request_timeout == plain.request_timeout
+        assert tuned.factory.settings.prefetch == 25
+    finally:
+        untuned.close()
+        tuned.close()
+    results = run_suite(
+        [target], select("send,receive"), sizes, 1, ["jmslike", "defaults"], warmup=20
+    )
+    assert results.warmup == 20
+    for client in ("jmslike", "defaults"):
+        for workload in ("send", "receive"):
+            cell = results.cells[("embedded", client, workload)]
+            assert cell.failures == [] and len(cell.samples) == 1, (client, workload)
+    document = to_json(results)
+    assert document["targets"][0]["clients"]["defaults"] == "jmslike, factory defaults"

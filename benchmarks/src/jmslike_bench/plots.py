@@ -23,7 +23,7 @@ log = logging.getLogger("jmslike.bench.plots")
 _RATIO_CLIP = 2.0
 """The ratio figure's axis ends here; a larger ratio is written beside its bar."""
 
-_COLOURS = {"jmslike": "#1f77b4", "raw": "#ff7f0e", "java": "#7f7f7f"}
+_COLOURS = {"jmslike": "#1f77b4", "defaults": "#aec7e8", "raw": "#ff7f0e", "java": "#7f7f7f"}
 
 
 def _line(document: dict[str, Any], target: str, workload: str, client: str) -> Any:

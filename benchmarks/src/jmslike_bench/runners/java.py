@@ -1,22 +1,34 @@
-"""The Java JMS client, one process per workload run (``Bench.java`` in the checkout's
-Java project): Qpid JMS for AMQP 1.0, Artemis' core client, ActiveMQ's OpenWire client.
+"""The Java JMS client (``Bench.java`` in the checkout's Java project): Qpid JMS for AMQP
+1.0, Artemis' core client, ActiveMQ's OpenWire client.
 
 It is the reference for what the broker itself can take, so it runs with each client's
 defaults except the prefetch, set to the Python clients' (``jms.prefetchPolicy.all`` for
 Qpid JMS and OpenWire; Artemis' core client keeps its byte window, 1 MiB, about a
-thousand 1 KiB messages). The JVM's start-up is outside the timed part.
+thousand 1 KiB messages).
+
+One JVM per target serves every run (``Bench serve``: a workload per stdin line, a JSON
+line back), the suite's untimed warm-up runs included: a JVM started for each run timed
+the interpreter and the class loader, not the client, and made Java look slower than it
+is. The JVM's start-up is outside the timed part.
 """
 
 from __future__ import annotations
 
+import collections
+import json
 import logging
 import shutil
+import subprocess
+import threading
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
+from queue import Empty, Queue
+from typing import IO
 
 from jmslike_bench.env import delete_rabbitmq_queue
 from jmslike_bench.javabuild import build_jar
-from jmslike_bench.runners.base import Measurement, Runner, run_child
+from jmslike_bench.runners.base import IDLE, Measurement, Runner
 from jmslike_bench.targets import Target
 from jmslike_bench.workloads import Kind, Sizes, Workload
 
@@ -60,6 +72,10 @@ class JavaRunner(Runner):
         if self.protocol != "core":
             url += f"?jms.prefetchPolicy.all={sizes.prefetch}"
         self.url = url
+        self._jvm: subprocess.Popen[str] | None = None
+        self._pumps: list[threading.Thread] = []
+        self._lines: Queue[str | None] = Queue()
+        self._errors: collections.deque[str] = collections.deque(maxlen=40)
         # The OpenWire/core URLs in brokers.env carry no login: the broker's is in the
         # jmslike URL of the same broker (Artemis wants one on every protocol).
         login = parsed if parsed.username else urllib.parse.urlsplit(target.url)
@@ -80,6 +96,83 @@ class JavaRunner(Runner):
         if self.target.broker == "rabbitmq":
             delete_rabbitmq_queue(queue)
 
+    def _serve(self) -> subprocess.Popen[str]:
+        """The JVM of this target, started on first use and kept until :meth:`close`."""
+        if self._jvm is not None and self._jvm.poll() is None:
+            return self._jvm
+        command = ["java", "-cp", str(self.jar), "jmslike.interop.Bench", "serve"]
+        command += ["--protocol", self.protocol, "--url", self.url, *self.credentials]
+        self._lines = Queue()
+        jvm = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
+        assert jvm.stdout is not None and jvm.stderr is not None
+        lines = self._lines
+        self._pumps = [
+            threading.Thread(
+                target=_pump, args=(jvm.stdout, lines.put, lambda: lines.put(None)), daemon=True
+            ),
+            threading.Thread(
+                target=_pump, args=(jvm.stderr, self._errors.append, lambda: None), daemon=True
+            ),
+        ]
+        for pump in self._pumps:
+            pump.start()
+        self._jvm = jvm
+        log.info("started a JVM for %s (%s)", self.target.name, self.library)
+        return jvm
+
+    def close(self) -> None:
+        jvm, self._jvm = self._jvm, None
+        if jvm is None:
+            return
+        try:
+            if jvm.stdin is not None:
+                jvm.stdin.close()  # end of input: Bench serve exits
+            jvm.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            jvm.kill()
+            jvm.wait()
+        for pump in self._pumps:  # they end at the pipes' end, which the exit brings
+            pump.join(timeout=5)
+        for stream in (jvm.stdout, jvm.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _ask(self, line: str, what: str) -> Measurement:
+        """Send one workload line to the JVM and read its JSON answer."""
+        jvm = self._serve()
+        assert jvm.stdin is not None
+        try:
+            jvm.stdin.write(line + "\n")
+            jvm.stdin.flush()
+        except OSError as exc:
+            raise RuntimeError(f"{what}: the JVM is gone ({exc}): {self._stderr()}") from None
+        while True:
+            try:
+                answer = self._lines.get(timeout=IDLE * 15)
+            except Empty:
+                self.close()  # a stuck run: the next one gets a fresh JVM
+                raise RuntimeError(f"{what}: no answer in {IDLE * 15:.0f} s") from None
+            if answer is None:
+                self._jvm = None
+                raise RuntimeError(f"{what}: the JVM exited ({jvm.wait()}): {self._stderr()}")
+            if answer.startswith("{"):
+                break
+        result = json.loads(answer)
+        if "error" in result:
+            raise RuntimeError(f"{what}: {result['error']}")
+        return Measurement(result["msgs_per_s"], result.get("p50_ms"), result.get("p99_ms"))
+
+    def _stderr(self) -> str:
+        return " | ".join(self._errors)[-2000:]
+
     def run(self, workload: Workload, queue: str) -> Measurement:
         mode = {
             Kind.SEND: "send",
@@ -91,17 +184,8 @@ class JavaRunner(Runner):
         if mode is None:
             raise ValueError(f"the Java side has no {workload.name}")
         sizes = self.sizes
-        command = [
-            "java",
-            "-cp",
-            str(self.jar),
-            "jmslike.interop.Bench",
+        words = [
             mode,
-            "--protocol",
-            self.protocol,
-            "--url",
-            self.url,
-            *self.credentials,
             "--queue",
             self._queue(queue),
             "--count",
@@ -117,4 +201,16 @@ class JavaRunner(Runner):
             "--rate",
             str(sizes.rate),
         ]
-        return run_child(command, f"java Bench {mode}")
+        return self._ask(" ".join(words), f"java Bench {mode}")
+
+
+def _pump(stream: IO[str], sink: Callable[[str], None], ended: Callable[[], None]) -> None:
+    """Copy a pipe's lines into ``sink`` on a thread of its own (a full pipe would stall
+    the JVM), then call ``ended``: stdout's end is the JVM's."""
+    try:
+        for line in stream:
+            sink(line.rstrip("\n"))
+    except (OSError, ValueError):
+        pass
+    finally:
+        ended()
