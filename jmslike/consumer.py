@@ -209,7 +209,9 @@ class MessageConsumer:
                 if self._listener is not None:
                     self._session._wake(self)
                 return
-        with self._mutex:
+        mutex = self._mutex  # acquire/try/release: cheaper than "with" once per message
+        mutex.acquire()
+        try:
             # A delivery nobody asked for (a STOMP window's, or one a provider fetched
             # to unblock a queue) leaves no debt behind.
             if self._credit > 0:
@@ -217,6 +219,8 @@ class MessageConsumer:
             self._buffer.append((message, token, 0.0))
             if self._sleeping:
                 self._cond.notify()
+        finally:
+            mutex.release()
         if self._listener is not None:
             self._session._wake(self)
 
@@ -300,8 +304,12 @@ class MessageConsumer:
         if self._last is not None:
             if not self._buffer and self._credit <= 0 and self._connection._started:
                 # Finish the last message and ask for the next in one provider call.
-                with self._mutex:
+                mutex = self._mutex
+                mutex.acquire()
+                try:
                     self._credit += self._prefetch
+                finally:
+                    mutex.release()
                 session._finish_last(self, self._provider, self._prefetch)
             else:
                 session._finish_last(self)

@@ -217,7 +217,11 @@ class Broker:
     # ------------------------------------------------------------------ send
     def send(self, destination: Destination, message: Message, origin: Hashable) -> None:
         now = time.time()
-        with self.lock:
+        # acquire/try/release rather than "with": the same, for about a third of the
+        # interpreter's work per lock (the send and receive hot paths take it once each).
+        lock = self.lock
+        lock.acquire()
+        try:
             if isinstance(destination, Topic):
                 self._route(destination, message, origin, now)
                 return
@@ -231,6 +235,8 @@ class Broker:
             channel.enqueue(message, origin, now)
             if channel.waiting:
                 channel.dispatch(now)
+        finally:
+            lock.release()
 
     def _route(
         self, destination: Destination, message: Message, origin: Hashable, now: float
@@ -278,7 +284,9 @@ class Broker:
     # ------------------------------------------------------- acknowledgement
     def acknowledge(self, entries: Sequence[Entry]) -> None:
         now = time.time()
-        with self.lock:
+        lock = self.lock  # acquire/try/release: see send()
+        lock.acquire()
+        try:
             if self.store is None:
                 if len(entries) == 1:  # one message (AUTO_ACKNOWLEDGE): _finish_locked inlined
                     entry = entries[0]
@@ -291,6 +299,8 @@ class Broker:
                 return
             with self.store.transaction():  # several acknowledgements: one store commit
                 self._finish_locked(entries, now)
+        finally:
+            lock.release()
 
     def _finish_locked(self, entries: Iterable[Entry], now: float) -> None:
         touched: list[Channel] = []
@@ -505,7 +515,9 @@ class Broker:
         self, entries: Sequence[Entry], slot: ConsumerSlot, credit: int
     ) -> None:
         now = time.time()
-        with self.lock:
+        lock = self.lock  # acquire/try/release: see send()
+        lock.acquire()
+        try:
             if len(entries) == 1:  # the AUTO_ACKNOWLEDGE receive loop: _finish_locked inlined
                 entry = entries[0]
                 channel = entry.channel
@@ -515,6 +527,8 @@ class Broker:
             elif entries:
                 self._finish_locked(entries, now)
             slot.channel.flow(slot, credit, now)
+        finally:
+            lock.release()
 
     def flow(self, slot: ConsumerSlot, credit: int) -> None:
         now = time.time()
