@@ -226,9 +226,7 @@ class Message:
     def _set(self, name: str, value: object, jms_type: str) -> None:
         self._check_writable()
         check_property_name(name)
-        if self._properties is _NO_PROPERTIES:
-            self._properties = {}
-        self._properties[name] = value  # type: ignore[assignment]
+        self._own_properties()[name] = value  # type: ignore[assignment]
         if jms_type == _infer_type(name, value):
             self._prop_types.pop(name, None)
         else:
@@ -284,9 +282,7 @@ class Message:
         self._check_writable()
         check_property_name(name)
         jms_type = _infer_type(name, value)
-        if self._properties is _NO_PROPERTIES:
-            self._properties = {}
-        self._properties[name] = value
+        self._own_properties()[name] = value
         if jms_type == "long":
             self._own_prop_types()[name] = "long"
         else:
@@ -438,6 +434,13 @@ class Message:
         else:
             self._copy_body_to(new)
         return new
+
+    def _own_properties(self) -> dict[str, PropertyValue]:
+        """This message's own property table, made on the first write to a stored copy's
+        shared empty one (``_copy(stored=True)``)."""
+        if self._properties is _NO_PROPERTIES:
+            self._properties = {}
+        return self._properties
 
     def _own_prop_types(self) -> dict[str, str]:
         """This message's own type table, made on the first write to a copy's shared

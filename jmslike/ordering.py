@@ -105,7 +105,7 @@ class GroupBinding:
         Writes the property dict directly: the names are known-good, and a bound producer
         must overwrite a group the application put on the message itself (ORD-7).
         """
-        props = message._properties
+        props = message._own_properties()  # a stored copy's may be the shared empty one
         props[GROUP_ID] = self.name
         props[GROUP_SEQ] = self._next_seq
         message._group_prev_expiration = self._last_expiration if self._next_seq > 1 else 0
