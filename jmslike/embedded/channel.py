@@ -275,7 +275,11 @@ class Channel:
         if head.due > now:
             self._delay(head)
         elif state.holder is None:
-            self.ready.push(head.key)
+            fifo = self.ready.fifo  # KeyQueue.push, inlined
+            if not fifo or head.key > fifo[-1]:
+                fifo.append(head.key)
+            else:
+                heapq.heappush(self.ready.heap, head.key)
         else:
             mine = self.held.get(state.holder)
             if mine is None:
@@ -315,12 +319,14 @@ class Channel:
     def _peek(self, keys: KeyQueue, holder: Hashable | None, now: float) -> Entry | None:
         """The deliverable entry at the top of ``keys`` (dropping stale keys), not popped.
 
-        The hot path of every delivery: ``_current`` inlined.
+        The hot path of every delivery: ``_current`` and ``KeyQueue.top`` inlined.
         """
         entries = self.entries
         groups = self.groups._groups
-        while keys.fifo or keys.heap:
-            entry = entries.get(keys.top() & _SEQ_MASK)
+        fifo, heap = keys.fifo, keys.heap
+        while fifo or heap:
+            top = heap[0] if heap and (not fifo or heap[0] < fifo[0]) else fifo[0]
+            entry = entries.get(top & _SEQ_MASK)
             if entry is not None and entry.state == PENDING:
                 group = entry.group
                 if group is None:
@@ -349,18 +355,22 @@ class Channel:
         ready = self.ready
         fifo = ready.fifo
         best = None
-        ordered = not ready.heap  # every ready key came in order: the FIFO's first is top
-        if fifo and ordered:
-            # _peek's answer when every ready key came in order and the first is a live
-            # message in no group (the common case, without the call).
+        if fifo and not ready.heap:  # every ready key came in order: the FIFO's first is top
+            # _peek's answer when every ready key came in order and the first is a live,
+            # unexpired message in no group or the head of a group nobody holds (the
+            # common cases, without the call).
             best = self.entries.get(fifo[0] & _SEQ_MASK)
-            if (
-                best is None
-                or best.state != PENDING
-                or best.group is not None
-                or (best.expires and best.expires <= now)
-            ):
+            if best is None or best.state != PENDING or (best.expires and best.expires <= now):
                 best = self._peek(ready, None, now)
+            elif best.group is not None:
+                state = self.groups._groups.get(best.group)
+                if (
+                    state is None
+                    or state.holder is not None
+                    or not state.waiting
+                    or state.waiting[0] is not best
+                ):
+                    best = self._peek(ready, None, now)
         elif ready.heap:
             best = self._peek(ready, None, now)
         mine = self.held.get(slot.holder)
@@ -369,11 +379,12 @@ class Channel:
             if own is not None and (best is None or own.key < best.key):
                 mine.pop()
                 return own
-        if best is not None:
-            if ordered and not ready.heap:  # still so after the peeks
-                fifo.popleft()
+        if best is not None:  # KeyQueue.pop, inlined: best is the top
+            heap = ready.heap
+            if heap and (not fifo or heap[0] < fifo[0]):
+                heapq.heappop(heap)
             else:
-                ready.pop()
+                fifo.popleft()
         return best
 
     def _scan_for(self, slot: ConsumerSlot, now: float) -> Entry | None:
