@@ -28,7 +28,7 @@ def _library(file: str) -> str:
     for marker, name in (
         ("jmslike_stomp", "jmslike_stomp"),
         ("jmslike_amqp", "jmslike_amqp"),
-        ("jmslike/bench", "bench harness"),
+        ("jmslike_bench", "bench harness"),
         ("jmslike", "jmslike"),
         ("stomp/", "stomp.py"),
         ("proton", "proton"),

@@ -68,8 +68,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmslike import DeliveryMode, Session
-from jmslike.bench.env import broker_settings, delete_rabbitmq_queue
-from jmslike.bench.runners.raw_stomp import (
+from jmslike_bench.env import broker_settings, delete_rabbitmq_queue
+from jmslike_bench.runners.raw_stomp import (
     BODY,
     Broker,
     declare,

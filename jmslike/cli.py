@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import importlib
 import json
 import logging
 import os
@@ -58,6 +59,11 @@ from jmslike.session import Session
 from jmslike.spi.registry import get_registry
 
 __all__ = ["main"]
+
+BENCH_MODULE = "jmslike_bench.command"
+"""Where ``jmslike bench`` lives: benchmarks/src/jmslike_bench in the repository."""
+BENCH_EXTRA = "jmslike[bench]"
+"""The extra that installs what the bench needs."""
 
 log = logging.getLogger("jmslike.cli")
 
@@ -221,15 +227,16 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("--json", action="store_true", help="one JSON object")
 
-    bench = add(
+    # The bench lives outside the runtime package (benchmarks/src/jmslike_bench, the "bench"
+    # extra): its options are parsed by its own parser, loaded only when it runs, so that
+    # every other command works, and starts, without it.
+    add(
         "bench",
+        add_help=False,
         help="jmslike beside the raw libraries and the Java JMS client (docs/performance.md)",
         description="Run the same workloads with jmslike, the raw library it wraps and the "
         "Java JMS client on every reachable broker; print a table, write JSON and plots.",
     )
-    from jmslike.bench.command import add_arguments
-
-    add_arguments(bench)
     return parser
 
 
@@ -237,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code instead of exiting, for tests."""
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, rest = parser.parse_known_args(argv)
+        if rest and args.command != "bench":
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        args.bench_argv = rest
         _check_operands(args)
     except SystemExit as exc:  # --help, --version, or a usage error argparse printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -331,10 +341,35 @@ def _discard_stdout() -> None:
 
 # --------------------------------------------------------------------------- bench
 def _bench(args: argparse.Namespace) -> int:
-    """The benchmark suite lives in its own package; imported only when asked for."""
-    from jmslike.bench.command import run
+    """Load the bench by name, parse its own options, run it: the runtime package never
+    imports it, and a missing bench is a one-line hint, not a traceback."""
+    try:
+        bench = importlib.import_module(BENCH_MODULE)
+    except ImportError as exc:
+        return _bench_missing(exc)
+    parser = argparse.ArgumentParser(
+        prog="jmslike bench", description=args.command_parser.description
+    )
+    bench.add_arguments(parser)
+    try:
+        options = parser.parse_args(args.bench_argv)
+    except SystemExit as exc:  # --help, or a usage error the bench's parser printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        result: int = bench.run(options)
+    except ImportError as exc:  # its progress bar or plots, without the extra
+        return _bench_missing(exc)
+    return result
 
-    return run(args)
+
+def _bench_missing(exc: ImportError) -> int:
+    missing = exc.name or BENCH_MODULE
+    print(
+        f"jmslike: error: jmslike bench needs {missing}, which is not installed: "
+        f"pip install '{BENCH_EXTRA}'",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
 
 
 # ---------------------------------------------------------------------------- demo

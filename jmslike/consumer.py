@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from jmslike._feed import Member
 from jmslike.destination import Destination
 from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
-from jmslike.message import GROUP_ID, GROUP_SEQ, Message
+from jmslike.message import DELIVERY_COUNT, GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 
 if TYPE_CHECKING:
@@ -65,7 +65,10 @@ class MessageConsumer:
         self.no_local = no_local
         self.subscription_name = subscription
         self._buffer: deque[Buffered] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        # The hot paths (the sink, receive's credit) take the Condition's lock directly:
+        # ``with self._cond`` costs two Python-level calls per message, the lock none.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._credit = 0
         self._sleeping = False  # a receiver waits on _cond (so the sink must notify)
         self._prefetch = session._connection._settings.prefetch
@@ -206,7 +209,9 @@ class MessageConsumer:
                 if self._listener is not None:
                     self._session._wake(self)
                 return
-        with self._cond:
+        mutex = self._mutex  # acquire/try/release: cheaper than "with" once per message
+        mutex.acquire()
+        try:
             # A delivery nobody asked for (a STOMP window's, or one a provider fetched
             # to unblock a queue) leaves no debt behind.
             if self._credit > 0:
@@ -214,6 +219,8 @@ class MessageConsumer:
             self._buffer.append((message, token, 0.0))
             if self._sleeping:
                 self._cond.notify()
+        finally:
+            mutex.release()
         if self._listener is not None:
             self._session._wake(self)
 
@@ -229,7 +236,7 @@ class MessageConsumer:
             self._session._wake(self)
 
     def _grant(self, credit: int) -> None:
-        with self._cond:
+        with self._mutex:
             self._credit += credit
         self._provider.flow(credit)
 
@@ -261,7 +268,7 @@ class MessageConsumer:
 
     def _pop_due(self) -> tuple[Buffered | None, float]:
         """The head of the buffer if it is due; else (None, seconds until it is)."""
-        with self._cond:
+        with self._mutex:
             if not self._buffer:
                 return None, 0.0
             item = self._buffer[0]
@@ -278,7 +285,11 @@ class MessageConsumer:
         AUTO/DUPS_OK acknowledgement, calling receive again finishes the message returned
         last time (ORD-10).
         """
-        self._check_receivable()
+        session = self._session
+        if self._closed or self._listener is not None or session._closed:
+            self._check_receivable()  # raises, naming what is closed or why
+        if self._connection._closed:
+            session._check_open()
         if timeout is not None:
             if (
                 isinstance(timeout, bool)
@@ -290,22 +301,44 @@ class MessageConsumer:
                 )
             if math.isinf(timeout):
                 timeout = None
-        session = self._session
         if self._last is not None:
             if not self._buffer and self._credit <= 0 and self._connection._started:
                 # Finish the last message and ask for the next in one provider call.
-                with self._cond:
+                mutex = self._mutex
+                mutex.acquire()
+                try:
                     self._credit += self._prefetch
+                finally:
+                    mutex.release()
                 session._finish_last(self, self._provider, self._prefetch)
             else:
                 session._finish_last(self)
         deadline = None if timeout is None else time.monotonic() + timeout
+        buffer = self._buffer
+        connection = self._connection
         while True:
-            item = self._wait_for_item(deadline)
+            if (
+                buffer
+                and not buffer[0][2]
+                and not self._closed
+                and connection._failed is None
+                and connection._started
+            ):
+                item: Buffered | None = buffer.popleft()  # _wait_for_item's fast path
+            else:
+                item = self._wait_for_item(deadline)
             if item is None:
                 return None
-            if not session._past_redelivery_limit(self, item[0], item[1]):
-                message = session._deliver(self, item[0], item[1])
+            message, token = item[0], item[1]
+            # Only a redelivery (a count above 1) can be past the limit: the check's call
+            # is skipped for every first delivery.
+            count = message._properties.get(DELIVERY_COUNT)
+            if (
+                not isinstance(count, int)
+                or count <= 1
+                or not session._past_redelivery_limit(self, message, token)
+            ):
+                message = session._deliver(self, message, token)
                 chain = self._connection._delivery_chain
                 if chain is not None:
                     context = DeliveryContext(

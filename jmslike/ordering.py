@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from jmslike.errors import IllegalStateError, InvalidOrderingGroupError
-from jmslike.message import GROUP_ID, GROUP_SEQ, Message
+from jmslike.message import _NO_PROPERTIES, GROUP_ID, GROUP_SEQ, Message
 
 __all__ = [
     "MAX_GROUP_NAME",
@@ -106,6 +106,8 @@ class GroupBinding:
         must overwrite a group the application put on the message itself (ORD-7).
         """
         props = message._properties
+        if props is _NO_PROPERTIES:  # a stored copy's shared empty table: take its own
+            props = message._own_properties()
         props[GROUP_ID] = self.name
         props[GROUP_SEQ] = self._next_seq
         message._group_prev_expiration = self._last_expiration if self._next_seq > 1 else 0

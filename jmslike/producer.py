@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError, InvalidDestinationError
-from jmslike.message import DeliveryMode, Message, require_message
+from jmslike.message import (
+    GROUP_ID,
+    BytesMessage,
+    DeliveryMode,
+    MapMessage,
+    Message,
+    TextMessage,
+    require_message,
+)
 from jmslike.middleware import SendContext
 from jmslike.ordering import (
     GroupBinding,
@@ -26,6 +34,9 @@ if TYPE_CHECKING:
     from jmslike.session import Session
 
 __all__ = ["MessageProducer"]
+
+_MESSAGE_CLASSES = frozenset({Message, TextMessage, BytesMessage, MapMessage})
+"""send() accepts these at a glance; anything else goes through require_message."""
 
 _DELIVERY_MODES = (DeliveryMode.NON_PERSISTENT, DeliveryMode.PERSISTENT)
 _MAX_SECONDS = 10.0**11
@@ -187,8 +198,13 @@ class MessageProducer:
             raise IllegalStateError("session is closed")
         if session._connection._closed:
             raise IllegalStateError("connection is closed")
-        message = require_message(message)
-        target = self._target(destination)
+        if message.__class__ not in _MESSAGE_CLASSES:  # else a subclass, or no message
+            message = require_message(message)
+        target = (
+            self.destination
+            if destination is None and self.destination is not None
+            else self._target(destination)
+        )
         mode = self._delivery_mode if delivery_mode is None else _check_delivery_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
         ttl = (
@@ -207,7 +223,7 @@ class MessageProducer:
                 "delay delivery while keeping group order (capability delivery_delay)"
             )
         binding = self._binding
-        if binding is None:
+        if binding is None and GROUP_ID in message._properties:
             check_message_group(message)
         now = int(time.time() * 1000)
         message.jms_destination = target

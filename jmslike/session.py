@@ -172,7 +172,8 @@ class Session:
         return Message()
 
     def create_text_message(self, text: str | None = None) -> TextMessage:
-        self._check_open()
+        if self._closed or self._connection._closed:  # the check, without two calls
+            self._check_open()
         return TextMessage(text)
 
     def create_bytes_message(self, data: bytes | None = None) -> BytesMessage:
@@ -436,7 +437,10 @@ class Session:
     def _deliver(self, consumer: MessageConsumer, message: Message, token: Any) -> Message:
         """Hand a message to the application and remember it until finished."""
         held = _Held(consumer, message, token)
-        message._received(self)
+        # Message._received, inlined: once per delivery on the receive hot path.
+        message._read_only = True
+        message._read_only_body = True
+        message._ack = self
         self._held[held] = None
         if self._auto:
             consumer._last = held
@@ -469,8 +473,11 @@ class Session:
         if provider_consumer is None:
             self._acknowledge(done)
             return
-        self._gate_finished(done)
-        self._provider.acknowledge_and_flow([h.token for h in done], provider_consumer, credit)
+        if done and (self._gate is not None or consumer._feed is not None):
+            self._gate_finished(done)
+        self._provider.acknowledge_and_flow(
+            [done[0].token] if done else [], provider_consumer, credit
+        )
 
     def _redeliver_last(self, consumer: MessageConsumer) -> None:
         """AUTO/DUPS_OK: the message ``consumer`` returned last is not finished but given
@@ -539,7 +546,12 @@ class Session:
 
     def _acknowledge(self, held: list[_Held]) -> None:
         """Finish ``held`` at the broker, then at the client gate if there is one (ORD-10)."""
-        if held:
+        if len(held) == 1:  # the AUTO_ACKNOWLEDGE receive loop: no comprehension, no call
+            one = held[0]
+            self._provider.acknowledge([one.token])
+            if self._gate is not None or one.consumer._feed is not None:
+                self._gate_finished(held)
+        elif held:
             self._provider.acknowledge([h.token for h in held])
             self._gate_finished(held)
 

@@ -57,7 +57,7 @@ class EmbeddedSession(ProviderSession):
         self._dlq = Queue(connection.settings.dead_letter_queue)
 
     def send(self, destination: Destination, message: Message) -> None:
-        snapshot = message._copy()
+        snapshot = message._copy(stored=True)  # the broker copies it for each delivery
         if self._transacted:
             self._pending.append((destination, snapshot))
         else:

@@ -43,18 +43,18 @@ def copy_message(message: M) -> M:
 def set_provider_property(message: Message, name: str, value: PropertyValue) -> None:
     """Set a property the provider owns (``JMSXDeliveryCount``, a dead-letter reason), on
     a received, read-only message too, without the application's name check."""
-    message._properties[name] = value
+    message._own_properties()[name] = value
 
 
 def update_provider_properties(message: Message, values: Mapping[str, PropertyValue]) -> None:
     """Set decoded properties at once (a codec, before the application sees the message)."""
-    message._properties.update(values)
+    message._own_properties().update(values)
 
 
 def declare_property_type(message: Message, name: str, jms_type: str) -> None:
     """The JMS type a decoded property had on the wire ("byte", "short", "float"...) where
     the Python value alone cannot tell it (``property_type`` then reports it)."""
-    message._prop_types[name] = jms_type
+    message._own_prop_types()[name] = jms_type
 
 
 def set_map_body(message: MapMessage, values: Mapping[str, MapValue]) -> None:

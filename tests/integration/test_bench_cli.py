@@ -5,13 +5,14 @@ figure; never how fast (the bench is a tool: speed is for docs/performance.md)."
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 from brokerenv import broker_url
 
-from jmslike.bench.workloads import WORKLOADS, Kind
 from jmslike.cli import main
+from jmslike_bench.workloads import WORKLOADS, Kind
 
 pytestmark = [pytest.mark.stomp, pytest.mark.activemq, pytest.mark.embedded]
 
@@ -30,7 +31,7 @@ def test_quick_bench_measures_every_workload(
             "--protocols",
             "embedded,stomp",
             "--clients",
-            "jmslike,raw",
+            "jmslike,defaults,raw",
             "--no-progress",
             "--json",
             str(out),
@@ -41,8 +42,12 @@ def test_quick_bench_measures_every_workload(
     assert [t["name"] for t in document["targets"]] == ["embedded", "activemq/stomp"]
     assert all(t["skipped"] is None for t in document["targets"])
     lines = {(x["target"], x["client"], x["workload"]): x for x in document["lines"]}
-    expected = [("embedded", "jmslike", name) for name in WORKLOADS]
-    expected += [("activemq/stomp", "jmslike", name) for name in WORKLOADS]
+    expected = [
+        (target, client, name)
+        for target in ("embedded", "activemq/stomp")
+        for client in ("jmslike", "defaults")
+        for name in WORKLOADS
+    ]
     expected += [
         ("activemq/stomp", "raw", w.name) for w in WORKLOADS.values() if w.kind != Kind.CONTAINER
     ]
@@ -53,3 +58,31 @@ def test_quick_bench_measures_every_workload(
         if line["kind"] == Kind.LATENCY.value:
             assert line["p50_ms"]["median"] > 0 and line["p99_ms"]["median"] > 0
     assert "activemq/stomp" in capsys.readouterr().out
+
+
+@pytest.mark.java
+def test_java_runner_keeps_one_warm_jvm() -> None:
+    """Issue 17: the Java client's warm-up and timed runs go through one JVM, so the timed
+    runs measure a warm JIT, not a JVM started for each of them."""
+    from jmslike_bench.runners.java import JavaRunner, java_unavailable
+    from jmslike_bench.targets import discover
+    from jmslike_bench.workloads import QUICK
+
+    broker_url("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL")
+    assert java_unavailable() is None
+    (target,) = discover(["activemq"], ["stomp"])
+    assert target.skipped is None
+    runner = JavaRunner(target, QUICK)
+    queue = f"bench-java-{uuid.uuid4().hex[:10]}"
+    try:
+        assert runner.run(WORKLOADS["send"], queue).msgs_per_s > 0
+        jvm = runner._jvm
+        assert jvm is not None and jvm.poll() is None
+        assert runner.run(WORKLOADS["receive"], queue).msgs_per_s > 0
+        assert runner._jvm is jvm and jvm.poll() is None  # the same JVM, still up
+        with pytest.raises(RuntimeError, match="received 0 of"):
+            runner.run(WORKLOADS["receive"], queue)  # nothing left: the JVM says so
+        assert runner._jvm is jvm  # a failed run does not cost the JVM
+    finally:
+        runner.close()
+    assert runner._jvm is None and jvm.wait(timeout=5) == 0

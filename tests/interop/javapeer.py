@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from jmslike import BytesMessage, MapMessage, Message, TextMessage
-from jmslike.bench import javabuild
+from jmslike_bench import javabuild
 
 __all__ = [
     "ASPECTS",
@@ -62,7 +62,7 @@ JMSDeliveryMode, JMSPriority."""
 
 def build_jar(java_dir: Path = JAVA_DIR) -> Path:
     """The interop jar, built with one ``mvn package`` unless an up-to-date one is there
-    (jmslike.bench.javabuild, shared with ``jmslike bench``); a failed build fails the test
+    (jmslike_bench.javabuild, shared with ``jmslike bench``); a failed build fails the test
     with Maven's output."""
     try:
         return javabuild.build_jar(java_dir)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from jmslike.bench.report import checks, format_table, to_json
-from jmslike.bench.runners.base import Measurement
-from jmslike.bench.stats import percentile, ratio, summarize
-from jmslike.bench.suite import Results
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
 from jmslike.cli import main
+from jmslike_bench.report import checks, format_table, to_json
+from jmslike_bench.runners.base import Measurement
+from jmslike_bench.stats import percentile, ratio, summarize
+from jmslike_bench.suite import Results
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, select
 
 
 def test_summary_is_median_and_range() -> None:
@@ -56,6 +56,8 @@ def test_sizes_give_each_kind_its_count() -> None:
     assert sizes.count_for(WORKLOADS["container-8"]) == 5
     assert len(Sizes(size=1024).body) == 1024
     assert QUICK.count < Sizes().count
+    # Issue 17: a throughput line's default N is large enough to be read as a rate.
+    assert Sizes().count >= 20_000
 
 
 def _results() -> Results:
@@ -63,12 +65,18 @@ def _results() -> Results:
     live = Target("artemis", "stomp", "stomp://h:1", "core", "tcp://h:2")
     gone = Target("rabbitmq", "stomp", "stomp://h:3", skipped="not reachable")
     workloads = select("send,receive,unordered-4,groups-4,latency,container-1,container-8")
-    results = Results(QUICK, 3, workloads, [live, gone])
-    results.libraries[live.name] = {"jmslike": "jmslike", "raw": "stomp.py 9"}
+    results = Results(QUICK, 3, workloads, [live, gone], warmup=5000)
+    results.libraries[live.name] = {
+        "jmslike": "jmslike",
+        "defaults": "jmslike, factory defaults",
+        "raw": "stomp.py 9",
+    }
     results.skipped[live.name] = {"java": "no java on PATH"}
     figures = {
         ("jmslike", "send"): [95.0, 90.0, 100.0],
         ("raw", "send"): [100.0, 100.0, 100.0],
+        ("defaults", "send"): [76.0],
+        ("defaults", "receive"): [40.0],
         ("jmslike", "receive"): [50.0],
         ("raw", "receive"): [100.0],
         ("jmslike", "unordered-4"): [100.0],
@@ -118,10 +126,29 @@ def test_table_says_what_was_skipped_and_missed() -> None:
     assert "2.0/8.0 ms" in table
     assert "MISSED artemis/stomp   receive" in table
     assert "FAILED artemis/stomp raw groups-4: RuntimeError: boom" in table
+    header = next(line for line in table.splitlines() if line.startswith("target"))
+    assert header.split() == [
+        "target", "workload", "count", "jmslike", "defaults", "raw", "java",
+        "j/raw", "d/raw", "j/java",
+    ]  # fmt: skip
+    send = next(line for line in table.splitlines() if " send " in line)
+    assert send.split()[-3:] == ["0.95", "0.76", "-"]  # j/raw, d/raw, j/java (no Java)
+    assert "the JVM is warm" in table
+
+
+def test_warmup_is_recorded_and_named() -> None:
+    document = to_json(_results())
+    assert document["warmup"]["messages"] == 5000
+    # The throughput workloads asked for; not latency nor the container.
+    assert document["warmup"]["workloads"] == ["send", "receive", "unordered-4", "groups-4"]
+    assert "warm" in document["warmup"]["java"]
+    cold = _results()
+    cold.warmup = 0
+    assert "JVM is cold" in format_table(to_json(cold))
 
 
 def test_plots_are_written(tmp_path: Path) -> None:
-    from jmslike.bench.plots import write_plots
+    from jmslike_bench.plots import write_plots
 
     written = write_plots(to_json(_results()), tmp_path / "img")
     names = sorted(p.name for p in written)
@@ -145,7 +172,7 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_merge_lets_a_later_run_replace_a_target() -> None:
-    from jmslike.bench.command import merge
+    from jmslike_bench.command import merge
 
     first = to_json(_results())
     again = to_json(_results())
@@ -161,9 +188,105 @@ def test_merge_lets_a_later_run_replace_a_target() -> None:
 
 
 def test_markdown_tables() -> None:
-    from jmslike.bench.report import format_markdown
+    from jmslike_bench.report import format_markdown
 
     text = format_markdown(to_json(_results()))
-    assert "| artemis/stomp | send | 200 | 95 (90-100) | 100 (100-100) |  | 0.95 |  |" in text
+    assert (
+        "| artemis/stomp | send | 200 | 95 (90-100) | 76 (76-76) | 100 (100-100) |  | "
+        "0.95 | 0.76 |  |"
+    ) in text
+    assert text.startswith("warm-up: 5,000 messages")
     assert "| rabbitmq/stomp | skipped: not reachable |" in text
     assert "| jmslike / raw, receive | artemis/stomp | 0.50 | 0.9 | **no** |" in text
+
+
+RUNTIME = ("jmslike", "providers", "plugins")
+"""The folders whose code an installed application runs."""
+
+
+def test_runtime_code_imports_neither_the_bench_nor_the_tests() -> None:
+    """The bench and the tests sit outside the runtime (issue 19): the CLI loads the bench
+    by name only, so no module of the runtime may import it, or anything under tests/."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    test_modules = {p.stem for p in (root / "tests").rglob("*.py")} | {"tests", "conftest"}
+    offenders = []
+    for folder in RUNTIME:
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.partition(".")[0]
+                    bench = top == "jmslike_bench" or name.startswith("jmslike.bench")
+                    if bench or top in test_modules:
+                        offenders.append(f"{path.relative_to(root)}: {name}")
+    assert offenders == []
+
+
+def test_cli_without_the_bench_names_the_extra() -> None:
+    """An installation without the bench (or its dependencies) gets a one-line hint."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] == 'jmslike_bench':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from jmslike.cli import main\n"
+        "sys.exit(main(['bench', '--quick']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "pip install 'jmslike[bench]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_bench_help_and_unknown_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--help"]) == 0
+    assert "--warmup" in capsys.readouterr().out
+    assert main(["bench", "--no-such-option"]) == 2
+    assert "--no-such-option" in capsys.readouterr().err
+    assert main(["providers", "--no-such-option"]) == 2
+
+
+def test_defaults_column_runs_with_no_setting_changed() -> None:
+    """The defaults client is jmslike as ConnectionFactory(url) makes it; the tuned one
+    sets the other clients' prefetch. Both measure on the embedded broker, warmed up."""
+    from jmslike import ConnectionFactory
+    from jmslike_bench.runners.jms import JmslikeRunner
+    from jmslike_bench.suite import run_suite
+
+    target = Target("embedded", "embedded", "embedded://bench")
+    sizes = Sizes(count=50, prefetch=25)
+    untuned = JmslikeRunner(target, sizes, tuned=False)
+    tuned = JmslikeRunner(target, sizes)
+    try:
+        plain = ConnectionFactory("embedded://plain").settings
+        assert untuned.client == "defaults"
+        assert untuned.factory.settings.prefetch == plain.prefetch == 1
+        assert untuned.factory.settings.request_timeout == plain.request_timeout
+        assert tuned.factory.settings.prefetch == 25
+    finally:
+        untuned.close()
+        tuned.close()
+    results = run_suite(
+        [target], select("send,receive"), sizes, 1, ["jmslike", "defaults"], warmup=20
+    )
+    assert results.warmup == 20
+    for client in ("jmslike", "defaults"):
+        for workload in ("send", "receive"):
+            cell = results.cells[("embedded", client, workload)]
+            assert cell.failures == [] and len(cell.samples) == 1, (client, workload)
+    document = to_json(results)
+    assert document["targets"][0]["clients"]["defaults"] == "jmslike, factory defaults"

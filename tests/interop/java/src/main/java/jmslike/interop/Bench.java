@@ -1,5 +1,7 @@
 package jmslike.interop;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -22,16 +24,24 @@ import javax.jms.Session;
 import javax.jms.TextMessage;
 
 /**
- * The Java JMS client's side of {@code jmslike bench} (jmslike/bench/): one workload per
- * process, timed the way the Python runners time it, printed as one JSON line
+ * The Java JMS client's side of {@code jmslike bench} (benchmarks/src/jmslike_bench/):
+ * workloads timed the way the Python runners time them, each printed as one JSON line
  * ({@code {"msgs_per_s": ..., "p50_ms": ..., "p99_ms": ...}}). It is the reference for what
  * the broker itself can take from a mature client, so it uses plain JMS 1.1 with each
  * client's defaults except the prefetch, which the caller sets in the URL.
+ *
+ * <p>{@code serve} keeps one JVM for every workload of a bench: it reads one workload per
+ * line on stdin (the same words as the one-shot modes, without --protocol, --url and the
+ * login) and answers each with its JSON line, or {@code {"error": "..."}}; end of input
+ * ends it. The bench's untimed warm-up runs go through the same JVM, so the timed runs
+ * measure JIT-compiled code, not the interpreter and the class loader.
  *
  * <pre>
  * java -cp interop.jar jmslike.interop.Bench send|receive|sendrecv|groups|latency
  *      --protocol amqp|core|openwire --url URL [--user U --password P] --queue Q
  *      --count N [--size 1024] [--persistent true] [--groups G --consumers C] [--rate R]
+ * java -cp interop.jar jmslike.interop.Bench serve --protocol P --url URL [--user U --password P]
+ *      (then on stdin: MODE --queue Q --count N ...)
  * </pre>
  */
 public final class Bench {
@@ -43,29 +53,67 @@ public final class Bench {
         if (argv.length == 0) {
             throw new IllegalArgumentException("usage: send|receive|sendrecv|groups|latency --protocol ...");
         }
+        Map<String, String> args = options(argv);
+        ConnectionFactory factory = Interop.factory(args.get("protocol"), args.get("url"));
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        if (argv[0].equals("serve")) {
+            serve(factory, args, out);
+        } else {
+            out.println(run(factory, args, argv[0]));
+        }
+        // The clients leave non-daemon threads behind (Qpid's, Artemis' pools): end here.
+        System.exit(0);
+    }
+
+    /** {@code --name value} pairs after the mode. */
+    private static Map<String, String> options(String[] argv) {
         Map<String, String> args = new HashMap<>();
         for (int i = 1; i + 1 < argv.length; i += 2) {
             args.put(argv[i].substring(2), argv[i + 1]);
         }
-        ConnectionFactory factory = Interop.factory(args.get("protocol"), args.get("url"));
+        return args;
+    }
+
+    /** One workload per stdin line, one JSON line each, in this JVM, until end of input. */
+    private static void serve(ConnectionFactory factory, Map<String, String> common, PrintStream out)
+            throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split("\\s+");
+            if (words.length == 0 || words[0].isEmpty()) {
+                continue;
+            }
+            Map<String, String> args = new HashMap<>(common);
+            args.putAll(options(words));
+            String result;
+            try {
+                result = run(factory, args, words[0]);
+            } catch (Exception e) {
+                String text = String.valueOf(e).replace("\\", "\\\\").replace("\"", "\\\"")
+                        .replaceAll("[\\r\\n\\t]", " ");
+                result = "{\"error\": \"" + text + "\"}";
+            }
+            out.println(result);
+        }
+    }
+
+    private static String run(ConnectionFactory factory, Map<String, String> args, String mode)
+            throws Exception {
         int count = Integer.parseInt(args.get("count"));
         int size = Integer.parseInt(args.getOrDefault("size", "1024"));
         boolean persistent = Boolean.parseBoolean(args.getOrDefault("persistent", "false"));
         String body = "x".repeat(size);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         Bench.Job job = new Bench.Job(factory, args, count, body, persistent);
-        String result = switch (argv[0]) {
+        return switch (mode) {
             case "send" -> job.send();
             case "receive" -> job.receive();
             case "sendrecv" -> job.sendReceive();
             case "groups" -> job.groups(Integer.parseInt(args.getOrDefault("groups", "0")),
                     Integer.parseInt(args.getOrDefault("consumers", "4")));
             case "latency" -> job.latency(Double.parseDouble(args.getOrDefault("rate", "500")));
-            default -> throw new IllegalArgumentException("unknown mode " + argv[0]);
+            default -> throw new IllegalArgumentException("unknown mode " + mode);
         };
-        out.println(result);
-        // The clients leave non-daemon threads behind (Qpid's, Artemis' pools): end here.
-        System.exit(0);
     }
 
     private record Job(ConnectionFactory factory, Map<String, String> args, int count, String body,

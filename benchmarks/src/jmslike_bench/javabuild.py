@@ -19,7 +19,7 @@ __all__ = ["BUILD_TIMEOUT", "JAVA_DIR", "JavaBuildError", "build_jar"]
 
 log = logging.getLogger("jmslike.bench.java")
 
-JAVA_DIR = Path(__file__).resolve().parents[2] / "tests" / "interop" / "java"
+JAVA_DIR = Path(__file__).resolve().parents[3] / "tests" / "interop" / "java"
 """Where the Java project is in a source checkout (an installed wheel has none)."""
 BUILD_TIMEOUT = 900.0
 """Seconds for a cold build: Maven downloads the three clients and the shade plugin."""

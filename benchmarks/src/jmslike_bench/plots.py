@@ -12,9 +12,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from jmslike.bench.report import GOALS
-from jmslike.bench.suite import CLIENTS
-from jmslike.bench.workloads import Kind
+from jmslike_bench.report import GOALS
+from jmslike_bench.suite import CLIENTS
+from jmslike_bench.workloads import Kind
 
 __all__ = ["write_plots"]
 
@@ -23,7 +23,7 @@ log = logging.getLogger("jmslike.bench.plots")
 _RATIO_CLIP = 2.0
 """The ratio figure's axis ends here; a larger ratio is written beside its bar."""
 
-_COLOURS = {"jmslike": "#1f77b4", "raw": "#ff7f0e", "java": "#7f7f7f"}
+_COLOURS = {"jmslike": "#1f77b4", "defaults": "#aec7e8", "raw": "#ff7f0e", "java": "#7f7f7f"}
 
 
 def _line(document: dict[str, Any], target: str, workload: str, client: str) -> Any:

@@ -3,6 +3,6 @@ meant to be used, and says which it cannot (:meth:`Runner.supports`)."""
 
 from __future__ import annotations
 
-from jmslike.bench.runners.base import Measurement, Runner
+from jmslike_bench.runners.base import Measurement, Runner
 
 __all__ = ["Measurement", "Runner"]

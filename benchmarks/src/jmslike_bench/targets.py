@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jmslike.bench.env import broker_settings, reachable
+from jmslike_bench.env import broker_settings, reachable
 
 __all__ = ["BROKERS", "PROTOCOLS", "Target", "discover"]
 

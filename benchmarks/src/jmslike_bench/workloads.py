@@ -86,7 +86,9 @@ class Sizes:
     broker that syncs its journal per message (Artemis: about 170 a second here) would
     otherwise take most of the run."""
 
-    count: int = 5_000
+    count: int = 20_000
+    """Non-persistent throughput lines: enough that a run lasts a second or more on every
+    broker, so that start-up and the first round trips do not set the figure."""
     persistent_count: int = 500
     latency_count: int = 1_000
     rate: float = 500.0

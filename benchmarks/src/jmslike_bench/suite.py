@@ -17,15 +17,17 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from jmslike.bench.runners.base import Measurement, Runner
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.runners.base import Measurement, Runner
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["CLIENTS", "Cell", "Results", "make_runners", "run_suite"]
 
 log = logging.getLogger("jmslike.bench.suite")
 
-CLIENTS = ("jmslike", "raw", "java")
+CLIENTS = ("jmslike", "defaults", "raw", "java")
+"""The columns: jmslike tuned (the other clients' prefetch), jmslike with its factory
+defaults, the raw library it wraps, the broker's Java JMS client."""
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Results:
     runs: int
     workloads: list[Workload]
     targets: list[Target]
+    warmup: int = 0
+    """Messages per untimed warm-up run (0: none), in each client's own process or JVM."""
     libraries: dict[str, dict[str, str]] = field(default_factory=dict)
     """target name -> client -> the library that client is (``stomp.py 8.1.2``)."""
     skipped: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -61,18 +65,21 @@ def make_runners(
     """The runners for ``target``, and why the others are missing."""
     runners: list[Runner] = []
     skipped: dict[str, str] = {}
-    if "jmslike" in clients:
-        from jmslike.bench.runners.jms import JmslikeRunner
+    if "jmslike" in clients or "defaults" in clients:
+        from jmslike_bench.runners.jms import JmslikeRunner
 
-        runners.append(JmslikeRunner(target, sizes))
+        if "jmslike" in clients:
+            runners.append(JmslikeRunner(target, sizes))
+        if "defaults" in clients:
+            runners.append(JmslikeRunner(target, sizes, tuned=False))
     if "raw" in clients:
         try:
             if target.protocol == "stomp":
-                from jmslike.bench.runners.raw_stomp import RawStompRunner
+                from jmslike_bench.runners.raw_stomp import RawStompRunner
 
                 runners.append(RawStompRunner(target, sizes))
             elif target.protocol == "amqp":
-                from jmslike.bench.runners.raw_proton import RawProtonRunner
+                from jmslike_bench.runners.raw_proton import RawProtonRunner
 
                 runners.append(RawProtonRunner(target, sizes))
             else:
@@ -86,7 +93,7 @@ def make_runners(
             else java_reason()
         )
         if reason is None:
-            from jmslike.bench.runners.java import JavaRunner
+            from jmslike_bench.runners.java import JavaRunner
 
             runners.append(JavaRunner(target, sizes))
         else:
@@ -165,6 +172,14 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[str], None]]:
             bar.update(1)
 
 
+def warm_workloads(workloads: list[Workload]) -> list[Workload]:
+    """What the warm-up runs: each non-persistent throughput workload asked for (their
+    code paths are the ones the timed runs take), with a receive's send; not the paced
+    latency run nor the container, whose speed is the handler's."""
+    kinds = (Kind.SEND, Kind.RECEIVE, Kind.SEND_RECEIVE, Kind.COMPETING)
+    return [w for w in workloads if w.kind in kinds and not w.persistent]
+
+
 def run_suite(
     targets: list[Target],
     workloads: list[Workload],
@@ -178,7 +193,7 @@ def run_suite(
 ) -> Results:
     """Measure; never raises for a broker or client that fails (the result says so)."""
     if java_reason is None:
-        from jmslike.bench.runners.java import java_unavailable
+        from jmslike_bench.runners.java import java_unavailable
 
         cached: list[str | None] = []
 
@@ -187,7 +202,7 @@ def run_suite(
                 cached.append(java_unavailable())
             return cached[0]
 
-    results = Results(sizes, runs, workloads, targets)
+    results = Results(sizes, runs, workloads, targets, warmup)
     live: list[tuple[Target, list[Runner]]] = []
     for target in targets:
         if target.skipped:
@@ -196,20 +211,24 @@ def run_suite(
         results.skipped[target.name] = skipped
         results.libraries[target.name] = {r.client: r.library for r in runners}
         live.append((target, runners))
-    warm = [w for w in workloads if w.kind in (Kind.SEND, Kind.RECEIVE) and not w.persistent]
+    warm = warm_workloads(workloads)
     per_run = sum(
         sum(1 for r in runners for w in workloads if r.supports(w)) for _, runners in live
     )
     warm_steps = sum(len(runners) * len(warm) for _, runners in live) if warmup else 0
     try:
         with _progress(per_run * runs + warm_steps, progress) as step:
-            if warmup:  # JVM brokers speed up a lot over their first loads (docs/performance.md)
+            if warmup:
+                # Every client, in the process (the JVM) that then does the timed runs:
+                # the brokers' JVMs and the Java client's JIT speed up a lot over their
+                # first loads (docs/performance.md).
                 small = dataclasses.replace(sizes, count=warmup)
                 for _, runners in live:
                     for runner in runners:
                         runner.sizes = small
                         _one_pass(runner, warm, None, lambda label: step(f"warm-up {label}"))
                         runner.sizes = sizes
+                        runner.warmup = warmup
             for run in range(runs):
                 for _, runners in live:
                     shift = run % len(runners) if runners else 0

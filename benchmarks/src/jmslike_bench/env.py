@@ -20,7 +20,7 @@ __all__ = ["broker_settings", "delete_rabbitmq_queue", "reachable"]
 
 log = logging.getLogger("jmslike.bench.env")
 
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def _env_file() -> Path:

@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer
-from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
-from jmslike.bench.stats import percentile
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
+from jmslike_bench.stats import percentile
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["JmslikeRunner"]
 
@@ -19,21 +19,28 @@ log = logging.getLogger("jmslike.bench.jmslike")
 
 
 class JmslikeRunner(Runner):
-    """AUTO_ACKNOWLEDGE receives and listeners, the same prefetch as the other clients."""
+    """AUTO_ACKNOWLEDGE receives and listeners. Tuned (the ``jmslike`` column): the same
+    prefetch as the other clients. Untuned (``defaults``): the factory exactly as
+    ``ConnectionFactory(url)`` makes it, no setting changed (prefetch 1), so that the
+    table shows what an application gets before it tunes anything."""
 
     client = "jmslike"
     library = "jmslike"
 
-    def __init__(self, target: Target, sizes: Sizes) -> None:
+    def __init__(self, target: Target, sizes: Sizes, *, tuned: bool = True) -> None:
         super().__init__(target, sizes)
+        self.tuned = tuned
+        if not tuned:
+            self.client = "defaults"
+            self.library = "jmslike, factory defaults"
         url = target.url
         if target.protocol == "embedded":
             url = f"embedded://bench-{id(self):x}"  # one broker per runner, kept by the pool
-        self.factory = self._factory(url, sizes.prefetch)
+        self.factory = self._factory(url, sizes.prefetch) if tuned else ConnectionFactory(url)
         # The container keeps jmslike's default prefetch of 1 per session (ORD-9); on the
         # STOMP and AMQP brokers its sessions share one subscription, whose window the
         # container sizes itself (jmslike/_feed.py), whatever clientWindow says.
-        self.container_factory = self._factory(url, 1)
+        self.container_factory = self._factory(url, 1) if tuned else self.factory
         self._keep: Any = None
         if target.protocol == "embedded":
             # The embedded broker lives while a connection holds it: keep one open so that
@@ -52,7 +59,7 @@ class JmslikeRunner(Runner):
 
     def prepare(self, queue: str) -> None:
         if self.target.broker == "rabbitmq" and self.target.protocol == "stomp":
-            from jmslike.bench.runners.raw_stomp import declare_rabbitmq_queue
+            from jmslike_bench.runners.raw_stomp import declare_rabbitmq_queue
 
             declare_rabbitmq_queue(self.target.url, queue)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jmslike.bench.stats import Summary, summarize
-from jmslike.bench.suite import CLIENTS, Results
-from jmslike.bench.workloads import Kind
+from jmslike_bench.stats import Summary, summarize
+from jmslike_bench.suite import CLIENTS, Results, warm_workloads
+from jmslike_bench.workloads import Kind
 
 __all__ = ["GOALS", "checks", "format_markdown", "format_table", "to_json"]
 
@@ -69,9 +69,17 @@ def to_json(results: Results) -> dict[str, Any]:
                         "failures": cell.failures,
                     }
                 )
+    warm = [w.name for w in warm_workloads(results.workloads)] if results.warmup else []
     document: dict[str, Any] = {
         "sizes": dataclasses.asdict(results.sizes),
         "runs": results.runs,
+        "warmup": {
+            "messages": results.warmup,
+            "workloads": warm,
+            "java": "one JVM per target for the warm-up and every timed run: warm"
+            if results.warmup
+            else "one JVM per target, no warm-up run: cold",
+        },
         "workloads": [
             {
                 "name": w.name,
@@ -157,9 +165,14 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+RATIOS = (("j/raw", "jmslike", "raw"), ("d/raw", "defaults", "raw"), ("j/java", "jmslike", "java"))
+"""The ratio columns: jmslike tuned and with its defaults against the raw library, and
+tuned against the Java client."""
+
+
 @dataclasses.dataclass
 class _Row:
-    """One target and workload: each client's median line and jmslike's two ratios."""
+    """One target and workload: each client's median line and the :data:`RATIOS`."""
 
     target: str
     workload: dict[str, Any]
@@ -169,8 +182,9 @@ class _Row:
 
 
 def _rows(document: dict[str, Any]) -> list[_Row | tuple[str, str]]:
-    """The table's rows, a skipped target as (name, reason); ratios are jmslike over the
-    other client (latency: the other's p50 over jmslike's, so above 1 favours jmslike)."""
+    """The table's rows, a skipped target as (name, reason); ratios are jmslike's column
+    over the other's (latency: the other's p50 over jmslike's, so above 1 favours
+    jmslike)."""
     rows: list[_Row | tuple[str, str]] = []
     for target in document["targets"]:
         name = target["name"]
@@ -184,11 +198,26 @@ def _rows(document: dict[str, Any]) -> list[_Row | tuple[str, str]]:
                 continue
             key = "p50_ms" if latency else "msgs_per_s"
             ratios: list[float | None] = []
-            for other in ("raw", "java"):
-                j, o = _figure(lines["jmslike"], key), _figure(lines[other], key)
+            for _name, mine, other in RATIOS:
+                j, o = _figure(lines.get(mine), key), _figure(lines.get(other), key)
                 ratios.append((o / j if latency else j / o) if j and o else None)
             rows.append(_Row(name, workload, latency, lines, ratios))
     return rows
+
+
+def warmup_note(document: dict[str, Any]) -> str:
+    """One sentence on the warm-up: whether the figures are of warm clients (documents
+    saved before there was a warm-up record say nothing)."""
+    warm = document.get("warmup")
+    if warm is None:
+        return "warm-up: not recorded"
+    if not warm["messages"]:
+        return "warm-up: none (cold clients; the Java JVM is cold)"
+    return (
+        f"warm-up: {warm['messages']:,} messages per run of {', '.join(warm['workloads'])}, "
+        "untimed, by every client in the process of its timed runs; Java: the same JVM, "
+        "so the JVM is warm"
+    )
 
 
 def _cell(line: dict[str, Any] | None, latency: bool) -> str:
@@ -213,12 +242,15 @@ def format_table(document: dict[str, Any]) -> str:
     out = []
     sizes = document["sizes"]
     out.append(
-        f"{sizes['size']} B messages, prefetch {sizes['prefetch']}, median of "
-        f"{document['runs']} run(s); latency at {sizes['rate']:g} msg/s offered"
+        f"{sizes['size']} B messages, prefetch {sizes['prefetch']} (defaults: jmslike's "
+        f"factory defaults, no setting changed), median of {document['runs']} run(s); "
+        f"latency at {sizes['rate']:g} msg/s offered"
     )
+    out.append(warmup_note(document))
     header = (
-        f"{'target':<16}{'workload':<13}{'count':>6}  {'jmslike':>17}{'raw':>17}"
-        f"{'java':>17}{'j/raw':>7}{'j/java':>7}"
+        f"{'target':<16}{'workload':<13}{'count':>6}  "
+        + "".join(f"{c:>17}" for c in CLIENTS)
+        + "".join(f"{name:>7}" for name, _mine, _other in RATIOS)
     )
     out += ["", header, "-" * len(header)]
     for row in _rows(document):
@@ -229,7 +261,7 @@ def format_table(document: dict[str, Any]) -> str:
         out.append(
             f"{row.target:<16}{row.workload['name']:<13}{row.workload['count']:>6}  "
             + "".join(f"{_cell(row.lines[c], row.latency):>17}" for c in CLIENTS)
-            + f"{ratios[0]:>7}{ratios[1]:>7}"
+            + "".join(f"{r:>7}" for r in ratios)
         )
     for target in document["targets"]:
         for client, reason in target["skipped_clients"].items():
@@ -280,18 +312,22 @@ def format_markdown(document: dict[str, Any]) -> str:
     """The figures as Markdown tables for docs/performance.md: every line (median and
     lowest-highest run; latency p50 / p99), then the checks against the goals."""
     out = [
-        "| target | workload | N | jmslike | raw | Java | jmslike / raw | jmslike / Java |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        warmup_note(document),
+        "",
+        "| target | workload | N | jmslike | jmslike, defaults | raw | Java | jmslike / raw "
+        "| defaults / raw | jmslike / Java |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in _rows(document):
         if isinstance(row, tuple):
-            out.append(f"| {row[0]} | skipped: {row[1]} | | | | | | |")
+            out.append(f"| {row[0]} | skipped: {row[1]} | | | | | | | | |")
             continue
         ratios = [f"{r:.2f}" if r is not None else "" for r in row.ratios]
         cells = " | ".join(_markdown_cell(row.lines[c], row.latency) for c in CLIENTS)
         out.append(
             f"| {row.target} | {row.workload['name']} | {row.workload['count']:,} | {cells} | "
-            f"{ratios[0]} | {ratios[1]} |"
+            + " | ".join(ratios)
+            + " |"
         )
     out += ["", "| check | target | value | goal | met |", "| --- | --- | ---: | ---: | --- |"]
     for check in document["checks"]:

@@ -14,12 +14,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jmslike.bench.report import checks, format_markdown, format_table, to_json
-from jmslike.bench.suite import CLIENTS, run_suite
-from jmslike.bench.targets import BROKERS, PROTOCOLS, Target, discover
-from jmslike.bench.workloads import QUICK, WORKLOADS, Sizes, select
+from jmslike_bench.report import checks, format_markdown, format_table, to_json
+from jmslike_bench.suite import CLIENTS, run_suite
+from jmslike_bench.targets import BROKERS, PROTOCOLS, Target, discover
+from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, select
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["WARMUP", "add_arguments", "run"]
+
+WARMUP = 5_000
+"""Messages per warm-up run: enough for the JVM's JIT to compile a client's send and
+receive paths before anything is timed."""
 
 log = logging.getLogger("jmslike.bench.command")
 
@@ -47,7 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated, of {', '.join(PROTOCOLS)} (default: all)",
     )
     parser.add_argument(
-        "--clients", default=",".join(CLIENTS), help="comma-separated, of jmslike,raw,java"
+        "--clients",
+        default=",".join(CLIENTS),
+        help="comma-separated, of jmslike (tuned: the others' prefetch), defaults (jmslike "
+        "with no setting changed), raw, java",
     )
     parser.add_argument(
         "--workloads", default=None, help=f"comma-separated, of {', '.join(WORKLOADS)}"
@@ -67,7 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefetch", type=int, default=None)
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
     parser.add_argument(
-        "--warmup", type=int, default=None, help="messages per warm-up load (default 2000)"
+        "--warmup",
+        type=int,
+        default=None,
+        help=f"messages per untimed warm-up run of each client, in the process or JVM of its "
+        f"timed runs (default {WARMUP:,}; 0: none)",
     )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots here")
@@ -196,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         }
         sizes = dataclasses.replace(sizes, **{k: v for k, v in overrides.items() if v})
         runs = 1 if args.quick and args.runs == 3 else args.runs
-        warmup = args.warmup if args.warmup is not None else (0 if args.quick else 2000)
+        warmup = args.warmup if args.warmup is not None else (0 if args.quick else WARMUP)
         targets = discover(brokers, protocols)
         if args.isolate and len(targets) > 1:
             document = _isolated(args, targets)
@@ -219,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(format_markdown(document), encoding="utf-8")
     if args.plots is not None:
-        from jmslike.bench.plots import write_plots
+        from jmslike_bench.plots import write_plots
 
         for path in write_plots(document, args.plots):
             print(f"wrote {path}")

@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["IDLE", "Countdown", "Measurement", "Runner", "paced", "run_child"]
 
@@ -38,6 +38,10 @@ class Runner:
     def __init__(self, target: Target, sizes: Sizes) -> None:
         self.target = target
         self.sizes = sizes
+        self.warmup = 0
+        """Set by the suite once its warm-up pass is done: a runner whose timed runs each
+        start a process of their own (raw Proton) warms that process up first with a run
+        of this many messages, untimed."""
 
     def supports(self, workload: Workload) -> bool:
         """Whether this client can do ``workload`` as defined; the default: all but the

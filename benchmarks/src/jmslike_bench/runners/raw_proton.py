@@ -23,11 +23,11 @@ from jmslike_amqp.transport import Capability
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.runners.base import IDLE, Measurement, Runner, run_child
-from jmslike.bench.stats import percentile
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.env import delete_rabbitmq_queue
+from jmslike_bench.runners.base import IDLE, Measurement, Runner, run_child
+from jmslike_bench.stats import percentile
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = ["RawProtonRunner"]
 
@@ -218,9 +218,20 @@ class RawProtonRunner(Runner):
             "sizes": dataclasses.asdict(self.sizes),
             "workload": workload.name,
             "queue": queue,
+            "warmup": self.warmup,
         }
-        command = [sys.executable, "-m", "jmslike.bench.runners.raw_proton", json.dumps(spec)]
+        command = [sys.executable, "-m", "jmslike_bench.runners.raw_proton", json.dumps(spec)]
         return run_child(command, "raw proton")
+
+    def warm_up(self, count: int, queue: str) -> None:
+        """An untimed send and receive of ``count`` messages on a queue of its own, in the
+        child process that then does the timed run: the suite's warm-up runs ran in other
+        processes, so this one's imports, allocator and first connection are still cold."""
+        warm = f"{queue}-warm"
+        try:
+            self._run(_Job(self, self._address(warm), to_send=count, to_receive=count))
+        finally:
+            self.cleanup(warm)
 
     def measure(self, workload: Workload, queue: str) -> Measurement:
         """The run itself, in the child process."""
@@ -254,12 +265,15 @@ class RawProtonRunner(Runner):
 
 
 def _child(spec_text: str) -> None:
-    """``python -m jmslike.bench.runners.raw_proton SPEC``: one run, one JSON line."""
-    from jmslike.bench.workloads import WORKLOADS
+    """``python -m jmslike_bench.runners.raw_proton SPEC``: one run, one JSON line."""
+    from jmslike_bench.workloads import WORKLOADS
 
     spec = json.loads(spec_text)
     runner = RawProtonRunner(Target(**spec["target"]), Sizes(**spec["sizes"]))
-    measured = runner.measure(WORKLOADS[spec["workload"]], spec["queue"])
+    workload = WORKLOADS[spec["workload"]]
+    if spec.get("warmup") and workload.kind is not Kind.LATENCY:
+        runner.warm_up(spec["warmup"], spec["queue"])
+    measured = runner.measure(workload, spec["queue"])
     print(json.dumps(dataclasses.asdict(measured)), flush=True)
 
 

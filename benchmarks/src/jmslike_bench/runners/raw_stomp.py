@@ -23,11 +23,11 @@ from typing import Any
 import stomp
 
 from jmslike import ConnectionFactory
-from jmslike.bench.env import delete_rabbitmq_queue
-from jmslike.bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
-from jmslike.bench.stats import percentile
-from jmslike.bench.targets import Target
-from jmslike.bench.workloads import Kind, Sizes, Workload
+from jmslike_bench.env import delete_rabbitmq_queue
+from jmslike_bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
+from jmslike_bench.stats import percentile
+from jmslike_bench.targets import Target
+from jmslike_bench.workloads import Kind, Sizes, Workload
 
 __all__ = [
     "BODY",
