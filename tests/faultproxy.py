@@ -10,7 +10,7 @@ it, as networks and broker restarts do:
   its writes still go through).
 
 Threads, not asyncio, so that a test thread can call it while jmslike runs its own
-threads. Used by tests/integration/test_faults.py and test_stomp_failover.py.
+threads. Used by tests/integration/test_faults.py and test_failover.py.
 """
 
 from __future__ import annotations

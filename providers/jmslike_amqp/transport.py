@@ -367,6 +367,8 @@ class AmqpTransport:
             driver.open()
             if self._lost_links:
                 for handle in self._lost_links.values():
+                    if handle._recipe is None:
+                        continue
                     receiver, address, options = handle._recipe
                     link = driver.create_link(receiver, address, handle.name, options)
                     handle._link = link
