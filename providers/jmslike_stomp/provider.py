@@ -777,7 +777,7 @@ class StompConnection(ProviderConnection):
         self.dialect: Dialect = dialect_for(self.transport.server)
         management_url = settings.extra.get("managementUrl")
         self.management = (
-            ArtemisManagement(management_url, user, password, settings.request_timeout)
+            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
             if management_url and self.dialect.management == "artemis-jolokia"
             else None
         )
