@@ -89,5 +89,9 @@ class Relay:
                 client.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
+        """Stop listening (a thread blocked in accept() would otherwise go on accepting:
+        closing the socket alone does not wake it on Linux) and cut what is open."""
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self.cut()

@@ -254,3 +254,21 @@ def test_durable_subscription_survives(setup: Setup) -> None:
         assert subscriber.receive(1.0) is None
         subscriber.close()
         session.unsubscribe(name)
+
+
+def test_gives_up_after_the_reconnect_attempts(setup: Setup) -> None:
+    """With ``reconnectAttempts`` set and no member answering, the loss is final after that
+    many tries: the exception listener gets ConnectionFailedError saying so, and calls
+    fail with it."""
+    errors: list[Exception] = []
+    got = threading.Event()
+    url = setup.failover + "&reconnectAttempts=2&maxReconnectDelay=0.1"
+    with ConnectionFactory(url, request_timeout=5.0).create_connection() as conn:
+        conn.set_exception_listener(lambda exc: (errors.append(exc), got.set()))
+        session = conn.create_session()
+        setup.relay.close()  # nothing listens there any more
+        assert got.wait(15.0), "the loss was never reported"
+        assert isinstance(errors[0], jmslike.ConnectionFailedError), errors
+        assert "gave up after 2" in str(errors[0]), errors
+        with pytest.raises(jmslike.ConnectionFailedError):
+            session.create_producer("queue://x").send(session.create_text_message("x"))
