@@ -230,14 +230,16 @@ class AmqpConsumer(ProviderConsumer):
         what was buffered from it and not handed out is dropped (the broker delivers it
         again, flagged redelivered, in order: ORD-11); what the application holds can no
         longer be settled."""
+        lost = [t for t in self.outstanding.values() if stale(t)]
         self.outstanding = {n: t for n, t in self.outstanding.items() if not stale(t)}
-        if self.revoke is None:
-            return
-        dropped = self.revoke(stale)
+        dropped = self.revoke(stale) if self.revoke is not None else []
         counts = self._session.connection.counts
         for token in dropped:
             counts.returned_unseen(token.key)
         self._owed += len(dropped)
+        if len(lost) > len(dropped) and self._session.transacted:
+            # The application holds some in its transaction: it rolled back at the broker.
+            self._session.transaction_lost()
 
     def restored(self) -> None:
         """The connection's thread, once the link is attached again: the credit the API
@@ -430,8 +432,12 @@ class AmqpSession(ProviderSession):
         """The connection's thread, as the connection is lost under a reconnect policy:
         the broker rolls back an open transaction with it."""
         if self.transacted and (self._txn is not None or self._pending):
-            self._tx_lost = True
+            self.transaction_lost()
         self._txn = None  # declared on the lost connection's coordinator
+
+    def transaction_lost(self) -> None:
+        """The broker rolled the open transaction back with the lost connection."""
+        self._tx_lost = True
 
     def _transaction(self) -> Any:
         if self._txn is None:
@@ -656,7 +662,7 @@ class AmqpSession(ProviderSession):
         if not self.transacted:
             raise IllegalStateError("commit on a session that is not transacted")
         transport = self.connection.transport
-        if self._tx_lost or any(stale(token) for token in tokens):
+        if self._tx_lost:
             # As over STOMP: what the transaction did before the loss is gone, so what
             # it did since goes too, and the application hears that it was rolled back.
             self._tx_lost = False
@@ -683,6 +689,10 @@ class AmqpSession(ProviderSession):
             self._txn = None
             for token in tokens:
                 token.consumer.outstanding.pop(token.number, None)
+            # A delivery of a connection lost since (given again locally by the rollback
+            # that the loss caused) cannot be settled: the broker delivers it again.
+            tokens = [token for token in tokens if not stale(token)]
+            for token in tokens:
                 self.connection.forget(token.key)
             transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
             transport.discharge(self._coordinator, txn, fail=False)
