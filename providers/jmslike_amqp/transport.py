@@ -496,23 +496,9 @@ class AmqpTransport:
         for _fn, on_error in self._drain_calls():
             if on_error is not None:
                 on_error(error)
-        futures: list[Future[Any]] = [*self._outcomes.values(), *self._controls.values()]
-        futures += [*self._attaching.values(), *self._detaching.values()]
-        futures += [*self._flushing.values(), *self._draining.values()]
-        for registry in (
-            self._outcomes,
-            self._controls,
-            self._attaching,
-            self._detaching,
-            self._flushing,
-            self._draining,
-        ):
-            registry.clear()
         for handle in self._handles.values():
             handle.credit.set()  # a send waiting for credit goes on, and fails: no link
-        for future in futures:
-            if not future.done():
-                future.set_exception(error)
+        self._fail_requests(error)
         if opened and not self._closing:
             self._closing = True  # once: the connection is gone
             self._on_lost(error)

@@ -26,11 +26,12 @@ from collections.abc import Iterator
 import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
+from test_faults import GROUPS, send_groups
 
 import jmslike
 from jmslike import ConnectionFactory, DeliveryMode, Session
 
-GROUPS, PER_GROUP, HANDED = 3, 5, 3
+HANDED = 3
 
 
 class Setup:
@@ -78,21 +79,22 @@ def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
     made.relay.close()
 
 
-def _send_groups(url: str, queue: str) -> list[str]:
-    sent = []
-    with ConnectionFactory(url).create_connection() as connection:
-        session = connection.create_session()
-        producers = []
-        for g in range(GROUPS):
-            producer = session.create_producer(queue)
-            producer.delivery_mode = DeliveryMode.PERSISTENT
-            producer.enable_ordering_group(f"g{g}")
-            producers.append(producer)
-        for n in range(PER_GROUP):
-            for g, producer in enumerate(producers):
-                producer.send(session.create_text_message(f"g{g}:{n:02d}"))
-                sent.append(f"g{g}:{n:02d}")
-    return sent
+def _check(sent: list[str], handed: list[str], after: list[tuple[str, bool]]) -> None:
+    """0 lost, 0 unflagged duplicates (of what was handed out before the fault, or
+    twice after it), 0 out of order within a group (by first appearance)."""
+    texts = [text for text, _ in after]
+    lost = [t for t in sent if t not in texts]
+    assert not lost, f"lost: {lost}; got {after}"
+    seen: set[str] = set(handed)
+    unflagged = []
+    for text, redelivered in after:
+        if text in seen and not redelivered:
+            unflagged.append(text)
+        seen.add(text)
+    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
+    for g in range(GROUPS):
+        first_seen = list(dict.fromkeys(t for t in texts if t.startswith(f"g{g}:")))
+        assert first_seen == sorted(first_seen), f"group g{g} out of order: {after}"
 
 
 def _drain(consumer: jmslike.MessageConsumer, quiet: float = 3.0) -> list[tuple[str, bool]]:
@@ -108,7 +110,7 @@ def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> 
     again flagged, what was buffered from the lost connection comes from the broker
     (never the old copies), each group in order, and sends work again."""
     queue = f"queue://failover-{uuid.uuid4().hex[:8]}"
-    sent = _send_groups(setup.direct, queue)
+    sent = send_groups(setup.direct, queue)
     errors: list[Exception] = []
     factory = ConnectionFactory(setup.failover, request_timeout=10.0, prefetch=4)
     with factory.create_connection() as connection:
@@ -132,20 +134,8 @@ def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> 
     assert not errors, errors
 
     handed = [m.text for m in before]
-    texts = [text for text, _ in after]
-    lost = [t for t in sent if t not in texts]
-    assert not lost, f"lost: {lost}; got {after}"
-    seen: set[str] = set(handed)
-    unflagged = []
-    for text, redelivered in after:
-        if text in seen and not redelivered:
-            unflagged.append(text)
-        seen.add(text)
-    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
+    _check(sent, handed, after)
     assert all(dict(after)[t] for t in handed), f"{handed} not all flagged: {after}"
-    for g in range(GROUPS):
-        first_seen = list(dict.fromkeys(t for t in texts if t.startswith(f"g{g}:")))
-        assert first_seen == sorted(first_seen), f"group g{g} out of order: {after}"
 
 
 def test_rolls_back_an_open_transaction(setup: Setup) -> None:
@@ -154,7 +144,7 @@ def test_rolls_back_an_open_transaction(setup: Setup) -> None:
     flagged (given again locally by the rollback, then by the broker: both flagged), each
     group in order, and the session goes on with a new transaction."""
     queue = f"queue://failover-tx-{uuid.uuid4().hex[:8]}"
-    sent = _send_groups(setup.direct, queue)
+    sent = send_groups(setup.direct, queue)
     with ConnectionFactory(setup.failover, request_timeout=10.0).create_connection() as conn:
         tx = conn.create_session(True)
         consumer = tx.create_consumer(queue)
@@ -175,19 +165,7 @@ def test_rolls_back_an_open_transaction(setup: Setup) -> None:
         got = out.receive(10.0)
         assert got is not None and got.text == "kept"
         assert out.receive(1.0) is None
-    texts = [text for text, _ in after]
-    assert not [t for t in sent if t not in texts], f"lost; got {after}"
-    handed = {m.text for m in consumed if m is not None}
-    seen: set[str] = set(handed)
-    unflagged = []
-    for text, redelivered in after:
-        if text in seen and not redelivered:
-            unflagged.append(text)
-        seen.add(text)
-    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
-    for g in range(GROUPS):
-        first_seen = list(dict.fromkeys(t for t in texts if t.startswith(f"g{g}:")))
-        assert first_seen == sorted(first_seen), f"group g{g} out of order: {after}"
+    _check(sent, [m.text for m in consumed if m is not None], after)
 
 
 def test_plain_url_reports_the_loss(setup: Setup) -> None:
