@@ -232,9 +232,20 @@ class AmqpConsumer(ProviderConsumer):
         longer be settled."""
         lost = [t for t in self.outstanding.values() if stale(t)]
         self.outstanding = {n: t for n, t in self.outstanding.items() if not stale(t)}
-        dropped = self.revoke(stale) if self.revoke is not None else []
+        # Every token the API layer drops passes through the predicate (a listener
+        # container's feed drops what waits in its own queue without returning it).
+        dropped: dict[int, _Token] = {}
+
+        def pick(token: Any) -> bool:
+            if stale(token):
+                dropped[id(token)] = token
+                return True
+            return False
+
+        if self.revoke is not None:
+            self.revoke(pick)
         counts = self._session.connection.counts
-        for token in dropped:
+        for token in dropped.values():
             counts.returned_unseen(token.key)
         self._owed += len(dropped)
         if len(lost) > len(dropped) and self._session.transacted:

@@ -19,6 +19,14 @@ callbacks only decode and buffer (the API's delivery sink never blocks and never
 user code), so no application code runs there (docs/threading.md). Outgoing messages
 are encoded by the thread that sends them.
 
+Under a reconnect policy (``failover:`` URLs, jmslike/spi/reconnect.py) the same thread
+outlives its connections: when one is lost it fails what waited for the broker (a send
+or commit on its way may or may not have been taken, and its caller is told), raises
+``generation`` (deliveries of the lost connection can no longer be settled), tells the
+owner, and connects again, to each member in turn with back-off. The new connection gets
+every open link again under its name, before calls queued meanwhile run on it; the owner
+then grants the credit it had asked for (docs/providers.md, "Reconnecting").
+
 The engine's events go to :class:`_Events`, one plain handler with a method per event it
 wants, rather than Proton's ``Container`` and ``MessagingHandler``: the reactor wraps
 every event and passes it through a chain of handlers, and in a receive of 20,000

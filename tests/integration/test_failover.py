@@ -278,3 +278,33 @@ def test_gives_up_after_the_reconnect_attempts(setup: Setup) -> None:
         assert "gave up after 2" in str(errors[0]), errors
         with pytest.raises(jmslike.ConnectionFailedError):
             session.create_producer("queue://x").send(session.create_text_message("x"))
+
+
+def test_listener_container_carries_on(setup: Setup) -> None:
+    """A listener container's sessions share one feed (AMQP) or subscription: after a cut
+    in the middle of the work every message is processed, the ones in flight again and
+    flagged, each group in order."""
+    queue = f"queue://failover-container-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(setup.direct, queue)
+    seen: list[tuple[str, bool]] = []
+    lock = threading.Lock()
+
+    def on_message(message: jmslike.Message) -> None:
+        time.sleep(0.01)  # work, so that the cut finds messages in flight
+        with lock:
+            seen.append((message.text, message.jms_redelivered))
+
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0)
+    with jmslike.MessageListenerContainer(factory, queue, on_message, concurrency=3):
+        deadline = time.monotonic() + 30.0
+        while len(seen) < len(sent) // 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        setup.cut_and_wait()
+        while time.monotonic() < deadline:
+            with lock:
+                if {text for text, _ in seen} >= set(sent):
+                    break
+            time.sleep(0.1)
+        time.sleep(0.5)  # a duplicate still on its way shows up too
+    with lock:
+        _check(sent, [], list(seen))
