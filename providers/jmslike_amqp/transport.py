@@ -275,7 +275,7 @@ class AmqpTransport:
         waited the whole timeout before (ActiveMQ's 61613) to learn nothing. A
         ``failover:`` list is not sniffed: its next member is tried instead."""
         if len(self._members) > 1:
-            self._opened.result(timeout)
+            self._opened.result(timeout * len(self._members))  # each member gets the timeout
             return
         first = min(timeout, _SNIFF_AFTER)
         try:
@@ -373,7 +373,8 @@ class AmqpTransport:
         try:
             self._driver, self.connection = driver, driver.connection
             driver.open()
-            if self._lost_links:
+            again = self._opened.done()
+            if again:
                 for handle in self._lost_links.values():
                     if handle._recipe is None:
                         continue
@@ -382,7 +383,11 @@ class AmqpTransport:
                     handle._link = link
                     self._handles[Driver.key_of(link)] = handle
                     self._restoring[Driver.key_of(link)] = handle
-
+            else:
+                self._wake = driver.wake
+                self._run_calls()  # any queued before the wake-up existed
+            if again or self._more_members:
+                # A member that accepts TCP and never opens must not hold up the others.
                 def too_slow() -> None:
                     if self._driver is driver and not self._up:
                         self._attempt_error = ConnectionFailedError(
@@ -391,9 +396,6 @@ class AmqpTransport:
                         driver.stop()
 
                 self.call_later(self._timeout, too_slow)
-            else:
-                self._wake = driver.wake
-                self._run_calls()  # any queued before the wake-up existed
             driver.run()
             up = self._up
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
