@@ -1209,8 +1209,14 @@ class _Events:
             return
         condition = event.transport.condition if event.transport is not None else None
         hint = None
-        if condition is not None and "framing-error" in str(condition.name):
-            # Another protocol's bytes (Proton quotes them all): name the protocol.
+        if (
+            condition is not None
+            and "framing-error" in str(condition.name)
+            and not transport._opened.done()
+        ):
+            # Another protocol's bytes (Proton quotes them all): name the protocol. Not
+            # once the broker opened the connection: that port speaks AMQP, the error is
+            # a cut ("connection aborted"), and a probe would only delay the reconnect.
             host, port = transport._member
             hint = wrong_port_hint(host, port, "AMQP 1.0") if transport._tls is None else None
         if hint is not None:
