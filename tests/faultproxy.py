@@ -10,7 +10,7 @@ it, as networks and broker restarts do:
   its writes still go through).
 
 Threads, not asyncio, so that a test thread can call it while jmslike runs its own
-threads. Used by tests/integration/test_faults.py and test_stomp_failover.py.
+threads. Used by tests/integration/test_faults.py and test_failover.py.
 """
 
 from __future__ import annotations
@@ -89,5 +89,9 @@ class Relay:
                 client.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
+        """Stop listening (a thread blocked in accept() would otherwise go on accepting:
+        closing the socket alone does not wake it on Linux) and cut what is open."""
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self.cut()

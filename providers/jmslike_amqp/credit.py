@@ -322,6 +322,20 @@ class Credit:
                 other.phase = PROBE
                 other.got = 0
 
+    def restart(self, owed: int) -> None:
+        """The link was attached again after a reconnect: the broker pinned no group to
+        it yet, nothing is on its way, and ``owed`` deliveries the API layer never got
+        are wanted again on top of what it still wanted."""
+        self.want += owed
+        self.phase = IDLE
+        self.poking = self.poke_got = self.pinned = self.armed = False
+        self.waiters = []
+        self.tried.clear()
+        self.got = 0
+        self.delay = FIRST_RECHECK
+        if self.want > 0 and not self.closed:
+            self._ask()
+
     # ------------------------------------------------------------------ close
     def retire(self) -> None:
         """The receiver's link closes: leave the ring; whoever waits on it goes on."""

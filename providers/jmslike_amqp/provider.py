@@ -22,6 +22,8 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +66,7 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
+from jmslike.spi.reconnect import RECONNECT_SETTINGS, reconnect_policy
 from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
@@ -87,7 +90,7 @@ class _Token:
     """One delivery: the AMQP message as it came (a redelivery carries what was sent)
     and its number on the consumer's link (the transport keeps the Proton delivery)."""
 
-    __slots__ = ("consumer", "count", "incoming", "key", "number", "seen")
+    __slots__ = ("consumer", "count", "generation", "incoming", "key", "number", "seen")
 
     def __init__(
         self,
@@ -103,9 +106,17 @@ class _Token:
         self.count = count
         self.key = key
         """The message id: what jmslike counts deliveries by where the broker does not."""
+        self.generation = consumer.transport.generation
+        """The connection it came over: one lost since cannot settle it (``stale``)."""
         self.seen = False
         """The application had this delivery (it was redelivered locally since): going
         back to the broker, it counts as delivered even if its redelivery was not seen."""
+
+
+def stale(token: Any) -> bool:
+    """The delivery came over a connection lost since (a reconnect): it cannot be
+    settled, and the broker hands the message out again."""
+    return isinstance(token, _Token) and token.generation != token.consumer.transport.generation
 
 
 class AmqpConsumer(ProviderConsumer):
@@ -174,7 +185,6 @@ class AmqpConsumer(ProviderConsumer):
                 rendered = connection.broker_selector(selector)
                 if rendered is not None:
                     options.append(Selector(rendered))
-        names = {"name": link_name} if link_name is not None else {}
         address = connection.address_of(destination)
         if self.exclusive and connection.classic and not destination.is_topic:
             # ORD-18 across processes: Classic's exclusive consumer, as an address option.
@@ -190,7 +200,7 @@ class AmqpConsumer(ProviderConsumer):
             if self.own_connection:
                 self.transport = connection.open_transport()
             link = self.transport.open_receiver(
-                address, self._on_message, options=options, on_flow=on_flow, **names
+                address, self._on_message, options=options, on_flow=on_flow, name=link_name
             )
             if self._credit is not None:
                 self._credit.link = link  # before any credit: nothing uses it yet
@@ -206,6 +216,49 @@ class AmqpConsumer(ProviderConsumer):
             raise
         if subscription is not None:
             connection.subscriptions.active[subscription] += 1
+        self._owed = 0
+        """Deliveries dropped from the API's buffer at a reconnect: credit to grant again."""
+        connection.consumers.add(self)
+
+    def interrupted(self) -> None:
+        """The connection's thread, as its connection is lost under a reconnect policy:
+        what was buffered from it and not handed out is dropped (the broker delivers it
+        again, flagged redelivered, in order: ORD-11); what the application holds can no
+        longer be settled."""
+        lost = [t for t in self.outstanding.values() if stale(t)]
+        self.outstanding = {n: t for n, t in self.outstanding.items() if not stale(t)}
+        # Every token the API layer drops passes through the predicate (a listener
+        # container's feed drops what waits in its own queue without returning it).
+        dropped: dict[int, _Token] = {}
+
+        def pick(token: Any) -> bool:
+            if stale(token):
+                dropped[id(token)] = token
+                return True
+            return False
+
+        if self.revoke is not None:
+            self.revoke(pick)
+        counts = self._session.connection.counts
+        for token in dropped.values():
+            counts.returned_unseen(token.key)
+        self._owed += len(dropped)
+        if len(lost) > len(dropped) and self._session.transacted:
+            # The application holds some in its transaction: it rolled back at the broker.
+            self._session.transaction_lost()
+
+    def restored(self) -> None:
+        """The connection's thread, once the link is attached again: the credit the API
+        layer had asked for and not got is granted on the new link."""
+        link, owed, self._owed = self._link, self._owed, 0
+        if link is None or self._closed:
+            return
+        if self._credit is not None:
+            self._credit.restart(owed)
+            return
+        credit = link.credit_lost + owed
+        if credit > 0:
+            self.transport.grant_now(link, credit)
 
     def promote(self) -> None:
         """The active consumer of the strictly ordered destination is gone: attach now
@@ -376,6 +429,21 @@ class AmqpSession(ProviderSession):
         """Sends of a client-kept transaction, made at commit."""
         self.zombies: list[AmqpConsumer] = []
         """Consumers closed inside the transaction, detached when it ends."""
+        self._tx_lost = False
+        """The connection was lost (and made again) while a transaction was open: the
+        broker rolled it back, and the next commit says so."""
+        connection.sessions.add(self)
+
+    def interrupted(self) -> None:
+        """The connection's thread, as the connection is lost under a reconnect policy:
+        the broker rolls back an open transaction with it."""
+        if self.transacted and (self._txn is not None or self._pending):
+            self.transaction_lost()
+        self._txn = None  # declared on the lost connection's coordinator
+
+    def transaction_lost(self) -> None:
+        """The broker rolled the open transaction back with the lost connection."""
+        self._tx_lost = True
 
     def _transaction(self) -> Any:
         if self._txn is None:
@@ -499,6 +567,10 @@ class AmqpSession(ProviderSession):
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
+            if stale(token):
+                # Came over a connection lost since: the broker delivers it again, and
+                # jmslike's count must say that copy is not the first.
+                continue
             consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
             self.connection.forget(token.key)
 
@@ -596,6 +668,16 @@ class AmqpSession(ProviderSession):
         if not self.transacted:
             raise IllegalStateError("commit on a session that is not transacted")
         transport = self.connection.transport
+        if self._tx_lost:
+            # As over STOMP: what the transaction did before the loss is gone, so what
+            # it did since goes too, and the application hears that it was rolled back.
+            self._tx_lost = False
+            with contextlib.suppress(JMSException):
+                self.rollback()
+            raise TransactionRolledBackError(
+                f"the connection to AMQP broker {transport.address} was lost and made again "
+                "during this transaction: it was rolled back"
+            )
         if self._coordinator is None:
             # Every send confirmed, whatever its delivery mode: a failure must show
             # before anything consumed is accepted.
@@ -613,6 +695,10 @@ class AmqpSession(ProviderSession):
             self._txn = None
             for token in tokens:
                 token.consumer.outstanding.pop(token.number, None)
+            # A delivery of a connection lost since (given again locally by the rollback
+            # that the loss caused) cannot be settled: the broker delivers it again.
+            tokens = [token for token in tokens if not stale(token)]
+            for token in tokens:
                 self.connection.forget(token.key)
             transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
             transport.discharge(self._coordinator, txn, fail=False)
@@ -664,27 +750,50 @@ class AmqpConnection(ProviderConnection):
         self._on_exception = on_exception
         self.client_id: str | None = None
 
+        members = url.members or (url,)
+        first = members[0]
+        # failover:(amqp://u:p@a,amqp://u:p@b): the members carry the credentials
+        holder = next((m for m in members if m.user), None)
+        if not user and holder is not None:
+            user, password = holder.user, holder.password
         # amqp://host:5672/name: RabbitMQ's vhost "name", which its AMQP 1.0 plugin takes
         # from the open frame's hostname as "vhost:name" (other brokers ignore it).
-        vhost = (url.path or "").strip("/")
+        vhost = (first.path or "").strip("/")
 
         tls = tls_options(settings)
+        reconnect = reconnect_policy(url, settings.extra)
+        self._acked: deque[tuple[float, str]] | None = (
+            deque(maxlen=RECENT_ACKS) if reconnect.attempts != 0 else None
+        )
+        """Under a reconnect policy: (when, key) of recent acknowledgements, which AMQP
+        never confirms: one still on its way when the connection is lost did not count,
+        and that message comes again (see ``_interrupted``)."""
+        self._ack_window = max(idle_timeout_of(settings), settings.request_timeout) + 1.0
+        self.sessions: weakref.WeakSet[AmqpSession] = weakref.WeakSet()
+        self.consumers: weakref.WeakSet[AmqpConsumer] = weakref.WeakSet()
 
         def connect(container_id: str | None) -> AmqpTransport:
-            return AmqpTransport(
-                url.host,
-                url.port or 5672,
+            cell: list[AmqpTransport] = []
+            transport = AmqpTransport(
+                first.host,
+                first.port or 5672,
                 user,
                 password,
                 timeout=settings.request_timeout,
                 on_lost=on_exception,
-                ssl=url.scheme == "amqps",
+                ssl=first.scheme == "amqps",
                 ssl_ca_file=tls.ca_file,
                 ssl_verify_host=tls.verify_host,
                 container_id=container_id,
                 virtual_host=f"vhost:{vhost}" if vhost else None,
                 idle_timeout=idle_timeout_of(settings),
+                members=[(m.host, m.port or 5672) for m in members],
+                reconnect=reconnect,
+                on_interrupted=lambda: self._interrupted(cell[0]),
+                on_restored=lambda: self._restored(cell[0]),
             )
+            cell.append(transport)
+            return transport
 
         self._connect = connect
         self.transport = connect(None)
@@ -713,7 +822,7 @@ class AmqpConnection(ProviderConnection):
             )
         )
         self.exclusivity = exclusivity_for(
-            self.broker, url.host, settings, user, password, vhost or "/"
+            self.broker, first.host, settings, user, password, vhost or "/"
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         native = not self.rabbitmq
@@ -765,9 +874,44 @@ class AmqpConnection(ProviderConnection):
         """Temporary destinations made here: name -> the dynamic sender link that keeps
         it alive (Artemis deletes it when the link or the connection closes)."""
 
+    def _interrupted(self, transport: AmqpTransport) -> None:
+        """``transport`` lost its connection and makes it again (its thread). Messages
+        acknowledged lately may not have been acknowledged at the broker: counted as
+        delivered once more, so that if one comes again it comes flagged redelivered
+        (Artemis sends a delivery count of 0 then)."""
+        acked = self._acked
+        if acked:
+            horizon = time.monotonic() - self._ack_window
+            for when, key in list(acked):
+                if when >= horizon:
+                    self.counts.count(key, False)
+            acked.clear()
+        if transport is self.transport:
+            for session in list(self.sessions):
+                session.interrupted()
+        for consumer in list(self.consumers):
+            if consumer.transport is transport:
+                consumer.interrupted()
+
+    def _restored(self, transport: AmqpTransport) -> None:
+        """``transport`` is connected again, its links attached (its thread). The
+        broker deleted this connection's temporary destinations with the old one."""
+        for consumer in list(self.consumers):
+            if consumer.transport is transport:
+                consumer.restored()
+        if transport is self.transport and self._temporary:
+            log.warning(
+                "AMQP %s: temporary destinations %s were deleted with the lost connection",
+                transport.address,
+                sorted(self._temporary),
+            )
+
     def forget(self, key: str) -> None:
-        """``key`` was acknowledged: it will not come again."""
+        """``key`` was acknowledged: it will not come again (unless the connection is
+        lost before the broker read the acknowledgement: ``_interrupted``)."""
         self.counts.forget(key)
+        if self._acked is not None and key:
+            self._acked.append((time.monotonic(), key))
 
     def count_delivery(self, incoming: AmqpMessage, key: str) -> int:
         """JMSXDeliveryCount of a delivery of the message with id ``key``.
@@ -807,7 +951,7 @@ class AmqpConnection(ProviderConnection):
                 f"{self.broker} over AMQP has no temporary destinations "
                 "(capability temporary_destinations)"
             )
-        sender = self.transport.open_sender(None, options=TemporaryTarget(kind))
+        sender = self.transport.open_sender(None, options=TemporaryTarget(kind), restore=False)
         name = str(self.transport.remote_target(sender))
         self._temporary[name] = sender
         return name
@@ -925,6 +1069,9 @@ class AmqpConnection(ProviderConnection):
         self.transport.close()
 
 
+RECENT_ACKS = 100_000
+"""Acknowledgements remembered for a reconnect (``AmqpConnection._acked``), at most."""
+
 IDLE_TIMEOUT_MS = 60_000
 """Qpid JMS's ``amqp.idleTimeout`` default: a connection that hears nothing (not even the
 broker's empty keep-alive frames) for a minute is lost."""
@@ -950,17 +1097,21 @@ class AmqpProvider(Provider):
 
     name = "amqp"
     schemes = ("amqp", "amqps")
-    setting_names = TLS_SETTINGS | {"managementUrl", "idleTimeout", "amqp.idleTimeout"}
+    setting_names = (
+        TLS_SETTINGS | RECONNECT_SETTINGS | {"managementUrl", "idleTimeout", "amqp.idleTimeout"}
+    )
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)
         idle_timeout_of(settings)
+        reconnect_policy(ParsedURL(scheme="amqp"), settings.extra)
 
     def check_url(self, url: ParsedURL) -> None:
-        if not url.host:
-            raise ConfigurationError(f"AMQP URL {url} needs a host, e.g. amqp://127.0.0.1:5672")
-        if url.members:
-            raise ConfigurationError(f"failover URLs are not built for AMQP yet: {url}")
+        for member in url.members or (url,):
+            if not member.host:
+                raise ConfigurationError(
+                    f"AMQP URL {member} needs a host, e.g. amqp://127.0.0.1:5672"
+                )
 
     def connect(
         self,

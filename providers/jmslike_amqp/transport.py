@@ -19,6 +19,14 @@ callbacks only decode and buffer (the API's delivery sink never blocks and never
 user code), so no application code runs there (docs/threading.md). Outgoing messages
 are encoded by the thread that sends them.
 
+Under a reconnect policy (``failover:`` URLs, jmslike/spi/reconnect.py) the same thread
+outlives its connections: when one is lost it fails what waited for the broker (a send
+or commit on its way may or may not have been taken, and its caller is told), raises
+``generation`` (deliveries of the lost connection can no longer be settled), tells the
+owner, and connects again, to each member in turn with back-off. The new connection gets
+every open link again under its name, before calls queued meanwhile run on it; the owner
+then grants the credit it had asked for (docs/providers.md, "Reconnecting").
+
 The engine's events go to :class:`_Events`, one plain handler with a method per event it
 wants, rather than Proton's ``Container`` and ``MessagingHandler``: the reactor wraps
 every event and passes it through a chain of handlers, and in a receive of 20,000
@@ -65,6 +73,7 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 from jmslike.spi.diagnose import wrong_port_hint
+from jmslike.spi.reconnect import Reconnect
 from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
 
@@ -106,9 +115,11 @@ class LinkHandle:
         "_link",
         "_on_flow",
         "_on_message",
+        "_recipe",
         "_unsettled",
         "address",
         "credit",
+        "credit_lost",
         "is_sender",
         "name",
     )
@@ -141,6 +152,11 @@ class LinkHandle:
         in a listener container's receive)."""
         self._unsettled: set[Delivery] = set()
         """Senders: transfers outside transactions the broker has not answered."""
+        self._recipe: tuple[bool, str | None, Any] | None = None
+        """(receiver, address, link options): how to attach the link again after a
+        reconnect; None for one that must not be (a temporary destination's)."""
+        self.credit_lost = 0
+        """Receivers: the credit the link had when its connection was lost."""
 
     def _release(self) -> None:
         """The connection's thread, once the link is gone: let go of its Proton objects.
@@ -175,8 +191,35 @@ class AmqpTransport:
         container_id: str | None = None,
         virtual_host: str | None = None,
         idle_timeout: float = 0.0,
+        members: Sequence[tuple[str, int]] = (),
+        reconnect: Reconnect | None = None,
+        on_interrupted: Callable[[], None] | None = None,
+        on_restored: Callable[[], None] | None = None,
     ) -> None:
-        self.address = f"{host}:{port}"
+        self._members = list(members) or [(host, port)]
+        """Where to connect, in order: a ``failover:`` URL's members, or the one broker."""
+        self.address = ",".join(f"{h}:{p}" for h, p in self._members)
+        self._reconnect = reconnect or Reconnect()
+        self._on_interrupted = on_interrupted
+        """Called on the connection's thread as soon as a connection that will be made
+        again is lost (it must not block): what came over it can no longer be settled."""
+        self._on_restored = on_restored
+        """Called on the connection's thread once the broker opened the new connection
+        and every link is attached again (it must not block): credit is granted there."""
+        self.generation = 0
+        """Raised at each loss under a reconnect policy: deliveries of an older generation
+        can no longer be settled (the broker hands them out again)."""
+        self._up = False
+        """The current engine's connection is open (the broker answered the open)."""
+        self._more_members = False
+        """The first connect has members left to try after the current one."""
+        self._attempt_error: JMSException | None = None
+        self._lost_links: dict[int, LinkHandle] = {}
+        """Links of a lost connection to attach again, in the order they were made."""
+        self._restoring: dict[int, LinkHandle] = {}
+        """Links attached again after a reconnect that the broker has not answered yet."""
+        self._stop = threading.Event()
+        """Set by close: ends a wait between reconnect attempts."""
         self._idle_timeout = idle_timeout
         self._tls = (ssl_ca_file, ssl_verify_host) if ssl else None
         self._virtual_host = virtual_host
@@ -207,7 +250,9 @@ class AmqpTransport:
         self._opened: Future[None] = Future()
         self._closing = False
         self._container_id = container_id or f"jmslike-{os.getpid()}-{next(_NUMBERS)}"
-        self._connect_to = (host, port, user, password)
+        self._credentials = (user, password)
+        self._member = self._members[0]
+        """The member connected to (or tried) now."""
         self._driver: Driver | None = None
         """The engine and socket, made and dropped on the connection's thread."""
         self._wake: Callable[[], None] | None = None
@@ -227,7 +272,11 @@ class AmqpTransport:
     def _wait_open(self, host: str, port: int, timeout: float) -> None:
         """Wait for the broker's open; past a few seconds, look whether the port speaks
         another protocol: a STOMP port stays silent for an AMQP header, and the caller
-        waited the whole timeout before (ActiveMQ's 61613) to learn nothing."""
+        waited the whole timeout before (ActiveMQ's 61613) to learn nothing. A
+        ``failover:`` list is not sniffed: its next member is tried instead."""
+        if len(self._members) > 1:
+            self._opened.result(timeout * len(self._members))  # each member gets the timeout
+            return
         first = min(timeout, _SNIFF_AFTER)
         try:
             self._opened.result(first)
@@ -243,51 +292,187 @@ class AmqpTransport:
 
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
-        """The connection's thread: make the engine here, open the connection, run the
-        loop until the connection ends, then let go of every Proton object here."""
-        host, port, user, password = self._connect_to
-        driver: Driver | None = None
+        """The connection's thread: connect to the first member that answers and run the
+        engine until the connection ends; under a reconnect policy, connect again (every
+        member in turn, with back-off) and go on; at the end let go of every Proton
+        object here."""
+        members = self._members
+        current = 0
         try:
-            driver = Driver(
-                host,
-                port,
-                _Events(self),
-                container_id=self._container_id,
-                user=user,
-                password=password,
-                tls=self._tls,
-                # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
-                virtual_host=self._virtual_host,
-                # A JMS client id is the container id; Artemis then refuses a second
-                # connection with it, in any process (Qpid JMS asks the same).
-                desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
-                timeout=self._timeout,
-                idle_timeout=self._idle_timeout,
-            )
-            self._driver, self.connection = driver, driver.connection
-            driver.open()
-            self._wake = driver.wake
-            self._run_calls()  # any queued before the wake-up existed
-            driver.run()
-            self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
+            for index in range(len(members)):
+                self._more_members = index + 1 < len(members)
+                current = index
+                if self._drive(members[index]) or self._opened.done():
+                    break
+            attempt = 0
+            while self._reconnecting():
+                attempt += 1
+                if self._stop.wait(self._reconnect.delay_before(attempt)):
+                    break
+                # Every member once, starting with the one after the member lost.
+                for step in range(1, len(members) + 1):
+                    index = (current + step) % len(members)
+                    if self._drive(members[index]):
+                        current, attempt = index, 0  # up, and lost again
+                        break
+                    if not self._reconnecting():
+                        break
+                if attempt and self._reconnecting() and self._reconnect.gives_up_after(attempt):
+                    reason = self._attempt_error or "no answer"
+                    self._reconnect = Reconnect()  # the loss is final now
+                    self._fail(
+                        ConnectionFailedError(
+                            f"AMQP connection to {self.address} was lost; gave up after "
+                            f"{attempt} reconnect attempts: {reason}"
+                        )
+                    )
         except Exception as exc:  # the loop must report, not die silently
             log.exception("AMQP connection thread for %s stopped", self.address)
+            self._reconnect = Reconnect()
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address}: {exc}"))
         finally:
             self._closing = True
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
             self._forget_links()
-            self._driver = self.connection = None
-            if driver is not None:
-                driver.release()
 
-    def _fail(self, error: JMSException) -> None:
-        opened = self._opened.done() and self._opened.exception() is None
+    def _reconnecting(self) -> bool:
+        """A connection that was open is lost, and the policy says to make it again."""
+        return (
+            self._reconnect.attempts != 0
+            and not self._closing
+            and self._opened.done()
+            and self._opened.exception() is None
+        )
+
+    def _drive(self, member: tuple[str, int]) -> bool:
+        """Connect to ``member`` and run the engine until the connection ends; whether
+        the broker had opened it. Links of a lost connection are attached again first,
+        under their names (a durable subscription's keeps the subscription)."""
+        host, port = member
+        user, password = self._credentials
+        self._member = member
+        self._up = False
+        self._attempt_error = None
+        driver = Driver(
+            host,
+            port,
+            _Events(self),
+            container_id=self._container_id,
+            user=user,
+            password=password,
+            tls=self._tls,
+            # The open frame's hostname; RabbitMQ reads "vhost:<name>" as the vhost.
+            virtual_host=self._virtual_host,
+            # A JMS client id is the container id; Artemis then refuses a second
+            # connection with it, in any process (Qpid JMS asks the same).
+            desired_capabilities=[SOLE_CONNECTION] if self.container_id else None,
+            timeout=self._timeout,
+            idle_timeout=self._idle_timeout,
+        )
+        up = False
+        try:
+            self._driver, self.connection = driver, driver.connection
+            driver.open()
+            again = self._opened.done()
+            if again:
+                for handle in self._lost_links.values():
+                    if handle._recipe is None:
+                        continue
+                    receiver, address, options = handle._recipe
+                    link = driver.create_link(receiver, address, handle.name, options)
+                    handle._link = link
+                    self._handles[Driver.key_of(link)] = handle
+                    self._restoring[Driver.key_of(link)] = handle
+            else:
+                self._wake = driver.wake
+                self._run_calls()  # any queued before the wake-up existed
+            if again or self._more_members:
+                # A member that accepts TCP and never opens must not hold up the others.
+                def too_slow() -> None:
+                    if self._driver is driver and not self._up:
+                        self._attempt_error = ConnectionFailedError(
+                            f"{host}:{port} did not open the connection within {self._timeout} s"
+                        )
+                        driver.stop()
+
+                self.call_later(self._timeout, too_slow)
+            driver.run()
+            up = self._up
+            self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
+        finally:
+            self._wake = None
+            if self._reconnecting():
+                closed = ConnectionFailedError(f"AMQP connection to {host}:{port} is closed")
+                self._fail_requests(closed)
+                for handle in self._handles.values():
+                    handle._link = None
+                    handle._deliveries.clear()
+                    handle._unsettled.clear()
+                self._handles.clear()
+                self._restoring.clear()
+            self._driver = self.connection = None
+            driver.release()
+        return up
+
+    def _connection_opened(self) -> None:
+        """The broker opened the connection (the first one, or one made again)."""
+        self._up = True
         if not self._opened.done():
-            self._opened.set_exception(error)
-        for _fn, on_error in self._drain_calls():
-            if on_error is not None:
-                on_error(error)
+            self._opened.set_result(None)
+            return
+        log.warning("AMQP connection to %s is back (generation %d)", self.address, self.generation)
+        self._lost_links.clear()
+        if self._on_restored is not None:
+            try:
+                self._on_restored()
+            except Exception:  # the connection is back whatever the owner's hook did
+                log.exception("AMQP %s: restoring state after a reconnect failed", self.address)
+        driver = self._driver
+        if driver is not None:
+            self._wake = driver.wake
+        self._run_calls()  # what other threads asked for meanwhile, on the new links
+
+    def _interrupt(self, error: JMSException) -> None:
+        """The connection is lost and will be made again: what waited for the broker
+        fails (a send or commit on its way may or may not have been taken: the caller is
+        told), deliveries of the lost connection become stale, and each open link is
+        kept to be attached again. Calls queued meanwhile wait for the new connection."""
+        log.warning("AMQP connection to %s lost: reconnecting (%s)", self.address, error)
+        self.generation += 1
+        self._wake = None
+        unattached = {Driver.key_of(link) for link in self._attaching}
+        self._fail_requests(
+            ConnectionFailedError(
+                f"the AMQP connection to {self.address} was lost before the broker answered "
+                f"({error}); it is being made again"
+            )
+        )
+        for key, handle in self._handles.items():
+            link = handle._link
+            if handle._closed or handle._recipe is None or key in unattached:
+                handle._release()
+                continue
+            if not handle.is_sender and link is not None:
+                # What the receiver's owner had asked for and not got: granted again on
+                # the new link (a drain on its way had taken it back already).
+                handle.credit_lost = 0 if link.drain_mode else max(link.credit, 0)
+            handle._link = None
+            handle._deliveries.clear()
+            handle._unsettled.clear()
+            if handle.is_sender:
+                handle.credit.clear()  # sends wait for the new link's credit
+            self._lost_links[id(handle)] = handle
+        self._handles.clear()
+        self._restoring.clear()
+        self._timers.clear()
+        if self._on_interrupted is not None:
+            try:
+                self._on_interrupted()
+            except Exception:
+                log.exception("AMQP %s: dropping stale deliveries failed", self.address)
+
+    def _fail_requests(self, error: JMSException) -> None:
+        """Fail every request waiting for the broker's answer."""
         futures: list[Future[Any]] = [*self._outcomes.values(), *self._controls.values()]
         futures += [*self._attaching.values(), *self._detaching.values()]
         futures += [*self._flushing.values(), *self._draining.values()]
@@ -300,20 +485,40 @@ class AmqpTransport:
             self._draining,
         ):
             registry.clear()
-        for handle in self._handles.values():
-            handle.credit.set()  # a send waiting for credit goes on, and fails: no link
         for future in futures:
             if not future.done():
                 future.set_exception(error)
+
+    def _fail(self, error: JMSException) -> None:
+        if self._reconnecting():
+            if self._up:
+                self._up = False
+                self._interrupt(error)
+            elif self._attempt_error is None:
+                self._attempt_error = error  # a reconnect attempt failed
+            return
+        if not self._opened.done() and self._more_members:
+            self._attempt_error = error  # the next member is tried
+            return
+        opened = self._opened.done() and self._opened.exception() is None
+        if not self._opened.done():
+            self._opened.set_exception(error)
+        for _fn, on_error in self._drain_calls():
+            if on_error is not None:
+                on_error(error)
+        for handle in self._handles.values():
+            handle.credit.set()  # a send waiting for credit goes on, and fails: no link
+        self._fail_requests(error)
         if opened and not self._closing:
             self._closing = True  # once: the connection is gone
             self._on_lost(error)
 
     def _forget_links(self) -> None:
         """The loop has ended: let go of every Proton object, here on its thread."""
-        for handle in self._handles.values():
+        for handle in [*self._handles.values(), *self._lost_links.values()]:
             handle._release()
         self._handles.clear()
+        self._lost_links.clear()
         self._timers.clear()
         self._outcomes.clear()
         self._controls.clear()
@@ -432,16 +637,21 @@ class AmqpTransport:
         name: str | None = None,
         options: LinkOption | list[LinkOption] | None = None,
         on_flow: Callable[[], None] | None = None,
+        restore: bool = True,
     ) -> LinkHandle:
         """A receiver link with no credit yet (``flow`` grants it), once the broker has
         attached it: a JMS consumer exists from its creation, so a message sent after it
-        must reach it. ``on_flow`` hears of each flow frame the broker sends on it."""
+        must reach it. ``on_flow`` hears of each flow frame the broker sends on it.
+        ``restore``: attached again, under its name, after a reconnect."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
             receiver = self._engine.create_link(
                 True, source, name or self.link_name("receiver"), options
             )
-            return self._track(receiver, source, on_message, on_flow)
+            tracked = self._track(receiver, source, on_message, on_flow)
+            if restore:
+                tracked[0]._recipe = (True, source, options)
+            return tracked
 
         handle, attached = self.call(attach)
         self._wait_attached(attached, source or "")
@@ -453,12 +663,19 @@ class AmqpTransport:
         *,
         name: str | None = None,
         options: LinkOption | list[LinkOption] | None = None,
+        restore: bool = True,
     ) -> LinkHandle:
+        """A sender link, once the broker has attached it; with ``restore`` attached
+        again, under its name, after a reconnect."""
+
         def attach() -> tuple[LinkHandle, Future[None]]:
             sender = self._engine.create_link(
                 False, target, name or self.link_name("sender"), options
             )
-            return self._track(sender, target, None)
+            tracked = self._track(sender, target, None)
+            if restore:
+                tracked[0]._recipe = (False, target, options)
+            return tracked
 
         handle, attached = self.call(attach)
         self._wait_attached(attached, target or "")
@@ -717,7 +934,7 @@ class AmqpTransport:
             # A copy: settling takes nothing from the queue.
             self._settle_now(cell[0], number, Delivery.ACCEPTED, False, None)
 
-        cell.append(self.open_receiver(source, collect, options=list(options)))
+        cell.append(self.open_receiver(source, collect, options=list(options), restore=False))
         try:
             while True:
                 before = len(seen)
@@ -737,10 +954,13 @@ class AmqpTransport:
         JMS does); a broker without one refuses the attach, which raises here."""
 
         def attach() -> tuple[LinkHandle, Future[None]]:
+            options = _Coordinator()
             coordinator = self._engine.create_link(
-                False, None, self.link_name("coordinator"), _Coordinator()
+                False, None, self.link_name("coordinator"), options
             )
-            return self._track(coordinator, "the transaction coordinator", None)
+            tracked = self._track(coordinator, "the transaction coordinator", None)
+            tracked[0]._recipe = (False, None, options)
+            return tracked
 
         handle, attached = self.call(attach)
         self._wait_attached(attached, "the transaction coordinator")
@@ -817,6 +1037,9 @@ class AmqpTransport:
         def close() -> Future[None] | None:
             link = handle._link
             if link is None:
+                handle._closed = True
+                if self._lost_links.pop(id(handle), None) is not None:
+                    handle._release()  # lost with a connection: not attached again
                 return None
             if before is not None:
                 before()
@@ -858,9 +1081,11 @@ class AmqpTransport:
         close, or after the timeout without waiting for it."""
         if self._closing:
             return
-        for handle in [h for h in list(self._handles.values()) if h.is_sender]:
-            self.flush(handle)
+        if self._up:
+            for handle in [h for h in list(self._handles.values()) if h.is_sender]:
+                self.flush(handle)
         self._closing = True
+        self._stop.set()  # a wait between reconnect attempts ends
 
         def shut_down() -> None:
             if self.connection is not None:
@@ -870,6 +1095,8 @@ class AmqpTransport:
             self._calls.append((shut_down, None))
             if self._wake is not None:
                 self._wake()
+            elif self._driver is not None and self._opened.done():
+                self._driver.stop()  # a reconnect attempt under way: no need to finish it
             # A peer that never opened will not answer the close either (a port of
             # another protocol): no reason to wait the whole timeout for it.
             opened = self._opened.done() and self._opened.exception() is None
@@ -937,8 +1164,7 @@ class _Events:
         properties = event.connection.remote_properties or {}
         if properties.get(_ESTABLISHMENT_FAILED):
             return  # the broker's close follows, with the reason
-        if not self._transport._opened.done():
-            self._transport._opened.set_result(None)
+        self._transport._connection_opened()
 
     def on_connection_remote_close(self, event: Any) -> None:
         transport = self._transport
@@ -983,9 +1209,15 @@ class _Events:
             return
         condition = event.transport.condition if event.transport is not None else None
         hint = None
-        if condition is not None and "framing-error" in str(condition.name):
-            # Another protocol's bytes (Proton quotes them all): name the protocol.
-            host, port = transport._connect_to[:2]
+        if (
+            condition is not None
+            and "framing-error" in str(condition.name)
+            and not transport._opened.done()
+        ):
+            # Another protocol's bytes (Proton quotes them all): name the protocol. Not
+            # once the broker opened the connection: that port speaks AMQP, the error is
+            # a cut ("connection aborted"), and a probe would only delay the reconnect.
+            host, port = transport._member
             hint = wrong_port_hint(host, port, "AMQP 1.0") if transport._tls is None else None
         if hint is not None:
             text = hint
@@ -1025,6 +1257,8 @@ class _Events:
     # ------------------------------------------------------------------ links
     def on_link_remote_open(self, event: Any) -> None:
         link = event.link
+        if self._transport._restoring:
+            self._transport._restoring.pop(Driver.key_of(link), None)
         if link.state & Endpoint.LOCAL_ACTIVE:
             attached = self._transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
@@ -1037,14 +1271,16 @@ class _Events:
         link = event.link
         condition = link.remote_condition
         if condition is not None:
-            attached = self._transport._attaching.pop(link, None)
+            transport = self._transport
+            reason = _reason(condition, "refused")
+            refused = JMSException(f"AMQP broker {transport.address} refused a link: {reason}")
+            attached = transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
-                attached.set_exception(
-                    JMSException(
-                        f"AMQP broker {self._transport.address} refused a link: "
-                        f"{_reason(condition, 'refused')}"
-                    )
-                )
+                attached.set_exception(refused)
+            if transport._restoring.pop(Driver.key_of(link), None) is not None:
+                # A link attached again after a reconnect, refused: nobody waits for it.
+                log.error("AMQP %s: link %s not restored: %s", transport.address, link.name, reason)
+                transport._on_lost(refused)
         self._answered(link)
         if not link.state & _LOCAL_CLOSED:
             link.close()

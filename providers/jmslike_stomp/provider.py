@@ -63,12 +63,13 @@ from jmslike.spi.provider import (
     ProviderConsumer,
     ProviderSession,
 )
+from jmslike.spi.reconnect import RECONNECT_SETTINGS, Reconnect, reconnect_policy
 from jmslike.spi.strict import Claim, Promotion, registry_for
 from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 from jmslike_stomp.codec import ID_HEADER, decode, destination_name, encode, remember_wire_name
 from jmslike_stomp.dialect import Dialect, dialect_for
-from jmslike_stomp.transport import FrameHandler, Reconnect, StompTransport, UnconfirmedError
+from jmslike_stomp.transport import FrameHandler, StompTransport, UnconfirmedError
 
 __all__ = ["StompProvider"]
 
@@ -775,7 +776,7 @@ class StompConnection(ProviderConnection):
         self.dialect: Dialect = dialect_for(self.transport.server)
         management_url = settings.extra.get("managementUrl")
         self.management = (
-            ArtemisManagement(management_url, user, password, settings.request_timeout)
+            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
             if management_url and self.dialect.management == "artemis-jolokia"
             else None
         )
@@ -1150,28 +1151,13 @@ def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
 
     ``heartbeat`` (ms; ``1000,5000`` as in STOMP's header, client send then server send,
     one value for both; 0 turns a direction off), and for coming back after a
-    lost connection ``reconnectAttempts`` (-1 for ever, the default of ``failover:`` URLs;
-    0, the default of plain URLs, never), ``reconnectDelay`` and ``maxReconnectDelay``
-    (seconds; the delay doubles after each failed attempt).
+    lost connection the settings of jmslike.spi.reconnect (``reconnectAttempts``, -1 for
+    ever, the default of ``failover:`` URLs; 0, the default of plain URLs, never;
+    ``reconnectDelay`` and ``maxReconnectDelay``, seconds, the delay doubling after each
+    failed attempt; Qpid JMS's ``failover.`` names too).
     """
     extra = settings.extra
 
-    def number(name: str, default: float, kind: type[int] | type[float], low: float) -> Any:
-        raw = extra.get(name, default)
-        try:
-            value = kind(raw) if not isinstance(raw, bool) else None
-        except (TypeError, ValueError):
-            value = None
-        if value is None or value < low or (kind is int and str(raw).strip() != str(value)):
-            raise ConfigurationError(
-                f"{name}={raw!r} for {url}: must be {'an integer' if kind is int else 'a number'}"
-                f" >= {low}"
-            )
-        return value
-
-    attempts = number("reconnectAttempts", -1 if url.members else 0, int, -1)
-    delay = number("reconnectDelay", 0.1, float, 0.001)
-    max_delay = max(delay, number("maxReconnectDelay", 5.0, float, 0.001))
     tls = tls_options(settings)
     if not tls.verify_host:
         # stomp.py checks a certificate's host name whenever it checks the certificate.
@@ -1181,7 +1167,7 @@ def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
         )
     return _Options(
         heartbeats=_heartbeats(url, extra.get("heartbeat", "10000")),
-        reconnect=Reconnect(attempts=attempts, delay=delay, max_delay=max_delay),
+        reconnect=reconnect_policy(url, extra),
         tls=tls,
     )
 
@@ -1207,9 +1193,7 @@ class StompProvider(Provider):
             "heartbeat",
             "clientWindow",
             "managementUrl",
-            "reconnectAttempts",
-            "reconnectDelay",
-            "maxReconnectDelay",
+            *RECONNECT_SETTINGS,
             *TLS_SETTINGS,
         }
     )

@@ -23,7 +23,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import stomp
@@ -40,6 +39,7 @@ from jmslike.errors import (
     MessageFormatError,
 )
 from jmslike.spi.diagnose import size_note, wrong_port_hint
+from jmslike.spi.reconnect import Reconnect
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -165,19 +165,6 @@ class _Waiter:
         self.error: JMSException | None = None
         self.what = what
         """The frame waited for, for messages: ``SEND to /queue/orders``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reconnect:
-    """How a transport comes back after losing its broker (``failover:`` URLs).
-
-    ``attempts``: how many tries before giving up (-1: for ever, 0: never); the delay
-    before each starts at ``delay`` seconds and doubles up to ``max_delay``.
-    """
-
-    attempts: int = 0
-    delay: float = 0.1
-    max_delay: float = 5.0
 
 
 def _plain_send_lock(conn: stomp.Connection12) -> None:
@@ -474,11 +461,10 @@ class StompTransport:
     def _reconnect_loop(self) -> None:
         """Connect again with back-off, resubscribe, and tell the owner; or give up."""
         policy = self._reconnect
-        delay, attempt, last = policy.delay, 0, "no attempt"
+        attempt, last = 0, "no attempt"
         while not self.closing and (policy.attempts < 0 or attempt < policy.attempts):
             attempt += 1
-            time.sleep(delay)
-            delay = min(delay * 2, policy.max_delay)
+            time.sleep(policy.delay_before(attempt))
             self.generation += 1
             try:
                 self._conn = self._open()

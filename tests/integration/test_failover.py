@@ -1,0 +1,310 @@
+"""Reconnecting (``failover:`` URLs), on every broker x protocol, through a relay the test
+breaks on purpose (tests/faultproxy.py).
+
+Each failover URL lists a member where nothing listens first, then the relay: jmslike
+must skip the dead member when it connects and when it connects again. After a cut it
+must come back by itself, attach its consumers (a durable subscription under its name)
+and producers again, and carry on: what the lost connection had buffered is never
+handed out, the broker delivers again what was not acknowledged (flagged redelivered,
+each group in send order: ORD-11), a transaction that was open is rolled back (its
+commit says so), and a persistent send that was on its way either raises or is stored,
+never lost unannounced. A plain URL reports the loss instead (docs/providers.md, "When
+the connection is lost").
+
+Every check counts: 0 lost, 0 unflagged duplicates, 0 out of order within a group.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from brokercases import CASES, case_url
+from faultproxy import Relay
+from test_faults import GROUPS, send_groups
+
+import jmslike
+from jmslike import ConnectionFactory, DeliveryMode, Session
+
+HANDED = 3
+
+
+class Setup:
+    """One case: the direct URL, the relay, and URLs through it."""
+
+    def __init__(self, case: str) -> None:
+        self.case = case
+        self.direct = case_url(case)
+        base, _, query = self.direct.partition("?")
+        match = re.fullmatch(r"(\w+)://([^@/]*@)?127\.0\.0\.1:(\d+)(/.*)?", base)
+        assert match is not None, base
+        scheme, credentials, port, path = match.groups()
+        self.relay = Relay(("127.0.0.1", int(port)))
+        dead = socket.socket()
+        dead.bind(("127.0.0.1", 0))
+        dead_port = dead.getsockname()[1]
+        dead.close()  # nothing listens there: the first member always fails
+        prefix, suffix = f"{scheme}://{credentials or ''}127.0.0.1:", path or ""
+        self.plain = f"{prefix}{self.relay.port}{suffix}" + (f"?{query}" if query else "")
+        self.failover = (
+            f"failover:({prefix}{dead_port}{suffix},{prefix}{self.relay.port}{suffix})"
+            f"?{query + '&' if query else ''}reconnectDelay=0.05"
+        )
+
+    def cut_and_wait(self) -> None:
+        """Cut every connection through the relay and wait until jmslike made each one
+        again (a RabbitMQ consumer over STOMP has a connection of its own)."""
+        accepted = self.relay.accepted
+        self.relay.cut()
+        deadline = time.monotonic() + 15.0
+        while self.relay.accepted == accepted and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.relay.accepted > accepted, "jmslike did not connect again"
+        while True:  # until no other connection comes back for half a second
+            settled = self.relay.accepted
+            time.sleep(0.5)
+            if self.relay.accepted == settled:
+                return
+
+
+@pytest.fixture(params=CASES)
+def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
+    made = Setup(request.param)
+    yield made
+    made.relay.close()
+
+
+def _check(sent: list[str], handed: list[str], after: list[tuple[str, bool]]) -> None:
+    """0 lost, 0 unflagged duplicates (of what was handed out before the fault, or
+    twice after it), 0 out of order within a group (by first appearance)."""
+    texts = [text for text, _ in after]
+    lost = [t for t in sent if t not in texts]
+    assert not lost, f"lost: {lost}; got {after}"
+    seen: set[str] = set(handed)
+    unflagged = []
+    for text, redelivered in after:
+        if text in seen and not redelivered:
+            unflagged.append(text)
+        seen.add(text)
+    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
+    for g in range(GROUPS):
+        first_seen = list(dict.fromkeys(t for t in texts if t.startswith(f"g{g}:")))
+        assert first_seen == sorted(first_seen), f"group g{g} out of order: {after}"
+
+
+def _drain(consumer: jmslike.MessageConsumer, quiet: float = 3.0) -> list[tuple[str, bool]]:
+    got = []
+    while (message := consumer.receive(quiet)) is not None:
+        got.append((message.text, message.jms_redelivered))
+        message.acknowledge()
+    return got
+
+
+def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> None:
+    """The consumer comes back by itself: what the application held unacknowledged comes
+    again flagged, what was buffered from the lost connection comes from the broker
+    (never the old copies), each group in order, and sends work again."""
+    queue = f"queue://failover-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(setup.direct, queue)
+    errors: list[Exception] = []
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0, prefetch=4)
+    with factory.create_connection() as connection:
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        before = []
+        for _ in range(HANDED):
+            message = consumer.receive(10.0)
+            assert message is not None
+            before.append(message)
+        setup.cut_and_wait()
+        before[-1].acknowledge()  # deliveries of the lost connection: not acknowledged
+        after = _drain(consumer)
+        producer = connection.create_session().create_producer(queue)
+        producer.send(session.create_text_message("after"))
+        last = consumer.receive(10.0)
+        assert last is not None and last.text == "after"
+        last.acknowledge()
+    assert not errors, errors
+
+    handed = [m.text for m in before]
+    _check(sent, handed, after)
+    assert all(dict(after)[t] for t in handed), f"{handed} not all flagged: {after}"
+
+
+def test_rolls_back_an_open_transaction(setup: Setup) -> None:
+    """A transaction open when the connection was lost is gone with it: commit raises
+    TransactionRolledBackError, its send never arrives, what it had consumed comes again
+    flagged (given again locally by the rollback, then by the broker: both flagged), each
+    group in order, and the session goes on with a new transaction."""
+    queue = f"queue://failover-tx-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(setup.direct, queue)
+    with ConnectionFactory(setup.failover, request_timeout=10.0).create_connection() as conn:
+        tx = conn.create_session(True)
+        consumer = tx.create_consumer(queue)
+        producer = tx.create_producer(f"{queue}-out")
+        conn.start()
+        consumed = [consumer.receive(10.0) for _ in range(2)]
+        assert all(message is not None for message in consumed)
+        producer.send(tx.create_text_message("lost"))
+        setup.cut_and_wait()
+        with pytest.raises(jmslike.TransactionRolledBackError):
+            tx.commit()
+        after = []
+        while (message := consumer.receive(3.0)) is not None:
+            after.append((message.text, message.jms_redelivered))
+        producer.send(tx.create_text_message("kept"))
+        tx.commit()
+        out = conn.create_session().create_consumer(f"{queue}-out")
+        got = out.receive(10.0)
+        assert got is not None and got.text == "kept"
+        assert out.receive(1.0) is None
+    _check(sent, [m.text for m in consumed if m is not None], after)
+
+
+def test_plain_url_reports_the_loss(setup: Setup) -> None:
+    """Without failover a lost connection goes to the exception listener as
+    ConnectionFailedError, and calls fail with it: nothing is retried silently."""
+    errors: list[Exception] = []
+    got = threading.Event()
+    with ConnectionFactory(setup.plain, request_timeout=5.0).create_connection() as conn:
+        conn.set_exception_listener(lambda exc: (errors.append(exc), got.set()))
+        session = conn.create_session()
+        accepted = setup.relay.accepted
+        setup.relay.cut()
+        assert got.wait(10.0)
+        assert isinstance(errors[0], jmslike.ConnectionFailedError)
+        with pytest.raises(jmslike.ConnectionFailedError):
+            session.create_producer("queue://x").send(session.create_text_message("x"))
+        time.sleep(0.3)
+        assert setup.relay.accepted == accepted, "a plain URL connected again"
+
+
+def test_in_flight_persistent_send_raises_or_is_stored(setup: Setup) -> None:
+    """A persistent send waiting for the broker's answer when the connection dies raises
+    a ConnectionFailedError (the application knows it may not be stored); every send that
+    returned is stored, once; after the reconnect sends work again."""
+    queue = f"queue://failover-send-{uuid.uuid4().hex[:8]}"
+    outcome: dict[str, BaseException | None] = {}
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(queue)
+        producer.delivery_mode = DeliveryMode.PERSISTENT
+        producer.send(session.create_text_message("before"))
+
+        def send(text: str) -> None:
+            try:
+                producer.send(session.create_text_message(text))
+                outcome[text] = None
+            except BaseException as exc:
+                outcome[text] = exc
+
+        setup.relay.stall()  # the send's bytes wait in the relay: it cannot be answered
+        sender = threading.Thread(target=send, args=("in-flight",))
+        sender.start()
+        time.sleep(0.5)
+        setup.cut_and_wait()
+        sender.join(15.0)
+        assert not sender.is_alive(), "the in-flight send hung"
+        assert isinstance(outcome["in-flight"], jmslike.ConnectionFailedError), outcome
+        send("after")
+        assert outcome["after"] is None, outcome
+    with ConnectionFactory(setup.direct).create_connection() as conn:
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        texts = [text for text, _ in _drain(consumer)]
+    assert texts.count("before") == 1 and texts.count("after") == 1, texts
+    assert texts.count("in-flight") <= 1, texts
+
+
+def test_durable_subscription_survives(setup: Setup) -> None:
+    """A durable subscriber comes back under its name: what is published after the
+    reconnect reaches it (on a broker without durable subscriptions over the protocol,
+    creating one is refused naming the capability)."""
+    topic = f"topic://failover-{uuid.uuid4().hex[:8]}"
+    name = f"sub-{uuid.uuid4().hex[:8]}"
+    client_id = f"failover-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0, client_id=client_id)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        if not conn.capabilities.durable_subscriptions:
+            with pytest.raises(jmslike.IllegalStateError, match="durable"):
+                session.create_durable_subscriber(topic, name)
+            return
+        subscriber = session.create_durable_subscriber(topic, name)
+        conn.start()
+        publisher = conn.create_session().create_producer(topic)
+        publisher.send(session.create_text_message("one"))
+        first = subscriber.receive(10.0)
+        assert first is not None and first.text == "one"
+        setup.cut_and_wait()
+        time.sleep(0.5)  # the subscription is attached again
+        with ConnectionFactory(setup.direct).create_connection() as other:
+            out = other.create_session()
+            out.create_producer(topic).send(out.create_text_message("two"))
+        second = subscriber.receive(10.0)
+        if second is not None and second.text == "one":
+            # AUTO_ACKNOWLEDGE acknowledges "one" at the next receive, after the cut: it
+            # comes again, flagged.
+            assert second.jms_redelivered, second
+            second = subscriber.receive(10.0)
+        assert second is not None and second.text == "two"
+        assert subscriber.receive(1.0) is None
+        subscriber.close()
+        session.unsubscribe(name)
+
+
+def test_gives_up_after_the_reconnect_attempts(setup: Setup) -> None:
+    """With ``reconnectAttempts`` set and no member answering, the loss is final after that
+    many tries: the exception listener gets ConnectionFailedError saying so, and calls
+    fail with it."""
+    errors: list[Exception] = []
+    got = threading.Event()
+    url = setup.failover + "&reconnectAttempts=2&maxReconnectDelay=0.1"
+    with ConnectionFactory(url, request_timeout=5.0).create_connection() as conn:
+        conn.set_exception_listener(lambda exc: (errors.append(exc), got.set()))
+        session = conn.create_session()
+        setup.relay.close()  # nothing listens there any more
+        assert got.wait(15.0), "the loss was never reported"
+        assert isinstance(errors[0], jmslike.ConnectionFailedError), errors
+        assert "gave up after 2" in str(errors[0]), errors
+        with pytest.raises(jmslike.ConnectionFailedError):
+            session.create_producer("queue://x").send(session.create_text_message("x"))
+
+
+def test_listener_container_carries_on(setup: Setup) -> None:
+    """A listener container's sessions share one feed (AMQP) or subscription: after a cut
+    in the middle of the work every message is processed, the ones in flight again and
+    flagged, each group in order."""
+    queue = f"queue://failover-container-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(setup.direct, queue)
+    seen: list[tuple[str, bool]] = []
+    lock = threading.Lock()
+
+    def on_message(message: jmslike.Message) -> None:
+        time.sleep(0.01)  # work, so that the cut finds messages in flight
+        with lock:
+            seen.append((message.text, message.jms_redelivered))
+
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0)
+    with jmslike.MessageListenerContainer(factory, queue, on_message, concurrency=3):
+        deadline = time.monotonic() + 30.0
+        while len(seen) < len(sent) // 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        setup.cut_and_wait()
+        while time.monotonic() < deadline:
+            with lock:
+                if {text for text, _ in seen} >= set(sent):
+                    break
+            time.sleep(0.1)
+        time.sleep(0.5)  # a duplicate still on its way shows up too
+    with lock:
+        _check(sent, [], list(seen))
