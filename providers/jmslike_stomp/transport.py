@@ -38,7 +38,7 @@ from jmslike.errors import (
     JMSException,
     JMSSecurityError,
 )
-from jmslike.spi.diagnose import size_note, wrong_port_hint
+from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -135,7 +135,7 @@ def _first_line(detail: str, message: str) -> str:
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
     detail = _first_line(detail, message)
-    text = f"{what}: {message}" + (f" ({detail})" if detail else "")
+    text = f"{what}: {message}" + (f" ({detail})" if detail else "") + inequivalent_note(detail)
     lowered = (message + " " + detail).lower()
     if any(word in lowered for word in _SECURITY_WORDS):
         return JMSSecurityError(text)
