@@ -11,9 +11,10 @@ affects a working connection.
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 
-__all__ = ["size_note", "spoken_protocol", "wrong_port_hint"]
+__all__ = ["inequivalent_note", "size_note", "spoken_protocol", "wrong_port_hint"]
 
 _STOMP_CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
 
@@ -82,4 +83,27 @@ def size_note(size: int) -> str:
         f" (the message was {size / (1 << 20):.1f} MiB: brokers refuse messages over their "
         "limit, e.g. ActiveMQ Classic's wireFormat.maxFrameSize, RabbitMQ's "
         "max_message_size, Artemis' journal-buffer/large-message settings)"
+    )
+
+
+_INEQUIVALENT = re.compile(
+    r"inequivalent arg '(?P<arg>[^']+)' for queue '(?P<queue>[^']+)'.*?"
+    r"received '(?P<asked>[^']*)' but current is '(?P<current>[^']*)'"
+)
+
+
+def inequivalent_note(text: str) -> str:
+    """For RabbitMQ's "inequivalent arg" refusal: what it means and what to do. A queue
+    keeps the arguments it was first declared with; a client that declares it otherwise
+    (another protocol, another library, an older jmslike that declared AMQP queues
+    non-durable) is refused, and the broker's words do not say how to get out."""
+    match = _INEQUIVALENT.search(text)
+    if match is None:
+        return ""
+    arg, queue = match["arg"], match["queue"]
+    return (
+        f" (queue {queue!r} exists with {arg}={match['current']} and this client declares it "
+        f"with {arg}={match['asked']}: a RabbitMQ queue keeps what it was first declared "
+        f"with; delete it (rabbitmqctl delete_queue {queue}) or declare it alike from every "
+        "client; jmslike declares queues durable over STOMP and AMQP)"
     )

@@ -29,7 +29,7 @@ from typing import Any
 
 from proton import Delivery
 from proton import Message as AmqpMessage
-from proton.reactor import Copy, Selector
+from proton.reactor import Copy, LinkOption, Selector
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
@@ -73,7 +73,7 @@ from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.credit import Credit
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
-from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
+from jmslike_amqp.transport import AmqpTransport, Capability, DurableNode, LinkHandle
 
 __all__ = ["AmqpProvider"]
 
@@ -166,10 +166,10 @@ class AmqpConsumer(ProviderConsumer):
         """Deliveries pushed up and not settled yet, by number, in delivery order (the
         connection's thread adds, settling removes)."""
         connection = session.connection
-        options: list[Any] = [
-            Capability("topic" if destination.is_topic else "queue", *capabilities),
-            *source_options,
-        ]
+        address = connection.address_of(destination)
+        options: list[Any] = [*connection.node_options(destination, address), *source_options]
+        if capabilities:
+            options[0] = Capability("topic" if destination.is_topic else "queue", *capabilities)
         self._filter: ClientSelector | None = None
         if selector is not None:
             if connection.rabbitmq:
@@ -185,7 +185,6 @@ class AmqpConsumer(ProviderConsumer):
                 rendered = connection.broker_selector(selector)
                 if rendered is not None:
                     options.append(Selector(rendered))
-        address = connection.address_of(destination)
         if self.exclusive and connection.classic and not destination.is_topic:
             # ORD-18 across processes: Classic's exclusive consumer, as an address option.
             address += "?consumer.exclusive=true"
@@ -468,7 +467,7 @@ class AmqpSession(ProviderSession):
         sender = self._senders.get(address)
         if sender is None:
             sender = self._senders[address] = connection.transport.open_sender(
-                address, options=Capability("topic" if destination.is_topic else "queue")
+                address, options=connection.node_options(destination, address)
             )
         reply_to = message.jms_reply_to
         outgoing = encode(
@@ -976,6 +975,14 @@ class AmqpConnection(ProviderConnection):
         included: it gets Core names already, and those literals guarded from it."""
         dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
         return render_selector(selector, dialect)
+
+    def node_options(self, destination: Destination, address: str) -> list[LinkOption]:
+        """What a link to ``destination`` announces: its kind (first), and on RabbitMQ a
+        durable terminus where the link declares a queue (``DurableNode``)."""
+        options: list[LinkOption] = [Capability("topic" if destination.is_topic else "queue")]
+        if self.rabbitmq and address.startswith("/queue/"):
+            options.append(DurableNode())
+        return options
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or

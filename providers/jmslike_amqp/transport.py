@@ -72,7 +72,7 @@ from jmslike.errors import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
-from jmslike.spi.diagnose import wrong_port_hint
+from jmslike.spi.diagnose import inequivalent_note, wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
 from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
@@ -1138,6 +1138,19 @@ class Capability(LinkOption):
         data.exit()
 
 
+class DurableNode(LinkOption):
+    """A durable terminus, for RabbitMQ's ``/queue/x`` addresses. RabbitMQ declares the
+    queue such an address names when a link attaches, durable only if the terminus is
+    (seen on 3.10: durability none gave ``durable: false``, configuration ``true``).
+    Its STOMP plugin declares ``/queue/x`` durable, a queue declared one way refuses the
+    other ("inequivalent arg 'durable'"), and a non-durable queue loses its persistent
+    messages when the broker restarts: so jmslike asks for durable, as JMS queues are."""
+
+    def apply(self, link: Link) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.durability = Terminus.CONFIGURATION
+
+
 def _reason(condition: Any, default: str) -> str:
     return f"{condition.name}: {condition.description}" if condition else default
 
@@ -1240,18 +1253,23 @@ class _Events:
         session = event.session
         condition = session.remote_condition
         text = _reason(condition, "session ended")
+        text += inequivalent_note(text)
         transport = self._transport
         attaching = transport._attaching
+        told = False
         for link in [link for link in attaching if link.session == session]:
             future = attaching.pop(link)
             if not future.done():
                 future.set_exception(
                     JMSException(f"AMQP broker {transport.address} refused a link: {text}")
                 )
+                told = True
         if not session.state & _LOCAL_CLOSED:
             session.close()
         if condition is not None:
-            log.error("AMQP broker %s ended a session: %s", transport.address, text)
+            # Once, where it is news: a caller waiting for the link raises it already.
+            level = logging.DEBUG if told else logging.ERROR
+            log.log(level, "AMQP broker %s ended a session: %s", transport.address, text)
             event.connection.close()
 
     # ------------------------------------------------------------------ links

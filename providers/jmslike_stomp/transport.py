@@ -38,7 +38,7 @@ from jmslike.errors import (
     JMSSecurityError,
     MessageFormatError,
 )
-from jmslike.spi.diagnose import size_note, wrong_port_hint
+from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
@@ -136,7 +136,7 @@ def _first_line(detail: str, message: str) -> str:
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
     shown = _first_line(detail, message)
-    text = f"{what}: {message}" + (f" ({shown})" if shown else "")
+    text = f"{what}: {message}" + (f" ({shown})" if shown else "") + inequivalent_note(detail)
     # The whole body classifies (a Java exception class such as
     # javax.jms.InvalidDestinationException says more than the words).
     lowered = (message + " " + detail).lower()
