@@ -102,3 +102,37 @@ def test_unreachable_broker_is_a_connection_failure() -> None:
     with pytest.raises(jmslike.ConnectionFailedError) as info:
         _open("ARTEMIS", port=1)
     assert "127.0.0.1:1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        pytest.param("JMSLIKE_TEST_ARTEMIS_AMQP_URL", marks=pytest.mark.artemis, id="artemis"),
+        pytest.param("JMSLIKE_TEST_ACTIVEMQ_AMQP_URL", marks=pytest.mark.activemq, id="activemq"),
+    ],
+)
+def test_a_session_keeps_a_bounded_number_of_sender_links(variable: str) -> None:
+    """A reply service sends to a new temporary queue per request; the session kept a
+    sender link per address for ever (4.7 KiB each on Artemis, found by the soak). It
+    keeps the most recently used ones (SENDERS_KEPT), and a send to an address whose
+    link it closed opens one again."""
+    from jmslike_amqp.provider import SENDERS_KEPT
+
+    with jmslike.ConnectionFactory(broker_url(variable)).create_connection() as connection:
+        session = connection.create_session()
+        producer = session.create_producer(None)
+        transport = connection._provider.transport  # type: ignore[attr-defined]
+
+        def senders() -> int:
+            return sum(1 for h in list(transport._handles.values()) if h.is_sender)
+
+        # (Each temporary queue has a link of its own: AMQP's dynamic node lives with it.)
+        queues = [session.create_temporary_queue() for _ in range(SENDERS_KEPT + 20)]
+        before = senders()
+        for queue in queues:
+            producer.send(session.create_text_message("reply"), destination=queue)
+        producer.send(session.create_text_message("again"), destination=queues[0])
+        assert senders() - before <= SENDERS_KEPT, senders() - before
+        connection.start()
+        first = session.create_consumer(queues[0])
+        assert [m.text for m in iter(lambda: first.receive(2.0), None)] == ["reply", "again"]

@@ -98,11 +98,14 @@ def _amqp(env: dict[str, str], broker: str) -> str:
     return url + "/jmslike-amqp" if broker == "rabbitmq" else url
 
 
+def _amqp_failover(env: dict[str, str], broker: str) -> str:
+    return f"failover:({_amqp(env, broker)})?reconnectDelay=0.1&maxReconnectDelay=1"
+
+
 ROUTES = [
     Route("stomp-failover", _stomp_failover, app_reconnect=False),
     Route("amqp-reconnect", _amqp, app_reconnect=True),
-    # Once AMQP has failover URLs:
-    # Route("amqp-failover", lambda e, b: f"failover:({_amqp(e, b)})", app_reconnect=False),
+    Route("amqp-failover", _amqp_failover, app_reconnect=False),
 ]
 
 BROKERS = [
