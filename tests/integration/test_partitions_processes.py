@@ -291,6 +291,21 @@ def test_groups_kept_when_a_process_is_killed(case: str, tmp_path: Path) -> None
     assert_kept(group, sent)
 
 
+def _freeze_one_of_three(group: Fleet) -> list[str]:
+    """Three processes; once a third is processed, one is frozen (SIGSTOP) for FROZEN
+    seconds and resumed; returns what was sent once everything is processed."""
+    victim = group.start()
+    for _ in range(2):
+        group.start()
+    sent = send_groups(group)
+    group.wait_processed(len(sent) // 3, 60.0)
+    victim.send_signal(signal.SIGSTOP)
+    time.sleep(FROZEN)
+    victim.send_signal(signal.SIGCONT)
+    group.wait_processed(len(sent), 150.0)
+    return sent
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
     """ORD-11, ORD-16: a process frozen (SIGSTOP) for longer than the heart-beat timeout,
@@ -298,15 +313,7 @@ def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
     what it finishes after waking fails to commit once they have moved, so nothing is
     processed twice at once."""
     with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
-        victim = group.start()
-        for _ in range(2):
-            group.start()
-        sent = send_groups(group)
-        group.wait_processed(len(sent) // 3, 60.0)
-        victim.send_signal(signal.SIGSTOP)
-        time.sleep(FROZEN)
-        victim.send_signal(signal.SIGCONT)
-        group.wait_processed(len(sent), 150.0)
+        sent = _freeze_one_of_three(group)
     assert_kept(group, sent)
 
 
@@ -332,15 +339,7 @@ def test_broker_kept_groups_when_a_process_freezes(case: str, mode: str, tmp_pat
     # dropped healthy consumers too; the broker still notices the frozen one well
     # before it wakes (FROZEN).
     with fleet(tmp_path, case, _queue(), mode=mode, heartbeat_ms=3000, partitions=None) as group:
-        victim = group.start()
-        for _ in range(2):
-            group.start()
-        sent = send_groups(group)
-        group.wait_processed(len(sent) // 3, 60.0)
-        victim.send_signal(signal.SIGSTOP)
-        time.sleep(FROZEN)
-        victim.send_signal(signal.SIGCONT)
-        group.wait_processed(len(sent), 150.0)
+        sent = _freeze_one_of_three(group)
     assert_kept(group, sent)
 
 
