@@ -95,8 +95,8 @@ _INEQUIVALENT = re.compile(
 def inequivalent_note(text: str) -> str:
     """For RabbitMQ's "inequivalent arg" refusal: what it means and what to do. A queue
     keeps the arguments it was first declared with; a client that declares it otherwise
-    (another protocol, another library, an older jmslike that declared AMQP queues
-    non-durable) is refused, and the broker's words do not say how to get out."""
+    (another protocol: STOMP declares queues durable, AMQP 1.0 clients do not) is
+    refused, and the broker's words do not say how to get out."""
     match = _INEQUIVALENT.search(text)
     if match is None:
         return ""
@@ -105,5 +105,6 @@ def inequivalent_note(text: str) -> str:
         f" (queue {queue!r} exists with {arg}={match['current']} and this client declares it "
         f"with {arg}={match['asked']}: a RabbitMQ queue keeps what it was first declared "
         f"with; delete it (rabbitmqctl delete_queue {queue}) or declare it alike from every "
-        "client; jmslike declares queues durable over STOMP and AMQP)"
+        "client: RabbitMQ's STOMP plugin declares queues durable, AMQP 1.0 clients (jmslike, "
+        "Qpid JMS) non-durable, so a queue both use must be declared beforehand)"
     )

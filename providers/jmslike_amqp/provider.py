@@ -73,7 +73,7 @@ from jmslike.spi.tls import TLS_SETTINGS, tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, decode, destination_for, encode, message_key
 from jmslike_amqp.credit import Credit
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames, TemporaryTarget
-from jmslike_amqp.transport import AmqpTransport, Capability, DurableNode, LinkHandle
+from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
 
 __all__ = ["AmqpProvider"]
 
@@ -991,12 +991,16 @@ class AmqpConnection(ProviderConnection):
         return render_selector(selector, dialect)
 
     def node_options(self, destination: Destination, address: str) -> list[LinkOption]:
-        """What a link to ``destination`` announces: its kind (first), and on RabbitMQ a
-        durable terminus where the link declares a queue (``DurableNode``)."""
-        options: list[LinkOption] = [Capability("topic" if destination.is_topic else "queue")]
-        if self.rabbitmq and address.startswith("/queue/"):
-            options.append(DurableNode())
-        return options
+        """What a link to ``destination`` announces: its kind.
+
+        Not a durable terminus on RabbitMQ, although its STOMP plugin declares ``/queue/x``
+        durable: Qpid JMS attaches with durability ``none``, so RabbitMQ declares the queue
+        non-durable for a Java client, and a durable terminus from jmslike was refused
+        ("inequivalent arg 'durable'") on every queue a Java application had made (seen in
+        the Java interop tests). Java interop wins; one RabbitMQ queue shared by STOMP and
+        AMQP clients must be declared beforehand (the refusal says so)."""
+        del address  # (kept in the signature: where a broker needs per-address options)
+        return [Capability("topic" if destination.is_topic else "queue")]
 
     def address_of(self, destination: Destination) -> str:
         """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or

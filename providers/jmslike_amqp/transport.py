@@ -1138,19 +1138,6 @@ class Capability(LinkOption):
         data.exit()
 
 
-class DurableNode(LinkOption):
-    """A durable terminus, for RabbitMQ's ``/queue/x`` addresses. RabbitMQ declares the
-    queue such an address names when a link attaches, durable only if the terminus is
-    (seen on 3.10: durability none gave ``durable: false``, configuration ``true``).
-    Its STOMP plugin declares ``/queue/x`` durable, a queue declared one way refuses the
-    other ("inequivalent arg 'durable'"), and a non-durable queue loses its persistent
-    messages when the broker restarts: so jmslike asks for durable, as JMS queues are."""
-
-    def apply(self, link: Link) -> None:
-        terminus = link.source if link.is_receiver else link.target
-        terminus.durability = Terminus.CONFIGURATION
-
-
 def _reason(condition: Any, default: str) -> str:
     return f"{condition.name}: {condition.description}" if condition else default
 
