@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike.message import GROUP_ID, Message
-from jmslike.spi.provider import ProviderConsumer
+from jmslike.spi.provider import ConsumerSpec, ProviderConsumer
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -132,14 +132,10 @@ class Feed:
         return member
 
     def _open(self) -> None:
-        from jmslike.consumer import _accepts
-
         session = self._connection._provider.create_session(False, CLIENT_ACKNOWLEDGE)
-        create = session.create_consumer
-        window = {"window": self.window}
-        options: dict[str, Any] = window if _accepts(create, {"window": True}) else {}
+        spec = ConsumerSpec(self.destination, selector=self.selector, window=self.window)
         try:
-            provider = create(self.destination, self._arrive, selector=self.selector, **options)
+            provider = session.create_consumer(spec, self._arrive)
         except BaseException:
             session.close()
             raise

@@ -9,7 +9,6 @@ empty, so a consumer never sits on more of a group than it is about to process (
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import threading
@@ -24,6 +23,7 @@ from jmslike.destination import Destination
 from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
 from jmslike.message import DELIVERY_COUNT, GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
+from jmslike.spi.provider import ConsumerSpec
 
 if TYPE_CHECKING:
     from jmslike._feed import Feed
@@ -99,32 +99,28 @@ class MessageConsumer:
         else:
             client = "" if shared and durable else self._connection.client_id or ""
             self._gate_scope = f"{destination.key}#{client}/{subscription}"
-        # ORD-18 options go to the provider only when asked for, so a provider written
-        # before them (without the keywords) keeps serving every other consumer.
-        options = (
-            _strict_options(session, destination, exclusive, standby)
-            if exclusive or standby
-            else {}
-        )
+        if (exclusive or standby) and not session._connection.capabilities.exclusive_consumers:
+            raise _lacks_exclusive(session, destination)
         self._feed = feed
         """A listener container's shared subscription this consumer takes from (_feed.py)."""
         self._provider: ProviderConsumer
         if feed is not None:
             self._provider = feed.join(self)
         else:
-            self._provider = session._provider.create_consumer(
+            spec = ConsumerSpec(
                 destination,
-                self._sink,
                 selector=selector,
                 no_local=no_local,
                 subscription=subscription,
                 durable=durable,
                 shared=shared,
-                **options,
+                exclusive=exclusive,
+                standby=standby,
             )
-        if options and not self._provider.exclusive:
-            # The provider took the keywords (say through **options) but did not keep
-            # them: a second consumer would compete. Refuse rather than pretend.
+            self._provider = session._provider.create_consumer(spec, self._sink)
+        if (exclusive or standby) and not self._provider.exclusive:
+            # The provider took the spec but did not keep it strictly ordered: a second
+            # consumer would compete. Refuse rather than pretend.
             self._provider.close([], [])
             raise _lacks_exclusive(session, destination)
         if self._provider.exclusive:
@@ -593,25 +589,6 @@ def _warn_single_process(connection: Connection, destination: Destination) -> No
     )
 
 
-def _strict_options(
-    session: Session, destination: Destination, exclusive: bool, standby: bool
-) -> dict[str, bool]:
-    """The ORD-18 keywords for ``ProviderSession.create_consumer``, only those asked for.
-
-    A provider that declares no ``exclusive_consumers`` capability, or whose
-    ``create_consumer`` predates the keywords, cannot keep a strictly ordered
-    destination: refuse here, naming the capability, rather than let it fail with a
-    TypeError or, worse, deliver to two consumers.
-    """
-    options = {
-        name: True for name, asked in (("exclusive", exclusive), ("standby", standby)) if asked
-    }
-    capabilities = session._connection.capabilities
-    if capabilities.exclusive_consumers and _accepts(session._provider.create_consumer, options):
-        return options
-    raise _lacks_exclusive(session, destination)
-
-
 def _lacks_exclusive(session: Session, destination: Destination) -> IllegalStateError:
     capabilities = session._connection.capabilities
     return IllegalStateError(
@@ -619,17 +596,6 @@ def _lacks_exclusive(session: Session, destination: Destination) -> IllegalState
         f"({capabilities.broker}) lacks capability exclusive_consumers: it cannot hold "
         "the destination to one active consumer"
     )
-
-
-def _accepts(function: Callable[..., object], names: dict[str, bool]) -> bool:
-    """Whether ``function`` takes every keyword in ``names``."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):  # a builtin or C callable: trust the capability
-        return True
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return True
-    return all(name in parameters for name in names)
 
 
 class QueueBrowser:

@@ -19,6 +19,7 @@ from jmslike.errors import TransactionInProgressError
 from jmslike.message import Message
 from jmslike.spi.provider import (
     Capabilities,
+    ConsumerSpec,
     DeliverySink,
     ExceptionCallback,
     OrderingMode,
@@ -63,32 +64,20 @@ class EmbeddedSession(ProviderSession):
         else:
             self._broker.send(destination, snapshot, self._connection.key)
 
-    def create_consumer(
-        self,
-        destination: Destination,
-        sink: DeliverySink,
-        *,
-        selector: str | None = None,
-        no_local: bool = False,
-        subscription: str | None = None,
-        durable: bool = False,
-        shared: bool = False,
-        exclusive: bool = False,
-        standby: bool = False,
-    ) -> ProviderConsumer:
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         slot, sub = self._broker.attach(
-            destination,
+            spec.destination,
             holder=self,
             origin=self._connection.key,
             client_id=self._connection.client_id,
             sink=sink,
-            selector=selector,
-            no_local=no_local,
-            subscription=subscription,
-            durable=durable,
-            shared=shared,
-            exclusive=exclusive,
-            standby=standby,
+            selector=spec.selector,
+            no_local=spec.no_local,
+            subscription=spec.subscription,
+            durable=spec.durable,
+            shared=spec.shared,
+            exclusive=spec.exclusive,
+            standby=spec.standby,
         )
         return EmbeddedConsumer(self._broker, slot, sub)
 

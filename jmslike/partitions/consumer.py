@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.errors import ConfigurationError, JMSException
 from jmslike.message import Message
-from jmslike.spi.provider import DeliverySink, ProviderConsumer, ProviderSession
+from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 
 if TYPE_CHECKING:
     from jmslike.partitions.coordinator import Coordinator
@@ -287,12 +287,11 @@ class PartitionedConsumer(ProviderConsumer):
         the broker holds it back while another consumer (in any process) is active."""
         try:
             with self._calls:
+                spec = ConsumerSpec(
+                    self._partitions[index], selector=self._selector, exclusive=True, standby=True
+                )
                 consumer = self._inner.create_consumer(
-                    self._partitions[index],
-                    lambda message, token: self._arrive(index, message, token),
-                    selector=self._selector,
-                    exclusive=True,
-                    standby=True,
+                    spec, lambda message, token: self._arrive(index, message, token)
                 )
         except JMSException as exc:
             with self._lock:

@@ -28,6 +28,7 @@ from jmslike.message import Message
 from jmslike.partitions.consumer import PartitionedConsumer
 from jmslike.partitions.coordinator import coordinator_for
 from jmslike.spi.provider import (
+    ConsumerSpec,
     DeliverySink,
     ProviderConnection,
     ProviderConsumer,
@@ -107,32 +108,15 @@ class PartitionedSession(ProviderSession):
         return queues
 
     # --------------------------------------------------------------- consume
-    def create_consumer(
-        self,
-        destination: Destination,
-        sink: DeliverySink,
-        *,
-        selector: str | None = None,
-        no_local: bool = False,
-        subscription: str | None = None,
-        durable: bool = False,
-        shared: bool = False,
-        **strict: bool,
-    ) -> ProviderConsumer:
-        spec = self._settings.partitions_for(destination) if not destination.is_topic else None
-        if spec is None:
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
+        destination = spec.destination
+        partitions = (
+            self._settings.partitions_for(destination) if not destination.is_topic else None
+        )
+        if partitions is None:
             with self.calls:
-                return self.inner.create_consumer(
-                    destination,
-                    sink,
-                    selector=selector,
-                    no_local=no_local,
-                    subscription=subscription,
-                    durable=durable,
-                    shared=shared,
-                    **strict,
-                )
-        if strict:
+                return self.inner.create_consumer(spec, sink)
+        if spec.exclusive or spec.standby:
             raise IllegalStateError(
                 f"{destination} is partitioned: each of its partitions is already held to "
                 "one consumer at a time; do not also declare it strictly ordered"
@@ -145,12 +129,12 @@ class PartitionedSession(ProviderSession):
                 f"processes (capability exclusive_scope={capabilities.exclusive_scope!r}); "
                 + str(capabilities.extra.get("exclusive_hint") or "see docs/partitions.md")
             )
-        self._prepare(spec)
-        self._check_leftovers(spec)
+        self._prepare(partitions)
+        self._check_leftovers(partitions)
         factory = self._connection._factory
         coordinator = coordinator_for(
             self._scope,
-            spec,
+            partitions,
             factory._internal_connection,
             self._settings.partition_heartbeat,
             self._settings.partition_timeout,
@@ -158,9 +142,9 @@ class PartitionedSession(ProviderSession):
         consumer = PartitionedConsumer(
             self.inner,
             self.calls,
-            spec,
+            partitions,
             sink,
-            selector=selector,
+            selector=spec.selector,
             window=self._settings.prefetch,
             coordinator=coordinator,
             report=self._report,

@@ -3,6 +3,7 @@
 from jmslike.spi.hookspecs import hookimpl, hookspec
 from jmslike.spi.provider import (
     Capabilities,
+    ConsumerSpec,
     DeliverySink,
     ExceptionCallback,
     OrderingMode,
@@ -15,6 +16,7 @@ from jmslike.spi.registry import ProviderRegistry, get_registry
 
 __all__ = [
     "Capabilities",
+    "ConsumerSpec",
     "DeliverySink",
     "ExceptionCallback",
     "OrderingMode",

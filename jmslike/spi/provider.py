@@ -36,6 +36,7 @@ from jmslike.message import Message
 
 __all__ = [
     "Capabilities",
+    "ConsumerSpec",
     "DeliverySink",
     "ExceptionCallback",
     "OrderingMode",
@@ -168,6 +169,39 @@ class ProviderConsumer(abc.ABC):
         """
 
 
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """Everything a consumer asks of the broker, as one value.
+
+    One object rather than a keyword per JMS feature, so that a feature added later (a
+    new option here) does not change every provider's method signature: a provider that
+    predates it sees a default it already handles. Built by the API layer after the input
+    has been checked (selector parsed, names valid).
+    """
+
+    destination: Destination
+    selector: str | None = None
+    """A JMS message selector, already parsed once by the API layer (so valid)."""
+    no_local: bool = False
+    """Topics: skip messages this connection published."""
+    subscription: str | None = None
+    """The subscription name of a durable or shared topic subscription."""
+    durable: bool = False
+    shared: bool = False
+    exclusive: bool = False
+    """ORD-18: declare the destination strictly ordered (one active consumer)."""
+    standby: bool = False
+    """ORD-18: wait, attached, until the active consumer detaches."""
+    window: int | None = None
+    """A hint: how many messages the broker may push ahead of ``flow`` grants (a listener
+    container's shared feed asks for one sized to its sessions). Providers may ignore it."""
+
+    @property
+    def named(self) -> bool:
+        """A durable or shared subscription: kept under ``subscription``, not per consumer."""
+        return self.durable or self.shared
+
+
 class ProviderSession(abc.ABC):
     """A protocol session: sends, acknowledgements and transactions."""
 
@@ -181,41 +215,28 @@ class ProviderSession(abc.ABC):
         """
 
     @abc.abstractmethod
-    def create_consumer(
-        self,
-        destination: Destination,
-        sink: DeliverySink,
-        *,
-        selector: str | None = None,
-        no_local: bool = False,
-        subscription: str | None = None,
-        durable: bool = False,
-        shared: bool = False,
-        exclusive: bool = False,
-        standby: bool = False,
-    ) -> ProviderConsumer:
-        """Subscribe; deliveries go to ``sink`` once credit is granted with ``flow``.
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
+        """Subscribe as ``spec`` says; deliveries go to ``sink`` once credit is granted
+        with ``flow``.
 
-        ``exclusive`` and ``standby`` serve strictly ordered destinations (ORD-18). The
-        API layer passes them only when they are True, so a provider written before
-        them, whose method lacks the two keywords, keeps working for every other consumer
-        (and jmslike refuses a strictly ordered one with IllegalStateError naming the
-        ``exclusive_consumers`` capability rather than calling it):
+        Check everything in ``spec`` the provider cannot honour first and raise
+        IllegalStateError naming the capability, before anything reaches the broker.
+        ``spec.exclusive`` and ``spec.standby`` serve strictly ordered destinations
+        (ORD-18); the API layer sets them only where ``Capabilities.exclusive_consumers``
+        is True:
 
-        * ``exclusive=True`` declares the queue, or for a topic the subscription,
-          strictly ordered, and the declaration sticks: from then on at most one consumer
-          is active there at a time. If one already is, raise IllegalStateError naming
-          the destination, before changing anything.
-        * ``standby=True``: where the destination is strictly ordered (declared now or
-          before) and a consumer is active, attach anyway but deliver nothing until the
-          active one detaches; standbys take over in the order they attached, starting
-          with what the active one left unfinished, in order (as in ORD-15). On a
-          destination that is not strictly ordered, raise IllegalStateError.
+        * ``exclusive`` declares the queue, or for a topic the subscription, strictly
+          ordered, and the declaration sticks: from then on at most one consumer is active
+          there at a time. If one already is, raise IllegalStateError naming the
+          destination, before changing anything.
+        * ``standby``: where the destination is strictly ordered (declared now or before)
+          and a consumer is active, attach anyway but deliver nothing until the active one
+          detaches; standbys take over in the order they attached, starting with what the
+          active one left unfinished, in order (as in ORD-15). On a destination that is
+          not strictly ordered, raise IllegalStateError.
 
         Set ``exclusive`` on the returned consumer when the destination turned out to be
-        strictly ordered. A provider that cannot keep these rules raises
-        IllegalStateError naming the capability (and should declare
-        ``Capabilities.exclusive_consumers=False``).
+        strictly ordered.
         """
 
     @abc.abstractmethod

@@ -58,6 +58,7 @@ from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.messages import DLQ_REASON, set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
+    ConsumerSpec,
     DeliverySink,
     ExceptionCallback,
     OrderingMode,
@@ -500,25 +501,14 @@ class AmqpSession(ProviderSession):
                 raise type(exc)(f"{exc}{note}") from exc
             raise
 
-    def create_consumer(
-        self,
-        destination: Destination,
-        sink: DeliverySink,
-        *,
-        selector: str | None = None,
-        no_local: bool = False,
-        subscription: str | None = None,
-        durable: bool = False,
-        shared: bool = False,
-        exclusive: bool = False,
-        standby: bool = False,
-    ) -> ProviderConsumer:
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         connection = self.connection
+        destination = spec.destination
         capabilities = connection.capabilities
         for wanted, capability, have in (
-            (durable, "durable_subscriptions", capabilities.durable_subscriptions),
-            (shared, "shared_subscriptions", capabilities.shared_subscriptions),
-            (no_local, "no_local", False),
+            (spec.durable, "durable_subscriptions", capabilities.durable_subscriptions),
+            (spec.shared, "shared_subscriptions", capabilities.shared_subscriptions),
+            (spec.no_local, "no_local", False),
         ):
             if wanted and not have:
                 raise IllegalStateError(
@@ -526,8 +516,9 @@ class AmqpSession(ProviderSession):
                     f"(capability {capability})"
                 )
         connection.check_temporary(destination, consuming=True)
-        name = subscription or ""
-        named = durable or shared
+        name = spec.subscription or ""
+        named = spec.named
+        durable, shared = spec.durable, spec.shared
         extra: dict[str, Any] = {}
         if named:
             if durable and not shared and connection.client_id is None:
@@ -558,8 +549,8 @@ class AmqpSession(ProviderSession):
         claim = connection.strict.attach(
             destination.key,
             name if named else f"own-{id(promote)}" if destination.is_topic else None,
-            exclusive=exclusive,
-            standby=standby,
+            exclusive=spec.exclusive,
+            standby=spec.standby,
             promote=promote,
             what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
@@ -568,7 +559,7 @@ class AmqpSession(ProviderSession):
             connection.declare_exclusive_queue(destination, required=False)
         try:
             consumer = AmqpConsumer(
-                self, destination, sink, selector, claim=claim, ring=ring, **extra
+                self, destination, sink, spec.selector, claim=claim, ring=ring, **extra
             )
         except BaseException:
             connection.strict.detach(claim)

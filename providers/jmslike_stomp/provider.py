@@ -55,6 +55,7 @@ from jmslike.spi.management import ArtemisManagement
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.provider import (
     Capabilities,
+    ConsumerSpec,
     DeliverySink,
     ExceptionCallback,
     OrderingMode,
@@ -437,23 +438,12 @@ class StompSession(ProviderSession):
             and headers["destination"].startswith("/amq/queue/"),
         )
 
-    def create_consumer(
-        self,
-        destination: Destination,
-        sink: DeliverySink,
-        *,
-        selector: str | None = None,
-        no_local: bool = False,
-        subscription: str | None = None,
-        durable: bool = False,
-        shared: bool = False,
-        exclusive: bool = False,
-        standby: bool = False,
-        window: int | None = None,
-    ) -> ProviderConsumer:
-        """A subscription; ``window`` (messages) overrides the session's own window (a
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
+        """A subscription; ``spec.window`` (messages) overrides the session's own window (a
         listener container's feed asks for one sized to its sessions)."""
         connection = self.connection
+        destination, subscription = spec.destination, spec.subscription
+        durable, shared, window = spec.durable, spec.shared, spec.window
         dialect = connection.dialect
         if shared and dialect.shared_subscription == "none":
             raise IllegalStateError(
@@ -469,9 +459,9 @@ class StompSession(ProviderSession):
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
         client_filter = None
-        if selector:
-            client_filter = self._selector_headers(destination, selector, headers)
-        if no_local:
+        if spec.selector:
+            client_filter = self._selector_headers(destination, spec.selector, headers)
+        if spec.no_local:
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
         if shared:
             connection.shared_headers(destination, subscription or "", durable, headers)
@@ -486,7 +476,7 @@ class StompSession(ProviderSession):
                 "created a temporary destination may consume from it"
             )
         # Per queue, and for a topic per subscription (a plain topic consumer is its own).
-        named = durable or shared
+        named = spec.named
         place = (subscription or "") if named else sub_id if destination.is_topic else None
         what = str(destination) + (f" subscription {subscription!r}" if named else "")
         promote = Promotion()  # bound to the consumer once made
@@ -494,8 +484,8 @@ class StompSession(ProviderSession):
         claim = connection.strict.attach(
             destination.key,
             place,
-            exclusive=exclusive,
-            standby=standby,
+            exclusive=spec.exclusive,
+            standby=spec.standby,
             promote=promote,
             what=what,
         )

@@ -148,12 +148,12 @@ class TinySession(ProviderSession):
         with _lock:
             _route(destination.key, stored)
 
-    def create_consumer(self, destination, sink, *, selector=None, no_local=False,
-                        subscription=None, durable=False, shared=False):
-        for wanted, capability in ((durable, "durable"), (shared, "shared")):
+    def create_consumer(self, spec, sink):
+        destination = spec.destination
+        for wanted, capability in ((spec.durable, "durable"), (spec.shared, "shared")):
             if wanted:
                 raise jmslike.IllegalStateError(
-                    f"tiny has no {capability} subscriptions ({subscription!r}; "
+                    f"tiny has no {capability} subscriptions ({spec.subscription!r}; "
                     f"capability {capability}_subscriptions)"
                 )
         with _lock:
