@@ -160,14 +160,26 @@ class MessageConsumer:
         their tokens. Deliveries already handed to the application stay where they are."""
         with self._cond:
             kept = [entry for entry in self._buffer if not stale(entry[1])]
-            dropped = [entry[1] for entry in self._buffer if stale(entry[1])]
+            lost = [entry for entry in self._buffer if stale(entry[1])]
             self._buffer.clear()
             self._buffer.extend(kept)
-            self._credit += len(dropped)
+            self._credit += len(lost)
+        dropped = [token for _msg, token, _nb in lost]
         gate = self._gate
         if gate is not None:
             parked = gate.withdraw(self._session, lambda item: item[0] is self and stale(item[2]))
             dropped += [item[2] for _key, item in parked]
+            # The buffered ones had passed the gate, so this session holds their groups:
+            # it never will finish them, and the broker's copies must find their groups
+            # free, with their place kept at the front of the line (as on close). Without
+            # this, every group buffered here at a reconnect stalled for good (issue 18,
+            # RabbitMQ over a failover URL).
+            self._session._gate_returned(
+                [
+                    (self._gate_scope, msg.ordering_group, msg.jms_message_id)
+                    for msg, _t, _nb in lost
+                ]
+            )
         return dropped
 
     def _sink(self, message: Message, token: Any, *, by_sequence: bool = True) -> None:
