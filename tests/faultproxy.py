@@ -7,7 +7,10 @@ it, as networks and broker restarts do:
 * ``stall()`` / ``resume()``: stop moving bytes with both sockets left open (a frozen
   peer, a black-holed route); only heart-beats or idle timeouts can notice it;
 * ``half_close()``: shut the broker-to-client direction only (the client reads EOF while
-  its writes still go through).
+  its writes still go through);
+* ``slow(bytes_per_second)`` / ``fast()``: move bytes at that rate, both ways, reading
+  little at a time, so the kernel buffers behind the relay fill (a slow reader, a thin
+  link): the peer is slow, not dead, and must not be taken for dead.
 
 Threads, not asyncio, so that a test thread can call it while jmslike runs its own
 threads. Used by tests/integration/test_faults.py and test_failover.py.
@@ -18,8 +21,12 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 __all__ = ["Relay"]
+
+SLOW_CHUNK = 1024
+"""Bytes read and written at a time while slowed."""
 
 
 class Relay:
@@ -33,6 +40,8 @@ class Relay:
         self._lock = threading.Lock()
         self._flowing = threading.Event()
         self._flowing.set()
+        self._rate: float | None = None
+        """Bytes a second each way while ``slow``; None: as fast as the sockets go."""
         self.accepted = 0
         threading.Thread(target=self._accept, daemon=True, name="relay-accept").start()
 
@@ -55,9 +64,16 @@ class Relay:
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         with contextlib.suppress(OSError):
-            while data := src.recv(65536):
+            while data := src.recv(SLOW_CHUNK if self._rate else 65536):
                 self._flowing.wait()
-                dst.sendall(data)
+                rate = self._rate
+                if rate is None:
+                    dst.sendall(data)
+                    continue
+                for start in range(0, len(data), SLOW_CHUNK):
+                    piece = data[start : start + SLOW_CHUNK]
+                    dst.sendall(piece)
+                    time.sleep(len(piece) / rate)
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
@@ -79,6 +95,15 @@ class Relay:
 
     def resume(self) -> None:
         self._flowing.set()
+
+    def slow(self, bytes_per_second: float) -> None:
+        """From now on move at most ``bytes_per_second`` each way (per connection)."""
+        if bytes_per_second <= 0:
+            raise ValueError(f"bytes_per_second must be positive, not {bytes_per_second!r}")
+        self._rate = float(bytes_per_second)
+
+    def fast(self) -> None:
+        self._rate = None
 
     def half_close(self) -> None:
         """The client reads EOF; what it writes still reaches the broker."""

@@ -36,6 +36,7 @@ _OWN = {
     "maxmessagesperbatch",
     "statedir",
     "drainackevery",
+    "acknowledge",
 }
 _SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
 """Keys Spark itself may pass along with the user's options: not factory settings."""
@@ -57,8 +58,11 @@ class SparkOptions:
     duplicate_ids: str = "auto"
     read_mode: str = "browse"
     receive_timeout: float = 1.0
-    max_messages_per_batch: int = 100
+    max_messages_per_batch: int = 5000
     drain_ack_every: int = 100
+    acknowledge: str = "stored"
+    """Streaming read: "stored" acknowledges a batch's messages once they are on disk in
+    ``state_dir`` (every ``drain_ack_every``), "commit" only when Spark commits the batch."""
     state_dir: str | None = None
     settings: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -116,6 +120,7 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
     destination = parse_destination(where)
     mode = _choice(options, "deliverymode", "deliveryMode", ("persistent", "non_persistent"))
     settings = {k: v for k, v in options.items() if k not in _OWN and k not in _SPARK_KEYS}
+    acknowledge = _choice(options, "acknowledge", "acknowledge", ("stored", "commit"))
     parsed = SparkOptions(
         url=url,
         destination=destination,
@@ -131,9 +136,17 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
         duplicate_ids=_choice(options, "duplicateids", "duplicateIds", ("auto", "true", "false")),
         read_mode=_choice(options, "readmode", "readMode", ("browse", "drain")),
         receive_timeout=_seconds(options, "receivetimeout", "receiveTimeout", 1.0),
-        max_messages_per_batch=_int(options, "maxmessagesperbatch", "maxMessagesPerBatch", 100),
+        max_messages_per_batch=_int(
+            options,
+            "maxmessagesperbatch",
+            "maxMessagesPerBatch",
+            # Held unacknowledged until Spark commits, a batch must stay small on Classic,
+            # which pages in 200 messages at a time; stored on disk first, it need not.
+            5000 if acknowledge == "stored" else 100,
+        ),
         drain_ack_every=_int(options, "drainackevery", "drainAckEvery", 100),
         state_dir=options.get("statedir") or None,
+        acknowledge=acknowledge,
         settings=settings,
     )
     if parsed.order_column is not None and parsed.group_column is None:

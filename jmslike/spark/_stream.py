@@ -1,35 +1,51 @@
-"""Streaming read: micro-batches whose offsets jmslike keeps on disk, acknowledged to
-the broker only when Spark commits the batch.
+"""Streaming read: micro-batches whose offsets and rows jmslike keeps on disk.
 
 Process model: Spark keeps one Python process on the driver for a streaming source
 (``latestOffset``, ``partitions``, ``commit`` and ``stop`` all run there), and runs
-``read`` in executor workers. So the broker session lives on the driver: each
-``latestOffset`` call opens a CLIENT_ACKNOWLEDGE session, receives up to
-``maxMessagesPerBatch`` messages, writes them to the state directory (``stateDir``,
-fsync'd, one JSON file per batch, named by the batch's end offset) and keeps the
-session open, unacknowledged. ``partitions`` hands the batch's rows to the executors
-inside the partition, read back from that file, so a batch Spark replays after a
-failure is the same rows. ``commit(end)`` acknowledges the sessions of every batch up
-to ``end`` and deletes their files. A batch that fails is never committed: its
-messages stay unacknowledged, go back to the broker when the query stops, and the
-restarted query serves the batch again from the file (the redelivered copies are
-recognised by message id and only acknowledged, not read twice).
+``read`` in executor workers. So the broker session lives on the driver: ``latestOffset``
+receives up to ``maxMessagesPerBatch`` messages on a CLIENT_ACKNOWLEDGE session and
+writes them to the state directory (``stateDir``, fsync'd, one JSON file per batch,
+named by the batch's end offset). ``partitions`` hands the batch's rows to the executors
+inside the partition, read back from that file, so a batch Spark replays after a failure
+is the same rows, and ``commit(end)`` deletes the files up to ``end``. When the broker
+hears of a batch depends on the ``acknowledge`` option:
 
-Group order: one batch's rows are in delivery order in one partition (ORD-9). Across
-batches, a batch's session holds its groups until Spark commits it, so another
-session cannot get a later message of those groups first (ORD-9, ORD-10): a group's
-messages appear in micro-batches in send order.
+* ``stored`` (the default), a write-ahead log: one session and consumer serve every
+  batch; every ``drainAckEvery`` messages are appended to ``spool-<start>.jsonl`` and
+  fsync'd, and only then acknowledged. A batch Spark fails is served again from its
+  file (the broker has forgotten it); a process that dies mid-batch leaves a spool that
+  the next reader turns into a batch, and a copy the broker sends again because the
+  last acknowledgement was lost is recognised by message id and only acknowledged.
+  Batches can be large (ActiveMQ Classic pages in only 200 messages at a time and sends
+  no more while they are unacknowledged, so holding a batch until Spark commits it keeps
+  it small), and no empty batches are needed: Spark's fixed cost per micro-batch (about
+  half a second) is paid for thousands of rows, not a hundred. The state directory is
+  then the only copy of what Spark has not processed yet: keep it on a durable disk,
+  with the query's ``checkpointLocation``.
+* ``commit``: each ``latestOffset`` opens a session of its own and keeps it open,
+  unacknowledged, until Spark commits that batch; ``commit(end)`` acknowledges the
+  sessions of every batch up to ``end``. A batch that fails is never committed: its
+  messages go back to the broker when the query stops, and the restarted query serves
+  the batch again from the file (the redelivered copies are recognised by message id
+  and only acknowledged, not read twice). The broker keeps every message until Spark is
+  done with it.
 
-Spark commits batch N only when it plans batch N+1. If a fresh session gets nothing
-while batch N is uncommitted (every waiting message may belong to groups batch N holds,
-or the broker offers them only to batch N's consumer, as ActiveMQ does), ``latestOffset``
-answers an empty batch: the offset's ``tick`` moves, ``seq`` does not. Spark plans it,
-commits batch N on the way (its session is acknowledged and closed, its groups are free)
-and runs the empty batch; the next ``latestOffset`` gets the messages on a fresh session.
-So a session only ever holds one batch, acknowledged exactly when Spark commits that
-batch, and the last batch of a run is committed by the empty batch after it, without
-waiting for more data. An idle stream makes at most one empty batch: with nothing
-pending, an empty receive leaves the offset as it was.
+Group order: one batch's rows are in delivery order in one partition (ORD-9), and Spark
+runs micro-batches one after another. With ``stored`` one consumer takes every batch, so
+a group's messages come in send order across batches. With ``commit`` a batch's session
+holds its groups until Spark commits it, so another session cannot get a later message
+of those groups first (ORD-9, ORD-10).
+
+Spark commits batch N only when it plans batch N+1. With ``commit``, if a fresh session
+gets nothing while batch N is uncommitted (every waiting message may belong to groups
+batch N holds, or the broker offers them only to batch N's consumer, as ActiveMQ does),
+``latestOffset`` answers an empty batch: the offset's ``tick`` moves, ``seq`` does not.
+Spark plans it, commits batch N on the way (its session is acknowledged and closed, its
+groups are free) and runs the empty batch; the next ``latestOffset`` gets the messages
+on a fresh session. So a session only ever holds one batch, acknowledged exactly when
+Spark commits that batch, and the last batch of a run is committed by the empty batch
+after it, without waiting for more data. An idle stream makes at most one empty batch:
+with nothing pending, an empty receive leaves the offset as it was.
 """
 
 from __future__ import annotations
@@ -106,6 +122,10 @@ class _StateDir:
             out.flush()
             os.fsync(out.fileno())
         tmp.replace(self.path / name)
+        self._sync_dir()
+
+    def _sync_dir(self) -> None:
+        """A new or renamed file survives a crash only once its directory is synced."""
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -135,6 +155,39 @@ class _StateDir:
             {"start": start, "end": end, "rows": [_encode(r) for r in rows]},
         )
 
+    def write_batch(self, start: int, end: int, encoded: list[list[Any]]) -> None:
+        """A batch from rows already encoded for JSON (a spool's)."""
+        self._write(f"batch-{end}.json", {"start": start, "end": end, "rows": encoded})
+
+    def spool(self, start: int, rows: list[tuple[Any, ...]]) -> None:
+        """Append ``rows`` to the spool of the batch starting after ``start``, on disk
+        (fsync'd) when this returns: only then may they be acknowledged."""
+        path = self.path / f"spool-{start}.jsonl"
+        new = not path.exists()
+        with open(path, "a", encoding="utf-8") as out:
+            out.writelines(json.dumps(_encode(row)) + "\n" for row in rows)
+            out.flush()
+            os.fsync(out.fileno())
+        if new:
+            self._sync_dir()
+
+    def spools(self) -> dict[int, list[list[Any]]]:
+        """Spools a reader left mid-batch: start offset -> encoded rows. A last line cut
+        short by a crash was never acknowledged (the fsync did not return): dropped."""
+        found: dict[int, list[list[Any]]] = {}
+        for file in self.path.glob("spool-*.jsonl"):
+            rows = []
+            for line in file.read_text(encoding="utf-8").splitlines():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break
+            found[int(file.stem.removeprefix("spool-"))] = rows
+        return found
+
+    def drop_spool(self, start: int) -> None:
+        (self.path / f"spool-{start}.jsonl").unlink(missing_ok=True)
+
     def drop_batches(self, upto: int) -> None:
         """The file name says a batch's end: no need to read the rows to drop it."""
         for file in self.path.glob("batch-*.json"):
@@ -157,6 +210,10 @@ class JmsStreamReader(DataSourceStreamReader):
         self._state = _StateDir(options.state_dir)
         self._connection: Connection | None = None
         self._pending: list[_Pending] = []
+        self._session: Session | None = None
+        self._consumer: MessageConsumer | None = None
+        """``acknowledge=stored``: the one session and consumer of every batch."""
+        self._finish_spools()
         spooled = self._state.batches()
         self._known: dict[str, int] = {}
         """Message id -> end offset of the spooled batch it is in (after a restart)."""
@@ -170,6 +227,15 @@ class JmsStreamReader(DataSourceStreamReader):
         self._tick = self._committed["tick"]
         """Counts the empty batches that let Spark commit a pending one (module docstring)."""
 
+    def _finish_spools(self) -> None:
+        """A reader that died mid-batch acknowledged what it spooled: those rows exist
+        only on disk now, so they become a batch of their own, served like any other."""
+        batches = {data["start"] for data in self._state.batches().values()}
+        for start, rows in sorted(self._state.spools().items()):
+            if rows and start not in batches:
+                self._state.write_batch(start, start + len(rows), rows)
+            self._state.drop_spool(start)
+
     def _open(self) -> Connection:
         if self._connection is None:
             self._connection = self.options.factory().create_connection()
@@ -182,6 +248,8 @@ class JmsStreamReader(DataSourceStreamReader):
     # No (start, limit) arguments: PySpark 4.0 and 4.1 call it so, 4.2+ still do for a
     # reader that declares none (then maxMessagesPerBatch is the read limit).
     def latestOffset(self) -> dict[str, int]:  # type: ignore[override]  # noqa: N802
+        if self.options.acknowledge == "stored":
+            return self._latest_stored()
         connection = self._open()
         session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(self.options.destination)
@@ -202,6 +270,42 @@ class JmsStreamReader(DataSourceStreamReader):
         if rows:
             self._seq = start + len(rows)
             self._state.add_batch(start, self._seq, rows)
+        return {"seq": self._seq, "tick": self._tick}
+
+    def _latest_stored(self) -> dict[str, int]:
+        """``acknowledge=stored``: receive a batch, spooling and acknowledging it every
+        ``drainAckEvery`` messages, then write it as a batch file (module docstring)."""
+        if self._session is None or self._consumer is None:
+            self._session = self._open().create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            self._consumer = self._session.create_consumer(self.options.destination)
+        session, consumer = self._session, self._consumer
+        start = self._seq
+        rows: list[tuple[Any, ...]] = []
+        spooled = unacknowledged = 0
+        timeout = self.options.receive_timeout
+        while len(rows) < self.options.max_messages_per_batch:
+            message = consumer.receive(timeout)
+            if message is None:
+                break
+            timeout = min(timeout, 0.05)
+            unacknowledged += 1
+            if self._known.pop(message.jms_message_id or "", None) is None:
+                rows.append(message_row(message, start + len(rows) + 1))
+            # else: a copy of a row already on disk (its acknowledgement was lost)
+            if unacknowledged >= self.options.drain_ack_every:
+                if len(rows) > spooled:
+                    self._state.spool(start, rows[spooled:])
+                    spooled = len(rows)
+                session.acknowledge()
+                unacknowledged = 0
+        if unacknowledged:
+            if len(rows) > spooled:
+                self._state.spool(start, rows[spooled:])
+            session.acknowledge()
+        if rows:
+            self._seq = start + len(rows)
+            self._state.add_batch(start, self._seq, rows)
+        self._state.drop_spool(start)
         return {"seq": self._seq, "tick": self._tick}
 
     def _receive(
@@ -255,3 +359,4 @@ class JmsStreamReader(DataSourceStreamReader):
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+            self._session = self._consumer = None

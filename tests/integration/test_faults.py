@@ -2,7 +2,8 @@
 handed out twice unflagged, no group reordered (ORD-11), and the application told.
 
 The consumer's connection goes through tests/faultproxy.py's relay, which the test cuts
-(both ways) or stalls (no bytes, sockets open). A plain URL (no failover): the loss must
+(both ways), stalls (no bytes, sockets open) or slows (a slow reader: see the last test,
+where nothing is lost and the connection must stay up). A plain URL (no failover): the loss must
 reach the exception listener, every later call must raise ConnectionFailedError (the
 same error on every provider), nothing the lost connection had buffered may be handed
 out (the broker gives those messages to other consumers again), and ``close()`` must
@@ -154,3 +155,55 @@ def test_connection_stalled_while_receiving(relay_for) -> None:
     handed = consume_then_fault(keepalive(url), queue, relay.stall, timeout=20.0)
     relay.cut()  # the broker side of the stalled connection goes too (as it would in time)
     check_after_loss(url, queue, sent, handed)
+
+
+SLOW_RATE = 32 * 1024
+"""Bytes a second each way through the slowed relay: 30 messages of 2 KiB take ~2 s."""
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_slow_link_loses_and_reorders_nothing(relay_for) -> None:
+    """A slow link (or a slow reader) is not a dead one: through a relay moving 32 KiB/s
+    each way, with keep-alives on, persistent sends return once stored, a CLIENT_ACKNOWLEDGE
+    consumer gets every message once, each group in send order (ORD-9), none flagged
+    redelivered, and the exception listener hears nothing."""
+    url, _direct, relay = relay_for
+    url = keepalive(url)
+    queue = f"queue://faults-slow-{uuid.uuid4().hex[:8]}"
+    errors: list[Exception] = []
+    padding = "x" * 2048
+    relay.slow(SLOW_RATE)
+    with ConnectionFactory(url).create_connection() as connection:
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        sent = []
+        producers = []
+        for g in range(GROUPS):
+            producer = session.create_producer(queue)
+            producer.delivery_mode = DeliveryMode.PERSISTENT
+            producer.enable_ordering_group(f"g{g}")
+            producers.append(producer)
+        for n in range(PER_GROUP):
+            for g, producer in enumerate(producers):
+                text = f"g{g}:{n:02d}"
+                message = session.create_text_message(text)
+                message.set_string_property("padding", padding)
+                producer.send(message)
+                sent.append(text)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        got: list[tuple[str, bool]] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            message = consumer.receive(1.0)
+            if message is not None:
+                got.append((message.text, message.jms_redelivered))
+                message.acknowledge()
+        assert consumer.receive(0.5) is None, "a message came twice"
+    assert not errors, f"a slow link was taken for a lost one: {errors}"
+    texts = [t for t, _ in got]
+    assert sorted(texts) == sorted(sent), f"lost: {sorted(set(sent) - set(texts))}"
+    for g in range(GROUPS):
+        mine = [t for t in texts if t.startswith(f"g{g}:")]
+        assert mine == sorted(mine), f"group g{g} out of order: {mine}"
+    assert not [t for t, redelivered in got if redelivered], got

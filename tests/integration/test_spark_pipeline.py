@@ -296,6 +296,7 @@ def _read_stream(
     checkpoint: Path,
     batches: list[tuple[int, list[Any]]],
     fail_batch: int | None = None,
+    acknowledge: str = "commit",
 ) -> Any:
     """``batches`` gets (batch id, rows) of every batch with rows; the first such batch
     from ``fail_batch`` on fails. Empty batches are how jmslike lets Spark commit a
@@ -315,7 +316,9 @@ def _read_stream(
         .option("destination", queue)
         .option("stateDir", str(state))
         .option("maxMessagesPerBatch", "20")
+        .option("drainAckEvery", "7")
         .option("receiveTimeout", "0.5")
+        .option("acknowledge", acknowledge)
         .load()
     )
     return (
@@ -380,6 +383,53 @@ def test_streaming_read_acks_on_commit_and_reads_a_failed_batch_again(
     finally:
         query.stop()
     assert [row[0] for row in second[0][1]] == list(range(21, 41))  # read again, same rows
+    rows = [row for _, batch in [*first, *second] for row in batch]
+    assert [row[0] for row in rows] == list(range(1, 61))
+    steps: dict[str, list[int]] = {}
+    for _, group, _body, step in rows:
+        steps.setdefault(group, []).append(int(step))
+    assert steps == {f"g{g}": list(range(15)) for g in range(4)}
+    time.sleep(1.0)  # the stopped query's connection closes
+    assert _drain(url, queue) == []
+
+
+@pytest.mark.parametrize(
+    "broker",
+    [
+        pytest.param("activemq", marks=pytest.mark.activemq),
+        pytest.param("artemis", marks=pytest.mark.artemis),
+    ],
+)
+def test_streaming_read_stored_acks_once_on_disk_and_serves_a_failed_batch_from_it(
+    spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``acknowledge=stored`` (the default): a batch is acknowledged once it is spooled in
+    stateDir, so the broker forgets it before Spark commits it; the second batch fails,
+    and the restarted query serves it again from the state dir (same offsets, same rows),
+    then reads on. Group order holds within and across micro-batches; no empty batch is
+    needed, and nothing is left on the broker."""
+    url = str(request.getfixturevalue(broker))
+    queue = _queue("stream-stored")
+    _send_groups(url, queue, groups=4, per_group=15)
+    state, checkpoint = tmp_path / "state", tmp_path / "checkpoint"
+    first: list[tuple[int, list[Any]]] = []
+    query = _read_stream(spark, url, queue, state, checkpoint, first, 1, "stored")
+    with pytest.raises(SparkError, match="fails on purpose"):
+        query.awaitTermination(120)
+    assert [row[0] for row in first[0][1]] == list(range(1, 21))
+    assert json.loads((state / "committed.json").read_text())["seq"] == 20
+    assert (state / "batch-40.json").exists()
+    if broker == "activemq":  # Artemis cannot browse over STOMP
+        # the failed batch was acknowledged when it was stored: only the third is left
+        assert _eventually(lambda: _count(url, queue), 20, 10.0) == 20
+
+    second: list[tuple[int, list[Any]]] = []
+    query = _read_stream(spark, url, queue, state, checkpoint, second, None, "stored")
+    try:
+        _wait_rows(second, 40, query)
+    finally:
+        query.stop()
+    assert [row[0] for row in second[0][1]] == list(range(21, 41))  # from the state dir
     rows = [row for _, batch in [*first, *second] for row in batch]
     assert [row[0] for row in rows] == list(range(1, 61))
     steps: dict[str, list[int]] = {}

@@ -1,0 +1,104 @@
+"""The streaming read's write-ahead spool (``acknowledge=stored``), without Spark.
+
+``JmsStreamReader`` is driven directly, as Spark's driver process would call it, on a
+real embedded broker: a reader that dies after acknowledging part of a batch must leave
+those rows on disk, and the next reader must serve them, in order, before anything new.
+(tests/integration/test_spark_pipeline.py runs both modes in a real Spark session.)
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jmslike import ConnectionFactory
+from jmslike.spark._options import parse_options
+from jmslike.spark._stream import JmsStreamReader
+
+pytestmark = pytest.mark.embedded
+
+GROUPS, PER_GROUP = 3, 10
+
+
+class _DiedError(Exception):
+    """Stands for the driver process dying at that point."""
+
+
+def _options(url: str, state: Path, **extra: str) -> Any:
+    return parse_options(
+        {"url": url, "destination": "queue://in", "stateDir": str(state), **extra}
+    )
+
+
+def _rows(reader: JmsStreamReader, start: int, end: int) -> list[str]:
+    (partition,) = reader.partitions({"seq": start, "tick": 0}, {"seq": end, "tick": 0})
+    return [row[0] for row in reader.read(partition)]  # the text body
+
+
+def test_a_reader_that_dies_mid_batch_leaves_its_acknowledged_rows_to_the_next(
+    tmp_path: Path,
+) -> None:
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    state = tmp_path / "state"
+    sent = [f"g{g}:{n}" for n in range(PER_GROUP) for g in range(GROUPS)]
+    with ConnectionFactory(url).create_connection() as keeper:  # keeps the broker alive
+        session = keeper.create_session()
+        producers = []
+        for g in range(GROUPS):
+            producer = session.create_producer("queue://in")
+            producer.enable_ordering_group(f"g{g}")
+            producers.append(producer)
+        for text in sent:
+            producers[int(text[1])].send(session.create_text_message(text))
+
+        first = JmsStreamReader(_options(url, state, drainAckEvery="7"))
+
+        def die(*_args: object) -> None:
+            raise _DiedError
+
+        first._state.add_batch = die  # type: ignore[method-assign]
+        with pytest.raises(_DiedError):
+            first.latestOffset()
+        first.stop()
+        assert [p.name for p in state.glob("spool-*")] == ["spool-0.jsonl"]
+        assert not list(state.glob("batch-*")), "the batch file was never written"
+
+        second = JmsStreamReader(_options(url, state))
+        assert not list(state.glob("spool-*")), "the spool became a batch"
+        assert second.initialOffset() == {"seq": 0, "tick": 0}
+        end = second.latestOffset()
+        assert end["seq"] == len(sent), end
+        assert _rows(second, 0, end["seq"]) == sent
+        second.commit(end)
+        assert not list(state.glob("batch-*"))
+        second.stop()
+        # Everything was acknowledged as it was spooled: the broker has nothing left.
+        leftover = keeper.create_session().create_consumer("queue://in")
+        keeper.start()
+        assert leftover.receive(0.3) is None
+
+
+def test_stored_batches_are_acknowledged_before_spark_commits(tmp_path: Path) -> None:
+    """The point of ``stored``: the broker forgets a batch once it is on disk, so the next
+    batch is not held back by it; a batch Spark fails comes again from the file."""
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    state = tmp_path / "state"
+    with ConnectionFactory(url).create_connection() as keeper:
+        session = keeper.create_session()
+        producer = session.create_producer("queue://in")
+        producer.enable_ordering_group("g")
+        for n in range(10):
+            producer.send(session.create_text_message(f"g:{n}"))
+        reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4"))
+        offsets = [reader.latestOffset() for _ in range(3)]
+        assert [o["seq"] for o in offsets] == [4, 8, 10]
+        reader.stop()  # Spark failed before committing anything
+        again = JmsStreamReader(_options(url, state))
+        assert again.initialOffset()["seq"] == 0
+        assert _rows(again, 0, 4) == [f"g:{n}" for n in range(4)]
+        assert _rows(again, 4, 10) == [f"g:{n}" for n in range(4, 10)]
+        assert again.latestOffset()["seq"] == 10  # nothing new: the broker forgot them
+        again.stop()
