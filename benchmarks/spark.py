@@ -6,8 +6,10 @@
   jmslike producer session in this process doing the same (rows sorted by group, one
   bound producer per group, same transactions). Persistent messages, 100-byte bodies.
 * streaming read: ``--stream-rows`` of those messages read by a Spark streaming query
-  (``maxMessagesPerBatch`` = ``--stream-batch``) into a no-op ``foreachBatch``, against
-  one plain jmslike CLIENT_ACKNOWLEDGE consumer acknowledging every ``--stream-batch``.
+  into a no-op ``foreachBatch``, with the read's default options unless
+  ``--stream-batch`` (``maxMessagesPerBatch``) or ``--acknowledge`` is given, against one
+  plain jmslike CLIENT_ACKNOWLEDGE consumer acknowledging every 100 rows (every
+  ``--stream-batch``, if given).
   What is left on the queues is drained at the end.
 
 One queue holds all the written rows until they are drained: the suite's ActiveMQ
@@ -16,6 +18,7 @@ suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` th
 
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
+                               [--acknowledge stored|commit]
 """
 
 from __future__ import annotations
@@ -90,7 +93,9 @@ def drain(url: str, queue: str) -> None:
             pass
 
 
-def spark_stream(spark: Any, url: str, queue: str, rows: int, batch: int) -> float:
+def spark_stream(
+    spark: Any, url: str, queue: str, rows: int, batch: int | None, acknowledge: str | None
+) -> float:
     seen = 0
 
     def count(df: Any, batch_id: int) -> None:
@@ -98,14 +103,19 @@ def spark_stream(spark: Any, url: str, queue: str, rows: int, batch: int) -> flo
         seen += df.count()
 
     with tempfile.TemporaryDirectory() as state:
-        query = (
+        reader = (
             spark.readStream.format("jmslike")
             .option("url", url)
             .option("destination", queue)
             .option("stateDir", f"{state}/state")
-            .option("maxMessagesPerBatch", str(batch))
             .option("receiveTimeout", "0.5")
-            .load()
+        )
+        if batch is not None:
+            reader = reader.option("maxMessagesPerBatch", str(batch))
+        if acknowledge is not None:
+            reader = reader.option("acknowledge", acknowledge)
+        query = (
+            reader.load()
             .writeStream.foreachBatch(count)
             .option("checkpointLocation", f"{state}/checkpoint")
             .start()
@@ -126,7 +136,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--stream-rows", type=int, default=20_000)
-    parser.add_argument("--stream-batch", type=int, default=100)
+    parser.add_argument("--stream-batch", type=int, default=None)
+    parser.add_argument("--acknowledge", choices=("stored", "commit"), default=None)
     parser.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args()
     url = args.url or _default_url()
@@ -157,17 +168,20 @@ def main() -> None:
         )
         spark_rate = args.rows / (time.perf_counter() - start)
         stream_rows = min(args.stream_rows, args.rows)
-        stream_rate = spark_stream(spark, url, spark_queue, stream_rows, args.stream_batch)
+        stream_rate = spark_stream(
+            spark, url, spark_queue, stream_rows, args.stream_batch, args.acknowledge
+        )
         # One queue on the broker at a time: ActiveMQ's producer flow control (memory
         # limit) stops senders long before 1,000,000 messages are held.
         drain(url, spark_queue)
         plain_rate = plain_write(url, plain_queue, args.rows, args.groups, args.batch_size)
-        read_rate = plain_read(url, plain_queue, stream_rows, args.stream_batch)
+        read_rate = plain_read(url, plain_queue, stream_rows, args.stream_batch or 100)
         print(f"write {args.rows} rows in {args.groups} groups, persistent, {url.split('@')[-1]}")
         print(f"  spark local[2] write_ordered: {spark_rate:10,.0f} rows/s")
         print(f"  plain jmslike producer:       {plain_rate:10,.0f} rows/s")
         print(f"  ratio spark/plain:            {spark_rate / plain_rate:10.2f}")
-        print(f"streaming read of {stream_rows} rows, {args.stream_batch} per micro-batch")
+        options = f"maxMessagesPerBatch={args.stream_batch or 'default'}, acknowledge="
+        print(f"streaming read of {stream_rows} rows, {options}{args.acknowledge or 'default'}")
         print(f"  spark readStream:             {stream_rate:10,.0f} rows/s")
         print(f"  plain jmslike consumer:       {read_rate:10,.0f} rows/s")
         print(f"  ratio spark/plain:            {stream_rate / read_rate:10.2f}")
