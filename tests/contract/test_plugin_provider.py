@@ -12,6 +12,7 @@ The plugin is written into ``tmp_path`` as a package plus a ``.dist-info`` direc
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -462,23 +463,24 @@ def test_ord16_client_gate_for_provider_without_native_groups(
         registry.unregister(scheme)
 
 
-@pytest.mark.parametrize("provider_kind", ["no-keywords", "ignores-keywords"])
+@pytest.mark.parametrize("provider_kind", ["no-capability", "ignores-spec"])
 def test_ord18_provider_without_strict_order_refuses_strict_consumer(
     registry: ProviderRegistry, tiny_module, monkeypatch, provider_kind
 ) -> None:
-    """ORD-18 + SPI: a provider that cannot keep strictly ordered destinations (one
-    written before the ``exclusive``/``standby`` keywords of
-    ``ProviderSession.create_consumer``, or one that takes them through ``**options`` and
-    ignores them) keeps serving plain consumers; a strictly ordered one, asked for in code
-    or declared by the factory, is refused with IllegalStateError naming the destination
-    and the exclusive_consumers capability, and leaves no consumer behind."""
-    if provider_kind == "ignores-keywords":
-        original = tiny_module.TinySession.create_consumer
+    """ORD-18 + SPI: a provider that cannot keep strictly ordered destinations (one that
+    does not declare ``exclusive_consumers``, or one that declares it and then ignores the
+    spec's ``exclusive``/``standby``) keeps serving plain consumers; a strictly ordered
+    one, asked for in code or declared by the factory, is refused with IllegalStateError
+    naming the destination and the exclusive_consumers capability, and leaves no consumer
+    behind."""
+    if provider_kind == "ignores-spec":
+        original = tiny_module.TinyConnection.__init__
 
-        def lenient(self, destination, sink, *, exclusive=False, standby=False, **options):
-            return original(self, destination, sink, **options)
+        def claims_exclusive(self):
+            original(self)
+            self.capabilities = dataclasses.replace(self.capabilities, exclusive_consumers=True)
 
-        monkeypatch.setattr(tiny_module.TinySession, "create_consumer", lenient)
+        monkeypatch.setattr(tiny_module.TinyConnection, "__init__", claims_exclusive)
     scheme = f"tiny{uuid.uuid4().hex[:8]}"
     registry.register(scheme, tiny_module.TinyProvider)
     try:
