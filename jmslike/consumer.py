@@ -23,6 +23,7 @@ from jmslike.destination import Destination
 from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
 from jmslike.message import DELIVERY_COUNT, GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
+from jmslike.ordering import returned_of
 from jmslike.spi.provider import ConsumerSpec
 
 if TYPE_CHECKING:
@@ -174,12 +175,7 @@ class MessageConsumer:
             # free, with their place kept at the front of the line (as on close). Without
             # this, every group buffered here at a reconnect stalled for good (issue 18,
             # RabbitMQ over a failover URL).
-            self._session._gate_returned(
-                [
-                    (self._gate_scope, msg.ordering_group, msg.jms_message_id)
-                    for msg, _t, _nb in lost
-                ]
-            )
+            self._session._gate_returned([returned_of(self._gate_scope, m) for m, _t, _n in lost])
         return dropped
 
     def _sink(self, message: Message, token: Any, *, by_sequence: bool = True) -> None:
@@ -508,20 +504,15 @@ class MessageConsumer:
         if gate is not None:
             parked = gate.withdraw(self._session, lambda item: item[0] is self)
             undelivered += [item[2] for _key, item in parked]
-            returned = [(self._gate_scope, h.group, h.message_id) for h in delivered]
-            returned += [
-                (self._gate_scope, msg.ordering_group, msg.jms_message_id)
-                for msg, _token, _nb in buffered
-            ]
+            returned = [h.returned() for h in delivered]
+            returned += [returned_of(self._gate_scope, msg) for msg, _token, _nb in buffered]
             self._session._gate_returned(returned)
         self._provider.close([h.token for h in delivered], undelivered)
         with self._cond:
             late, self._late = self._late, []
         if late:  # the gate let these through while we closed: back, keeping their place
             self._session._provider.release([token for _msg, token in late])
-            self._session._gate_returned(
-                [(self._gate_scope, msg.ordering_group, msg.jms_message_id) for msg, _t in late]
-            )
+            self._session._gate_returned([returned_of(self._gate_scope, msg) for msg, _t in late])
 
     def _leave_feed(self, feed: Feed, delivered: list[_Held], buffered: list[Buffered]) -> None:
         """Give back to the feed, in order, what this consumer's session had of it

@@ -33,9 +33,11 @@ __all__ = [
     "GroupBinding",
     "GroupState",
     "GroupTable",
+    "Returned",
     "acquire_client_gate",
     "generate_group_name",
     "release_client_gate",
+    "returned_of",
     "validate_group_name",
 ]
 
@@ -207,11 +209,26 @@ GroupKey = tuple[str, str]
 """(destination key, group name): a group's scope is one destination (ORD-3)."""
 
 
+Returned = tuple[str, str | None, str | None, int | None]
+"""A message given back to the broker, as the client gate needs it (``_gate_returned``):
+(gate scope, group, message id, JMSXGroupSeq)."""
+
+
+def returned_of(scope: str, message: Message) -> Returned:
+    sequence = message._properties.get(GROUP_SEQ)
+    return (
+        scope,
+        message.ordering_group,
+        message.jms_message_id,
+        sequence if isinstance(sequence, int) else None,
+    )
+
+
 class _Slot(Generic[T]):
     """A place in a group's line at the client gate: a parked delivery, or a hole kept
     for a message that went back to the broker and is expected again (ORD-10/11)."""
 
-    __slots__ = ("deadline", "holder", "item", "message_id")
+    __slots__ = ("deadline", "holder", "item", "message_id", "returned_seq")
 
     def __init__(
         self, holder: Hashable | None, item: T | None, message_id: str | None, deadline: float
@@ -220,6 +237,8 @@ class _Slot(Generic[T]):
         self.item = item
         self.message_id = message_id
         self.deadline = deadline
+        self.returned_seq: int | None = None
+        """For a message given back: its JMSXGroupSeq, where known (``give_back``)."""
 
 
 class ClientGroupGate(Generic[T]):
@@ -358,11 +377,21 @@ class ClientGroupGate(Generic[T]):
             if self._table.finish(_flat(key), state, count):
                 self._release(key, state)
 
-    def give_back(self, key: GroupKey, holder: Hashable, message_ids: list[str | None]) -> None:
+    def give_back(
+        self,
+        key: GroupKey,
+        holder: Hashable,
+        message_ids: list[str | None],
+        sequences: list[int | None] | None = None,
+    ) -> None:
         """Messages ``holder`` had went back to the broker, in this order: keep their place.
 
-        One that the broker already delivered again (to a consumer on another socket, before
-        this call) is parked further back in the line: it moves up into its place.
+        They go to the front of the line, except behind messages given back earlier with
+        a lower JMSXGroupSeq (``sequences``, where the messages carry one): a transacted
+        session whose commit was in doubt gives back the message it held, and later, at
+        the reconnect, the later messages it had buffered. One that the broker already
+        delivered again (to a consumer on another socket, before this call) is parked
+        further back in the line: it moves up into its place.
         """
         deadline = time.monotonic() + self.wait_for_return
         with self._lock:
@@ -375,7 +404,7 @@ class ClientGroupGate(Generic[T]):
             }
             front: list[_Slot[T]] = []
             holes = []
-            for mid in message_ids:
+            for number, mid in enumerate(message_ids):
                 if not mid:
                     continue
                 slot = early.pop(mid, None)
@@ -385,8 +414,17 @@ class ClientGroupGate(Generic[T]):
                     slot = _Slot[T](None, None, mid, deadline)
                     self._holes[(key, mid)] = slot
                     holes.append(slot)
+                slot.returned_seq = sequences[number] if sequences else None
                 front.append(slot)
-            state.waiting.extendleft(reversed(front))
+            place = 0
+            first = front[0].returned_seq if front else None
+            if first is not None:
+                for slot in state.waiting:
+                    if slot.returned_seq is None or slot.returned_seq >= first:
+                        break
+                    place += 1
+            for offset, slot in enumerate(front):
+                state.waiting.insert(place + offset, slot)
             if state.holder == holder:
                 self._table.finish(_flat(key), state, len(message_ids))
             self._release(key, state)

@@ -43,6 +43,7 @@ from jmslike.errors import (
 from jmslike.message import (
     DELIVERY_COUNT,
     GROUP_ID,
+    GROUP_SEQ,
     BytesMessage,
     MapMessage,
     MapValue,
@@ -50,7 +51,7 @@ from jmslike.message import (
     TextMessage,
 )
 from jmslike.middleware import DeliveryContext, notify_dead_letter
-from jmslike.ordering import ClientGroupGate, GroupKey, generate_group_name
+from jmslike.ordering import ClientGroupGate, GroupKey, Returned, generate_group_name
 from jmslike.producer import MessageProducer
 
 if TYPE_CHECKING:
@@ -90,9 +91,18 @@ class _Held:
         return count if isinstance(count, int) else 1
 
     @property
+    def sequence(self) -> int | None:
+        """JMSXGroupSeq as delivered, where the message has one."""
+        sequence = self.props.get(GROUP_SEQ)
+        return sequence if isinstance(sequence, int) else None
+
+    @property
     def group(self) -> str | None:
         group = self.props.get(GROUP_ID)
         return group if isinstance(group, str) else None
+
+    def returned(self) -> Returned:
+        return (self.consumer._gate_scope, self.group, self.message_id, self.sequence)
 
 
 class Session:
@@ -555,16 +565,19 @@ class Session:
             self._provider.acknowledge([h.token for h in held])
             self._gate_finished(held)
 
+    def _gate_in_doubt(self, held: list[_Held]) -> None:
+        """``held`` were in a commit whose outcome is unknown: finished for their feeds,
+        given back (a hole each, in order) at the client gate."""
+        if self._gate is None:
+            self._gate_finished(held)
+            return
+        self._feeds_finished(held)
+        self._gate_returned([h.returned() for h in held])
+
     def _gate_finished(self, held: list[_Held]) -> None:
         """``held`` are finished: the client gate and a listener container's feed, where
         they came through one, hear that this session no longer holds them."""
-        feeds: dict[Feed, list[Any]] = {}
-        for h in held:
-            feed = h.consumer._feed
-            if feed is not None:
-                feeds.setdefault(feed, []).append(h.token)
-        for feed, tokens in feeds.items():
-            feed.finished(tokens)
+        self._feeds_finished(held)
         gate = self._gate
         if gate is None:
             return
@@ -576,18 +589,28 @@ class Session:
         for key, count in counts.items():
             gate.finish(key, self, count)
 
-    def _gate_returned(self, returned: list[tuple[str, str | None, str | None]]) -> None:
+    @staticmethod
+    def _feeds_finished(held: list[_Held]) -> None:
+        feeds: dict[Feed, list[Any]] = {}
+        for h in held:
+            feed = h.consumer._feed
+            if feed is not None:
+                feeds.setdefault(feed, []).append(h.token)
+        for feed, tokens in feeds.items():
+            feed.finished(tokens)
+
+    def _gate_returned(self, returned: list[Returned]) -> None:
         """Messages of this session went back to the broker, in this order: (scope, group,
-        message id) each. The client gate keeps their place in their groups."""
+        message id, JMSXGroupSeq) each. The client gate keeps their place in their groups."""
         gate = self._gate
         if gate is None:
             return
-        lines: dict[GroupKey, list[str | None]] = {}
-        for scope, group, message_id in returned:
+        lines: dict[GroupKey, list[tuple[str | None, int | None]]] = {}
+        for scope, group, message_id, sequence in returned:
             if group is not None:
-                lines.setdefault((scope, group), []).append(message_id)
-        for key, ids in lines.items():
-            gate.give_back(key, self, ids)
+                lines.setdefault((scope, group), []).append((message_id, sequence))
+        for key, line in lines.items():
+            gate.give_back(key, self, [m for m, _s in line], [s for _m, s in line])
 
     def _release(self, held: list[_Held]) -> None:
         """Give delivered messages back to the broker (their consumer is gone); those that
@@ -598,7 +621,7 @@ class Session:
             self._give_back_to_feeds(fed)
         if held:
             self._provider.release([h.token for h in held])
-            self._gate_returned([(h.consumer._gate_scope, h.group, h.message_id) for h in held])
+            self._gate_returned([h.returned() for h in held])
 
     def _give_back_to_feeds(self, held: list[_Held]) -> None:
         """Back to the front of their feeds, in order, as redelivered copies; then the
@@ -642,8 +665,12 @@ class Session:
             raise
         except TransactionInDoubtError:
             # Not given again here: if the commit took effect they are done, and if not
-            # the broker delivers them again, flagged redelivered (ORD-11).
-            self._gate_finished(held)
+            # the broker delivers them again, flagged redelivered (ORD-11), maybe to
+            # another session. So the client gate keeps their place until they come back
+            # (or its wait_for_return passes): a group's later messages must not be
+            # processed before them (issue 18: RabbitMQ restarted under a transacted
+            # consumer, its in-doubt message came again after the next 26 of its group).
+            self._gate_in_doubt(held)
             raise
         except JMSException as exc:
             self._redeliver(held)

@@ -505,11 +505,6 @@ def test_restart_and_kill_under_load(
 
 
 KNOWN_BUGS = {
-    ("rabbitmq", "stomp-failover"): (
-        "BUG (issue #18, open): after RabbitMQ restarts, the STOMP failover consumers' "
-        "subscriptions fill their windows while the application gets 1-3 messages; the "
-        "rest stay in the durable queue (a fresh process drains them): 7 runs of 8"
-    ),
     ("activemq", "amqp-reconnect"): (
         "BUG (issue #18, open, intermittent): Classic over AMQP, once in 10 runs, groups "
         "out of order about 4 s after the kill -9, all first deliveries"

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from jmslike import ConnectionFactory, Session
+from jmslike import ConnectionFactory, Session, TransactionInDoubtError
 from jmslike.message import TextMessage
 from jmslike.ordering import ClientGroupGate, GroupBinding
 
@@ -71,6 +71,24 @@ def test_given_back_messages_keep_their_place() -> None:
     assert out == ["A:m1", "C:m1"]
     gate.finish(KEY, "C")
     assert out == ["A:m1", "C:m1", "B:m2"]
+
+
+@pytest.mark.parametrize(
+    "first_back", [[1], [2, 3]], ids=["held-then-buffered", "buffered-then-held"]
+)
+def test_messages_given_back_twice_keep_send_order(first_back: list[int]) -> None:
+    """A transacted session gives back the message of an in-doubt commit, and at the
+    reconnect the later ones it had buffered (or the other way round): the line must
+    hold them in JMSXGroupSeq order, not in the order they were given back."""
+    gate, out = make_gate()
+    for n in (1, 2, 3):
+        gate.arrive(KEY, "A", f"m{n}", f"A:m{n}")
+    second_back = [n for n in (1, 2, 3) if n not in first_back]
+    for back in (first_back, second_back):
+        gate.give_back(KEY, "A", [f"m{n}" for n in back], back)
+    for n in (3, 2, 1):  # the broker's copies come to B, latest first
+        gate.arrive(KEY, "B", f"m{n}", f"B:m{n}")
+    assert out[3:] == ["B:m1", "B:m2", "B:m3"]
 
 
 def test_a_message_that_never_comes_back_stops_blocking() -> None:
@@ -162,6 +180,43 @@ def test_through_the_api_a_reconnect_frees_the_groups_of_what_was_buffered() -> 
         assert again is not None and again.text == "g:2", "g stayed held by A's session"
         assert again.jms_redelivered
         again.acknowledge()
+
+
+def test_through_the_api_an_in_doubt_commit_keeps_its_messages_place() -> None:
+    """A commit whose answer was lost (TransactionInDoubtError) may not have happened: the
+    broker then hands its messages out again, maybe to another session. Until they come
+    back, the group's later messages wait behind them (issue 18: RabbitMQ restarted
+    under a transacted consumer, and its in-doubt g007:40 came again after 41 to 66)."""
+    url = f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false"
+    with ConnectionFactory(url).create_connection() as connection:
+        sender = connection.create_session()
+        producer = sender.create_producer("queue://q")
+        producer.enable_ordering_group("g")
+        a = connection.create_session(True, Session.SESSION_TRANSACTED)
+        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
+        connection.start()
+        producer.send(sender.create_text_message("g:1"))
+        first = ca.receive(1.0)
+        assert first is not None and first.text == "g:1"
+        producer.send(sender.create_text_message("g:2"))
+        assert cb.receive(0.2) is None, "g:2 is parked at B while A holds g"
+        taken: list[object] = []
+
+        def in_doubt(tokens: list[object]) -> None:
+            taken.extend(tokens)
+            raise TransactionInDoubtError("the answer to COMMIT was lost")
+
+        a._provider.commit = in_doubt  # type: ignore[method-assign]
+        with pytest.raises(TransactionInDoubtError):
+            a.commit()
+        assert cb.receive(0.3) is None, "g:2 went ahead of g:1, whose commit may not be done"
+        a._provider.release(taken)  # it was not: the broker hands g:1 out again
+        again = cb.receive(2.0)
+        assert again is not None and (again.text, again.jms_redelivered) == ("g:1", True)
+        again.acknowledge()
+        second = cb.receive(1.0)
+        assert second is not None and second.text == "g:2"
 
 
 # ---------------------------------------------- arrival order is not broker order
