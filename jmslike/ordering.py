@@ -224,6 +224,20 @@ def returned_of(scope: str, message: Message) -> Returned:
     )
 
 
+def _place_among_returned(line: deque[_Slot[Any]], sequence: int | None) -> int:
+    """Where an arriving message of JMSXGroupSeq ``sequence`` waits in a group's line:
+    ahead of the messages given back at its front that come after it in send order (a
+    copy that beat its own in-doubt commit's answer, say), else at the end; without a
+    sequence, at the end (arrival order)."""
+    if sequence is not None:
+        for place, slot in enumerate(line):
+            if slot.returned_seq is None:
+                break
+            if slot.returned_seq > sequence:
+                return place
+    return len(line)
+
+
 class _Slot(Generic[T]):
     """A place in a group's line at the client gate: a parked delivery, or a hole kept
     for a message that went back to the broker and is expected again (ORD-10/11)."""
@@ -275,6 +289,9 @@ class ClientGroupGate(Generic[T]):
         self._table: GroupTable[_Slot[T]] = GroupTable()
         self._holes: dict[tuple[GroupKey, str], _Slot[T]] = {}
         self._last_seq: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._arrivals: OrderedDict[tuple[GroupKey, str], int] = OrderedDict()
+        """How often each recent message id arrived: an in-doubt commit's message whose
+        copy already came needs no place kept for it (``give_back(in_doubt=True)``)."""
 
     def __len__(self) -> int:
         return len(self._table)
@@ -314,6 +331,8 @@ class ClientGroupGate(Generic[T]):
             hole = self._holes.pop((key, message_id), None) if message_id else None
             if hole is None and sequence is not None and message_id:
                 hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
+            if message_id:
+                self._note_arrival(key, message_id)
             if hole is not None:
                 hole.holder, hole.item = holder, item
                 self._release(key, state)
@@ -321,7 +340,10 @@ class ClientGroupGate(Generic[T]):
                 self._table.take(state, holder)
                 self._deliver(item)
             else:
-                state.waiting.append(_Slot(holder, item, message_id, 0.0))
+                place = _place_among_returned(state.waiting, sequence)
+                state.waiting.insert(place, _Slot(holder, item, message_id, 0.0))
+                if place == 0:
+                    self._release(key, state)
         if expect_later:
             self._expire_later(key, self.wait_for_predecessor)
 
@@ -368,6 +390,14 @@ class ClientGroupGate(Generic[T]):
             self._last_seq.popitem(last=False)
         return last
 
+    def _note_arrival(self, key: GroupKey, message_id: str) -> None:
+        """Under the lock."""
+        seen = (key, message_id)
+        self._arrivals[seen] = self._arrivals.get(seen, 0) + 1
+        self._arrivals.move_to_end(seen)
+        if len(self._arrivals) > 100_000:
+            self._arrivals.popitem(last=False)
+
     def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
         """``holder`` finished ``count`` messages of the group (ORD-10)."""
         with self._lock:
@@ -383,6 +413,8 @@ class ClientGroupGate(Generic[T]):
         holder: Hashable,
         message_ids: list[str | None],
         sequences: list[int | None] | None = None,
+        *,
+        in_doubt: bool = False,
     ) -> None:
         """Messages ``holder`` had went back to the broker, in this order: keep their place.
 
@@ -391,7 +423,9 @@ class ClientGroupGate(Generic[T]):
         session whose commit was in doubt gives back the message it held, and later, at
         the reconnect, the later messages it had buffered. One that the broker already
         delivered again (to a consumer on another socket, before this call) is parked
-        further back in the line: it moves up into its place.
+        further back in the line: it moves up into its place. With ``in_doubt`` (a commit
+        whose outcome is unknown), a message whose copy already arrived again keeps no
+        place: that copy is already in the line or handed out.
         """
         deadline = time.monotonic() + self.wait_for_return
         with self._lock:
@@ -410,6 +444,9 @@ class ClientGroupGate(Generic[T]):
                 slot = early.pop(mid, None)
                 if slot is not None:
                     state.waiting.remove(slot)
+                elif in_doubt and self._arrivals.get((key, mid), 0) > 1:
+                    self._arrivals[(key, mid)] = 1  # that copy may be given back in turn
+                    continue
                 else:
                     slot = _Slot[T](None, None, mid, deadline)
                     self._holes[(key, mid)] = slot

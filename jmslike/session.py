@@ -572,7 +572,7 @@ class Session:
             self._gate_finished(held)
             return
         self._feeds_finished(held)
-        self._gate_returned([h.returned() for h in held])
+        self._gate_returned([h.returned() for h in held], in_doubt=True)
 
     def _gate_finished(self, held: list[_Held]) -> None:
         """``held`` are finished: the client gate and a listener container's feed, where
@@ -599,7 +599,7 @@ class Session:
         for feed, tokens in feeds.items():
             feed.finished(tokens)
 
-    def _gate_returned(self, returned: list[Returned]) -> None:
+    def _gate_returned(self, returned: list[Returned], *, in_doubt: bool = False) -> None:
         """Messages of this session went back to the broker, in this order: (scope, group,
         message id, JMSXGroupSeq) each. The client gate keeps their place in their groups."""
         gate = self._gate
@@ -610,7 +610,9 @@ class Session:
             if group is not None:
                 lines.setdefault((scope, group), []).append((message_id, sequence))
         for key, line in lines.items():
-            gate.give_back(key, self, [m for m, _s in line], [s for _m, s in line])
+            gate.give_back(
+                key, self, [m for m, _s in line], [s for _m, s in line], in_doubt=in_doubt
+            )
 
     def _release(self, held: list[_Held]) -> None:
         """Give delivered messages back to the broker (their consumer is gone); those that

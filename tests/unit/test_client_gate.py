@@ -91,6 +91,24 @@ def test_messages_given_back_twice_keep_send_order(first_back: list[int]) -> Non
     assert out[3:] == ["B:m1", "B:m2", "B:m3"]
 
 
+def test_a_copy_that_beats_its_in_doubt_commit_goes_first_and_keeps_no_hole() -> None:
+    """At a reconnect a transacted session drops what it had buffered (m2, m3: given back,
+    holes at the front), and the broker's copy of the message in its unanswered commit
+    (m1) can arrive before that commit raises in doubt. The copy goes ahead of the holes
+    it precedes in send order, and the in-doubt give-back keeps no place for m1 (its copy
+    is already here): nothing waits for a message that will not come again."""
+    gate, out = make_gate()
+    for n in (1, 2, 3):
+        gate.arrive(KEY, "A", f"m{n}", f"A:m{n}", sequence=n)
+    gate.give_back(KEY, "A", ["m2", "m3"], [2, 3])  # the reconnect drops the buffer
+    gate.arrive(KEY, "A", "m1", "A:m1 again", sequence=1)
+    assert out[3:] == ["A:m1 again"], "the copy waited behind later messages"
+    gate.give_back(KEY, "A", ["m1"], [1], in_doubt=True)  # the commit raises now
+    for n in (2, 3):
+        gate.arrive(KEY, "A", f"m{n}", f"A:m{n} again", sequence=n)
+    assert out[3:] == ["A:m1 again", "A:m2 again", "A:m3 again"]
+
+
 def test_a_message_that_never_comes_back_stops_blocking() -> None:
     gate, out = make_gate(wait=0.0)
     gate.arrive(KEY, "A", "m1", "A:m1")
