@@ -46,9 +46,10 @@ from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import REPLY_TO_TYPE, destination_for
 from jmslike_amqp.credit import Credit
+from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.session import AmqpSession
 from jmslike_amqp.subscriptions import SubscriptionNames, TemporaryTarget
-from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
+from jmslike_amqp.transport import AmqpTransport
 
 if TYPE_CHECKING:
     from jmslike_amqp.consumer import AmqpConsumer

@@ -32,7 +32,8 @@ from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
 from jmslike_amqp.codec import decode, message_key
 from jmslike_amqp.credit import Credit
-from jmslike_amqp.transport import AmqpTransport, Capability, LinkHandle
+from jmslike_amqp.links import Capability, LinkHandle
+from jmslike_amqp.transport import AmqpTransport
 
 if TYPE_CHECKING:
     from jmslike_amqp.session import AmqpSession

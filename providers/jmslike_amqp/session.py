@@ -35,8 +35,8 @@ from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, P
 from jmslike.spi.strict import Promotion
 from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
+from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
-from jmslike_amqp.transport import Capability, LinkHandle
 
 if TYPE_CHECKING:
     from jmslike_amqp.connection import AmqpConnection

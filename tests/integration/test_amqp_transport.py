@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from brokerenv import broker_url
-from jmslike_amqp.transport import AmqpTransport, Capability
+from jmslike_amqp.links import Capability
+from jmslike_amqp.transport import AmqpTransport
 from proton import Delivery, Message
 
 import jmslike
