@@ -55,7 +55,7 @@ class CallQueue:
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         """(due, order, function): ``call_later``'s, a heap, for the connection's thread."""
         self._closing = False
-        """The connection is closing or gone: no call is queued any more."""
+        """The connection is closing or gone: ``post`` takes no more calls."""
         self._wake: Callable[[], None] | None = None
         """Wakes the connection's thread, while it has a connection to wake."""
 
