@@ -2,9 +2,10 @@
 
 The JMS <-> AMQP message mapping that Qpid JMS and Artemis use (``codec``), Proton's
 engine over one socket on the connection's own thread (``driver``), links, sends and
-settlement for the other threads (``transport``), and the SPI classes (``provider``),
-registered for ``amqp://`` and ``amqps://`` through the ``jmslike`` entry-point group
-like any third-party provider.
+settlement for the other threads (``transport``, on ``calls``, ``lifecycle``, ``events``
+and ``links``), and the SPI classes (``connection``, ``session``, ``consumer``), whose
+``provider.AmqpProvider`` is registered for ``amqp://`` and ``amqps://`` through the
+``jmslike`` entry-point group like any third-party provider.
 """
 
 from __future__ import annotations

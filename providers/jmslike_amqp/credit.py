@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import itertools
 
-from jmslike_amqp.transport import AmqpTransport, LinkHandle
+from jmslike_amqp.links import LinkHandle
+from jmslike_amqp.transport import AmqpTransport
 
 __all__ = ["Credit"]
 

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from brokerenv import broker_url
-from jmslike_amqp.transport import AmqpTransport, Capability
+from jmslike_amqp.links import Capability
+from jmslike_amqp.transport import AmqpTransport
 from proton import Delivery, Message
 
 import jmslike
@@ -116,7 +117,7 @@ def test_a_session_keeps_a_bounded_number_of_sender_links(variable: str) -> None
     sender link per address for ever (4.7 KiB each on Artemis, found by the soak). It
     keeps the most recently used ones (SENDERS_KEPT), and a send to an address whose
     link it closed opens one again."""
-    from jmslike_amqp.provider import SENDERS_KEPT
+    from jmslike_amqp.session import SENDERS_KEPT
 
     with jmslike.ConnectionFactory(broker_url(variable)).create_connection() as connection:
         session = connection.create_session()

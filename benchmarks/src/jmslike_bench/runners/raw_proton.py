@@ -19,7 +19,7 @@ import urllib.parse
 from typing import Any
 
 import proton
-from jmslike_amqp.transport import Capability
+from jmslike_amqp.links import Capability
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 

@@ -1,0 +1,429 @@
+"""A JMS connection over AMQP 1.0: the broker it found, and what it can do.
+
+The broker is told by the product in its open frame; what it lacks is in
+``Capabilities`` (docs/providers.md has the matrix), and the node addresses are its own
+(RabbitMQ's ``/queue/x``, Classic's announced prefixes, Artemis' plain names). Temporary
+destinations are dynamic nodes, kept alive by a sender link each. Under a reconnect
+policy the connection remembers recent acknowledgements (``RECENT_ACKS``), which AMQP
+never confirms, and tells its sessions and consumers when it is lost and back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from proton import Message as AmqpMessage
+from proton.reactor import LinkOption
+
+from jmslike.config import FactorySettings, ParsedURL
+from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.errors import (
+    ConfigurationError,
+    IllegalStateError,
+    InvalidDestinationError,
+    JMSException,
+)
+from jmslike.selector import ARTEMIS_AMQP_FILTER, JMS_SYNTAX, render_selector
+from jmslike.spi.clientids import CLIENT_IDS
+from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
+from jmslike.spi.provider import (
+    Capabilities,
+    ExceptionCallback,
+    OrderingMode,
+    ProviderConnection,
+    ProviderSession,
+)
+from jmslike.spi.reconnect import reconnect_policy
+from jmslike.spi.strict import registry_for
+from jmslike.spi.temporary import DeletedTemporaries
+from jmslike.spi.tls import tls_options
+from jmslike_amqp.codec import REPLY_TO_TYPE, destination_for
+from jmslike_amqp.credit import Credit
+from jmslike_amqp.links import Capability, LinkHandle
+from jmslike_amqp.session import AmqpSession
+from jmslike_amqp.subscriptions import SubscriptionNames, TemporaryTarget
+from jmslike_amqp.transport import AmqpTransport
+
+if TYPE_CHECKING:
+    from jmslike_amqp.consumer import AmqpConsumer
+
+__all__ = ["IDLE_TIMEOUT_MS", "RECENT_ACKS", "AmqpConnection", "idle_timeout_of"]
+
+log = logging.getLogger("jmslike.amqp")
+
+_DELETED_TEMPORARY = DeletedTemporaries()
+"""Temporary destinations whose connection (in this process) closed or deleted them."""
+
+
+class AmqpConnection(ProviderConnection):
+    def __init__(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> None:
+        self.settings = settings
+        self._on_exception = on_exception
+        self.client_id: str | None = None
+
+        members = url.members or (url,)
+        first = members[0]
+        # failover:(amqp://u:p@a,amqp://u:p@b): the members carry the credentials
+        holder = next((m for m in members if m.user), None)
+        if not user and holder is not None:
+            user, password = holder.user, holder.password
+        # amqp://host:5672/name: RabbitMQ's vhost "name", which its AMQP 1.0 plugin takes
+        # from the open frame's hostname as "vhost:name" (other brokers ignore it).
+        vhost = (first.path or "").strip("/")
+
+        tls = tls_options(settings)
+        reconnect = reconnect_policy(url, settings.extra)
+        self._acked: deque[tuple[float, str]] | None = (
+            deque(maxlen=RECENT_ACKS) if reconnect.attempts != 0 else None
+        )
+        """Under a reconnect policy: (when, key) of recent acknowledgements, which AMQP
+        never confirms: one still on its way when the connection is lost did not count,
+        and that message comes again (see ``_interrupted``)."""
+        self._ack_window = max(idle_timeout_of(settings), settings.request_timeout) + 1.0
+        self.sessions: weakref.WeakSet[AmqpSession] = weakref.WeakSet()
+        self.consumers: weakref.WeakSet[AmqpConsumer] = weakref.WeakSet()
+
+        def connect(container_id: str | None) -> AmqpTransport:
+            cell: list[AmqpTransport] = []
+            transport = AmqpTransport(
+                first.host,
+                first.port or 5672,
+                user,
+                password,
+                timeout=settings.request_timeout,
+                on_lost=on_exception,
+                ssl=first.scheme == "amqps",
+                ssl_ca_file=tls.ca_file,
+                ssl_verify_host=tls.verify_host,
+                container_id=container_id,
+                virtual_host=f"vhost:{vhost}" if vhost else None,
+                idle_timeout=idle_timeout_of(settings),
+                members=[(m.host, m.port or 5672) for m in members],
+                reconnect=reconnect,
+                on_interrupted=lambda: self._interrupted(cell[0]),
+                on_restored=lambda: self._restored(cell[0]),
+            )
+            cell.append(transport)
+            return transport
+
+        self._connect = connect
+        self.transport = connect(None)
+        self._extra_transports: set[AmqpTransport] = set()
+        properties = self.transport.remote_properties()
+        product = str((properties or {}).get("product", "")) if properties else ""
+        lowered = product.lower()
+        self.rabbitmq = "rabbitmq" in lowered
+        # Artemis says "apache-activemq-artemis", Classic "ActiveMQ".
+        self.classic = "activemq" in lowered and "artemis" not in lowered
+        self.broker = (
+            "rabbitmq"
+            if self.rabbitmq
+            else "artemis"
+            if "artemis" in lowered
+            else "activemq"
+            if self.classic
+            else product
+        )
+        self._prefixes: tuple[str, str] = (
+            ("/queue/", "/topic/")
+            if self.rabbitmq
+            else (
+                str((properties or {}).get("queue-prefix") or ""),
+                str((properties or {}).get("topic-prefix") or ""),
+            )
+        )
+        self.exclusivity = exclusivity_for(
+            self.broker, first.host, settings, user, password, vhost or "/"
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
+        native = not self.rabbitmq
+        self.head_blocking = self.broker == "artemis"
+        """The broker stops a queue's dispatch at a message whose group is pinned to a
+        consumer without credit (credit.py); Classic skips such a message, RabbitMQ
+        keeps no groups."""
+        self.rings: dict[str, list[Credit]] = {}
+        """Receivers competing for one node on this connection (credit.py), by node."""
+        self.coordinated = not self.rabbitmq
+        """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
+        self.capabilities = Capabilities(
+            provider="amqp",
+            broker=self.broker,
+            broker_version=product,
+            ordering_mode=OrderingMode.BROKER if native else OrderingMode.CLIENT_GATE,
+            native_groups=native,
+            group_scope="consumer" if native else "none",
+            selectors=native,  # RabbitMQ: on topics only, filtered here
+            transactions=True,
+            delivery_delay=False,
+            priority=False,
+            # RabbitMQ 3.10 drops a topic link's queue when the link detaches, and
+            # refuses dynamic nodes ("amqp:not-implemented: Dynamic targets not supported").
+            durable_subscriptions=native,
+            # Classic 5.x has no JMS 2.0 shared subscriptions, over any protocol.
+            shared_subscriptions=native and not self.classic,
+            temporary_destinations=native,
+            browsers=native,
+            exclusive_consumers=True,
+            exclusive_scope=self.exclusivity.scope,
+            time_to_live=True,
+            delivery_count=True,
+            dead_letter_queue=True,
+            persistent=True,
+            extra={
+                "gate_scope": f"amqp://{self.transport.address}",
+                "exclusive_hint": self.exclusivity.hint,
+                # A listener container's sessions take from one link (jmslike/_feed.py).
+                "container_feed": True,
+            },
+        )
+        self._lock = threading.Lock()
+        self.subscriptions = SubscriptionNames()
+        self.counts = counts_for(self.transport.address)
+        """jmslike's delivery counts for this broker (see ``count_delivery``)."""
+        self.strict = registry_for(self.transport.address)
+        self._temporary: dict[str, LinkHandle] = {}
+        """Temporary destinations made here: name -> the dynamic sender link that keeps
+        it alive (Artemis deletes it when the link or the connection closes)."""
+
+    def _interrupted(self, transport: AmqpTransport) -> None:
+        """``transport`` lost its connection and makes it again (its thread). Messages
+        acknowledged lately may not have been acknowledged at the broker: counted as
+        delivered once more, so that if one comes again it comes flagged redelivered
+        (Artemis sends a delivery count of 0 then)."""
+        acked = self._acked
+        if acked:
+            horizon = time.monotonic() - self._ack_window
+            for when, key in list(acked):
+                if when >= horizon:
+                    self.counts.count(key, False)
+            acked.clear()
+        if transport is self.transport:
+            for session in list(self.sessions):
+                session.interrupted()
+        for consumer in list(self.consumers):
+            if consumer.transport is transport:
+                consumer.interrupted()
+
+    def _restored(self, transport: AmqpTransport) -> None:
+        """``transport`` is connected again, its links attached (its thread). The
+        broker deleted this connection's temporary destinations with the old one."""
+        for consumer in list(self.consumers):
+            if consumer.transport is transport:
+                consumer.restored()
+        if transport is self.transport and self._temporary:
+            log.warning(
+                "AMQP %s: temporary destinations %s were deleted with the lost connection",
+                transport.address,
+                sorted(self._temporary),
+            )
+
+    def forget(self, key: str) -> None:
+        """``key`` was acknowledged: it will not come again (unless the connection is
+        lost before the broker read the acknowledgement: ``_interrupted``)."""
+        self.counts.forget(key)
+        if self._acked is not None and key:
+            self._acked.append((time.monotonic(), key))
+
+    def count_delivery(self, incoming: AmqpMessage, key: str) -> int:
+        """JMSXDeliveryCount of a delivery of the message with id ``key``.
+
+        RabbitMQ leaves ``delivery-count`` at 0 and says only "not the first acquirer";
+        Classic leaves it alone when a message comes back MODIFIED (delivery failed): there
+        jmslike counts, as over STOMP, and a message only buffered and given back unseen
+        keeps its number. Artemis counts what comes back to it, one per MODIFIED, but never
+        hears of a recover or rollback, which redeliver locally: jmslike counts there too
+        and takes the higher number, so a message seen twice before its consumer closed
+        comes back as 3, not 2. A message without an id has no key: the broker's count.
+        """
+        if self.rabbitmq:
+            return self.counts.count(key, not incoming.first_acquirer)
+        broker = int(incoming.delivery_count or 0) + 1
+        if self.classic:
+            return self.counts.count(key, broker > 1)
+        return self.counts.count(key, broker > 1, floor=broker) if key else broker
+
+    def check_temporary(self, destination: Destination, *, consuming: bool) -> None:
+        """JMS: a deleted temporary destination takes no sends, and only the connection
+        that made one consumes from it (Artemis would quietly create it again)."""
+        if not destination.is_temporary:
+            return
+        if destination.name in _DELETED_TEMPORARY:
+            raise InvalidDestinationError(
+                f"{destination} was deleted with the connection that created it"
+            )
+        if consuming and destination.name not in self._temporary:
+            raise InvalidDestinationError(
+                f"only the connection that created {destination} may consume from it"
+            )
+
+    def _create_temporary(self, kind: str) -> str:
+        if not self.capabilities.temporary_destinations:
+            raise IllegalStateError(
+                f"{self.broker} over AMQP has no temporary destinations "
+                "(capability temporary_destinations)"
+            )
+        sender = self.transport.open_sender(None, options=TemporaryTarget(kind), restore=False)
+        name = str(self.transport.remote_target(sender))
+        self._temporary[name] = sender
+        return name
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        return TemporaryQueue(self._create_temporary("temporary-queue"))
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        return TemporaryTopic(self._create_temporary("temporary-topic"))
+
+    def delete_temporary(self, destination: Destination) -> None:
+        sender = self._temporary.pop(destination.name, None)
+        if sender is None:
+            raise InvalidDestinationError(f"{destination} was not created by this connection")
+        _DELETED_TEMPORARY.add(destination.name)
+        self.transport.close_link(sender)
+
+    def broker_selector(self, selector: str | None) -> str | None:
+        """The selector written from its parsed tree as this broker must be given it (None:
+        none). Artemis runs every AMQP selector through its SelectorTranslator, which
+        renames header fields and rewrites every ``'PERSISTENT'`` literal, a property's
+        included: it gets Core names already, and those literals guarded from it."""
+        dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
+        return render_selector(selector, dialect)
+
+    def node_options(self, destination: Destination, address: str) -> list[LinkOption]:
+        """What a link to ``destination`` announces: its kind.
+
+        Not a durable terminus on RabbitMQ, although its STOMP plugin declares ``/queue/x``
+        durable: Qpid JMS attaches with durability ``none``, so RabbitMQ declares the queue
+        non-durable for a Java client, and a durable terminus from jmslike was refused
+        ("inequivalent arg 'durable'") on every queue a Java application had made (seen in
+        the Java interop tests). Java interop wins; one RabbitMQ queue shared by STOMP and
+        AMQP clients must be declared beforehand (the refusal says so)."""
+        del address  # (kept in the signature: where a broker needs per-address options)
+        return [Capability("topic" if destination.is_topic else "queue")]
+
+    def address_of(self, destination: Destination) -> str:
+        """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or
+        ``/topic/x``; Classic announces ``queue://`` and ``topic://`` prefixes in its open
+        frame (as Qpid JMS reads them: without one a name is a queue there); Artemis
+        takes the name (with the ``queue``/``topic`` capability). A temporary
+        destination's address is the broker's own."""
+        if destination.is_temporary:
+            return destination.name
+        if (
+            self.rabbitmq
+            and not destination.is_topic
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            # A single-active-consumer queue: /queue/<name> would declare it again
+            # without the argument, and be refused.
+            return "/amq/queue/" + destination.name
+        queue_prefix, topic_prefix = self._prefixes
+        return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
+
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
+    def open_transport(self) -> AmqpTransport:
+        """Another connection to the same broker, for a consumer that needs its own."""
+        transport = self._connect(None)
+        with self._lock:
+            self._extra_transports.add(transport)
+        return transport
+
+    def close_transport(self, transport: AmqpTransport) -> None:
+        with self._lock:
+            self._extra_transports.discard(transport)
+        transport.close()
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
+
+    def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
+        """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
+        address = incoming.reply_to
+        if not address:
+            return None
+        annotations: dict[Any, Any] = incoming.annotations or {}
+        kind = annotations.get(REPLY_TO_TYPE)
+        queue_prefix, topic_prefix = self._prefixes
+        for prefix, topic in ((queue_prefix, False), (topic_prefix, True)):
+            if prefix and address.startswith(prefix):
+                code = kind if isinstance(kind, int) else 1 if topic else 0
+                return destination_for(code, address[len(prefix) :])
+        return destination_for(kind if isinstance(kind, int) else None, address)
+
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        return AmqpSession(self, transacted)
+
+    def set_client_id(self, client_id: str) -> None:
+        """AMQP carries the client id as the container id, fixed when connecting: with no
+        session open yet, the connection is opened again under that id. Artemis refuses
+        an id another connection holds (in any process); RabbitMQ does not check, so
+        this process keeps its own claims as well."""
+        address = self.transport.address
+        CLIENT_IDS.claim(address, client_id, self)
+        self.transport.close()
+        try:
+            self.transport = self._connect(client_id)
+        except JMSException:
+            CLIENT_IDS.release(address, client_id, self)
+            self.transport = self._connect(None)
+            raise
+        self.client_id = client_id
+
+    def close(self) -> None:
+        _DELETED_TEMPORARY.update(self._temporary)
+        CLIENT_IDS.release(self.transport.address, self.client_id, self)
+        for transport in list(self._extra_transports):
+            with contextlib.suppress(JMSException):
+                self.close_transport(transport)
+        self.transport.close()
+
+
+RECENT_ACKS = 100_000
+"""Acknowledgements remembered for a reconnect (``AmqpConnection._acked``), at most."""
+
+IDLE_TIMEOUT_MS = 60_000
+"""Qpid JMS's ``amqp.idleTimeout`` default: a connection that hears nothing (not even the
+broker's empty keep-alive frames) for a minute is lost."""
+
+
+def idle_timeout_of(settings: FactorySettings) -> float:
+    """``idleTimeout`` (or Qpid JMS's ``amqp.idleTimeout``) in milliseconds, as seconds;
+    0 turns it off."""
+    raw = settings.extra.get("idleTimeout", settings.extra.get("amqp.idleTimeout", IDLE_TIMEOUT_MS))
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise ConfigurationError(
+            f"idleTimeout={raw!r}: milliseconds, an integer >= 0 (0 turns it off)"
+        )
+    return value / 1000

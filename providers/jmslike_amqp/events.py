@@ -1,0 +1,293 @@
+"""Proton's events for one connection, handled on its thread.
+
+The engine's events go to :class:`Events`, one plain handler with a method per event it
+wants, rather than Proton's ``Container`` and ``MessagingHandler``: the reactor wraps
+every event and passes it through a chain of handlers, and in a receive of 20,000
+messages that took more than half of the connection thread's time
+(docs/performance.md). The handler works on its connection's state
+(``lifecycle.ConnectionLifecycle``): it resolves what other threads wait for, hands
+incoming messages to their receiver's callback and reports a lost connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from cproton import (
+    pn_delivery_aborted,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_settle,
+    pn_delivery_update,
+)
+from proton import Delivery, Endpoint, Link, symbol
+
+from jmslike.errors import (
+    ConnectionFailedError,
+    InvalidClientIDError,
+    JMSException,
+    JMSSecurityError,
+)
+from jmslike.spi.diagnose import inequivalent_note, wrong_port_hint
+from jmslike_amqp.codec import IncomingMessage
+from jmslike_amqp.driver import Driver
+from jmslike_amqp.links import LinkHandle
+
+if TYPE_CHECKING:
+    from jmslike_amqp.lifecycle import ConnectionLifecycle
+
+__all__ = ["Events"]
+
+log = logging.getLogger("jmslike.amqp")
+
+_ESTABLISHMENT_FAILED = symbol("amqp:connection-establishment-failed")
+_LOCAL_CLOSED = Endpoint.LOCAL_CLOSED
+
+
+def _reason(condition: Any, default: str) -> str:
+    return f"{condition.name}: {condition.description}" if condition else default
+
+
+class Events:
+    """Proton's events for one connection, on its thread. The driver calls ``on_<event>``
+    where this class has it and skips the rest."""
+
+    def __init__(self, transport: ConnectionLifecycle) -> None:
+        self._transport = transport
+
+    def on_wake(self) -> None:
+        self._transport._run_calls()
+
+    def next_timer(self) -> float | None:
+        timers = self._transport._timers
+        return timers[0][0] if timers else None
+
+    def on_timer(self) -> None:
+        self._transport._run_timers()
+
+    # ------------------------------------------------------------- connection
+    def on_connection_remote_open(self, event: Any) -> None:
+        properties = event.connection.remote_properties or {}
+        if properties.get(_ESTABLISHMENT_FAILED):
+            return  # the broker's close follows, with the reason
+        self._transport._connection_opened()
+
+    def on_connection_remote_close(self, event: Any) -> None:
+        transport = self._transport
+        connection = event.connection
+        condition = connection.remote_condition
+        if condition is None:
+            if not connection.state & _LOCAL_CLOSED:  # the broker's, not an answer to ours
+                transport._fail(
+                    ConnectionFailedError(f"AMQP broker {transport.address} closed the connection")
+                )
+        else:
+            container = transport.container_id
+            if container and condition.name == "amqp:invalid-field":
+                transport._fail(
+                    InvalidClientIDError(
+                        f"client id {container!r} is in use on AMQP broker "
+                        f"{transport.address}: {condition.description}"
+                    )
+                )
+            else:
+                transport._fail(
+                    ConnectionFailedError(
+                        f"AMQP broker {transport.address} closed the connection: "
+                        f"{_reason(condition, '')}"
+                    )
+                )
+        if not connection.state & _LOCAL_CLOSED:
+            connection.close()
+
+    def on_transport_error(self, event: Any) -> None:
+        self._lost(event)
+
+    def on_transport_tail_closed(self, event: Any) -> None:
+        connection = event.connection
+        if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+            self._lost(event)
+
+    def _lost(self, event: Any) -> None:
+        """The socket is gone: say why, once (refused credentials are a security error)."""
+        transport = self._transport
+        if transport._closing:
+            return
+        condition = event.transport.condition if event.transport is not None else None
+        hint = None
+        if (
+            condition is not None
+            and "framing-error" in str(condition.name)
+            and not transport._opened.done()
+        ):
+            # Another protocol's bytes (Proton quotes them all): name the protocol. Not
+            # once the broker opened the connection: that port speaks AMQP, the error is
+            # a cut ("connection aborted"), and a probe would only delay the reconnect.
+            host, port = transport._member
+            hint = wrong_port_hint(host, port, "AMQP 1.0") if transport._tls is None else None
+        if hint is not None:
+            text = hint
+        elif condition is not None:
+            text = _reason(condition, "")
+        elif not transport._opened.done():
+            text = "the broker closed the socket before the connection opened"
+        else:
+            text = "the broker closed the socket"
+        security = condition is not None and "unauthorized" in str(condition.name)
+        error_type = JMSSecurityError if security else ConnectionFailedError
+        transport._fail(error_type(f"AMQP connection to {transport.address} failed: {text}"))
+
+    # ---------------------------------------------------------------- session
+    def on_session_remote_close(self, event: Any) -> None:
+        """A broker that refuses an attach by ending the whole session (RabbitMQ does,
+        e.g. PRECONDITION_FAILED on a queue declared otherwise): every link of it waiting
+        to attach fails with the broker's reason, instead of timing out. A session ended
+        with an error ends the connection, as Proton's own handler does."""
+        session = event.session
+        condition = session.remote_condition
+        text = _reason(condition, "session ended")
+        text += inequivalent_note(text)
+        transport = self._transport
+        attaching = transport._attaching
+        told = False
+        for link in [link for link in attaching if link.session == session]:
+            future = attaching.pop(link)
+            if not future.done():
+                future.set_exception(
+                    JMSException(f"AMQP broker {transport.address} refused a link: {text}")
+                )
+                told = True
+        if not session.state & _LOCAL_CLOSED:
+            session.close()
+        if condition is not None:
+            # Once, where it is news: a caller waiting for the link raises it already.
+            level = logging.DEBUG if told else logging.ERROR
+            log.log(level, "AMQP broker %s ended a session: %s", transport.address, text)
+            event.connection.close()
+
+    # ------------------------------------------------------------------ links
+    def on_link_remote_open(self, event: Any) -> None:
+        link = event.link
+        if self._transport._restoring:
+            self._transport._restoring.pop(Driver.key_of(link), None)
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            attached = self._transport._attaching.pop(link, None)
+            if attached is not None and not attached.done():
+                attached.set_result(None)
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        self._answered(event.link)
+
+    def on_link_remote_close(self, event: Any) -> None:
+        link = event.link
+        condition = link.remote_condition
+        if condition is not None:
+            transport = self._transport
+            reason = _reason(condition, "refused")
+            refused = JMSException(f"AMQP broker {transport.address} refused a link: {reason}")
+            attached = transport._attaching.pop(link, None)
+            if attached is not None and not attached.done():
+                attached.set_exception(refused)
+            if transport._restoring.pop(Driver.key_of(link), None) is not None:
+                # A link attached again after a reconnect, refused: nobody waits for it.
+                log.error("AMQP %s: link %s not restored: %s", transport.address, link.name, reason)
+                transport._on_lost(refused)
+        self._answered(link)
+        if not link.state & _LOCAL_CLOSED:
+            link.close()
+
+    def _answered(self, link: Link) -> None:
+        transport = self._transport
+        answered = transport._detaching.pop(link, None)
+        if answered is not None and not answered.done():
+            answered.set_result(None)
+        handle = transport._handles.get(Driver.key_of(link))
+        if handle is not None and handle._closed:
+            transport._let_go(link)
+
+    def on_link_flow(self, event: Any) -> None:
+        link = event.link
+        transport = self._transport
+        if link.is_sender:
+            handle = transport._handles.get(Driver.key_of(link))
+            if handle is not None and link.credit > 0:
+                handle.credit.set()
+            return
+        drained = transport._draining.get(link)
+        if drained is not None and link.credit == 0:
+            del transport._draining[link]
+            link.drain_mode = False
+            if not drained.done():
+                drained.set_result(None)
+        handle = transport._handles.get(Driver.key_of(link))
+        if handle is not None and handle._on_flow is not None:
+            handle._on_flow()
+
+    # ------------------------------------------------------------- deliveries
+    def on_delivery(self, pointer: Any, link_key: int) -> None:
+        """A delivery event (``pointer``: Proton's C delivery)."""
+        handle = self._transport._handles.get(link_key)
+        link = handle._link if handle is not None else None
+        if handle is None or link is None:  # a link already let go of
+            delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+            link = delivery.link
+            if link.is_receiver and delivery.readable and not delivery.partial:
+                link.recv(delivery.pending)
+                link.advance()
+                delivery.update(Delivery.RELEASED)
+                delivery.settle()
+            return
+        if not handle.is_sender:
+            self._received(handle, link, pointer)
+            return
+        delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+        if delivery.updated:
+            self._answer(handle, link, delivery)
+
+    def _received(self, handle: LinkHandle, link: Link, pointer: Any) -> None:
+        if pn_delivery_aborted(pointer):
+            pn_delivery_settle(pointer)
+            return
+        if not pn_delivery_readable(pointer) or pn_delivery_partial(pointer):
+            return
+        message = IncomingMessage()
+        message.decode(link.recv(pn_delivery_pending(pointer)))
+        link.advance()
+        callback = handle._on_message
+        if callback is None:
+            # Closed here, and the broker sent it before it read the close: back, unseen.
+            late = handle._late
+            if late is not None:
+                late(message)
+            pn_delivery_update(pointer, Delivery.RELEASED)
+            pn_delivery_settle(pointer)
+            return
+        number = next(self._transport._delivery_numbers)
+        handle._deliveries[number] = pointer
+        callback(message, number)
+
+    def _answer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
+        """The broker's outcome of a transfer: a send's, or a transaction request's."""
+        transport = self._transport
+        state = delivery.remote_state
+        if state:
+            transport._answered_transfer(handle, link, delivery)
+        control = transport._controls.pop(delivery, None) if transport._controls else None
+        if control is not None and not control.done():
+            reason = _reason(delivery.remote.condition, "no reason given")
+            control.set_result((state, delivery.remote.data, reason))
+        outcome = transport._outcomes.pop(delivery, None) if transport._outcomes else None
+        if outcome is not None and not outcome.done():
+            if state == Delivery.ACCEPTED:
+                outcome.set_result(None)
+            elif state == Delivery.REJECTED:
+                reason = _reason(delivery.remote.condition, "rejected")
+                outcome.set_exception(JMSException(f"AMQP broker refused a send: {reason}"))
+            elif state in (Delivery.RELEASED, Delivery.MODIFIED):
+                outcome.set_exception(JMSException("AMQP broker released a send unprocessed"))
+            else:
+                transport._outcomes[delivery] = outcome  # not an outcome yet
+        if delivery.settled:
+            delivery.settle()

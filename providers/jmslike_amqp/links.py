@@ -1,0 +1,131 @@
+"""What other threads hold of a link, and the link options jmslike attaches with.
+
+Proton is single-threaded: its objects may only be touched by the thread that drives the
+connection (``driver.py``'s loop). That includes letting go of them: a Proton wrapper's
+``__del__`` lowers the C object's reference count, without a lock and (cffi releases the
+GIL around C calls) at the same time as the connection's thread works on it. So no
+Proton link or delivery ever leaves the transport: other threads hold a
+:class:`LinkHandle` and delivery numbers, and the objects behind them live and die on
+the connection's thread. (Twice a process using the provider died in
+``malloc_consolidate`` before it was built this way.)
+
+The options (``Capability``, ``Coordinator``) are applied by Proton as it makes a link,
+on that thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from proton import Data, Delivery, Link, Message, Terminus, symbol
+from proton.reactor import LinkOption
+
+__all__ = ["Capability", "Coordinator", "LinkHandle", "MessageCallback"]
+
+MessageCallback = Callable[[Message, int], None]
+"""A receiver's callback: the message and its delivery number (for ``settle``)."""
+
+
+class LinkHandle:
+    """A link as the threads other than the connection's know it.
+
+    ``name``, ``address`` and the credit gate may be read anywhere; the fields with a
+    leading underscore belong to the connection's thread, which also clears ``_link`` when
+    the link closes, so that the last reference to the Proton object goes there."""
+
+    __slots__ = (
+        "_closed",
+        "_deliveries",
+        "_late",
+        "_link",
+        "_on_flow",
+        "_on_message",
+        "_recipe",
+        "_unsettled",
+        "address",
+        "credit",
+        "credit_lost",
+        "is_sender",
+        "name",
+    )
+
+    def __init__(
+        self,
+        link: Link,
+        address: str | None,
+        on_message: MessageCallback | None,
+        on_flow: Callable[[], None] | None = None,
+    ):
+        self.name: str = link.name
+        self.address = address or ""
+        self.is_sender: bool = link.is_sender
+        self.credit = threading.Event()
+        """Senders: set while the broker's credit lasts; a send waits while it is clear."""
+        self._link: Link | None = link
+        self._closed = False
+        """Closed (or detached) here: let go of once the broker has answered."""
+        self._on_message = on_message
+        self._on_flow = on_flow
+        """Receivers: told (on the connection's thread) of each flow frame from the broker."""
+        self._late: Callable[[Message], None] | None = None
+        """A receiver closed here, not yet by the broker: told of transfers that were on
+        their way (they are released unseen)."""
+        self._deliveries: dict[int, Any] = {}
+        """Receivers: deliveries handed up and not settled yet, by number: Proton's C
+        pointers, alive while the link is (cleared with it), never wrapped (a wrapper per
+        delivery, with its two dispositions, cost a tenth of the connection thread's time
+        in a listener container's receive)."""
+        self._unsettled: set[Delivery] = set()
+        """Senders: transfers outside transactions the broker has not answered."""
+        self._recipe: tuple[bool, str | None, Any] | None = None
+        """(receiver, address, link options): how to attach the link again after a
+        reconnect; None for one that must not be (a temporary destination's)."""
+        self.credit_lost = 0
+        """Receivers: the credit the link had when its connection was lost."""
+
+    def _release(self) -> None:
+        """The connection's thread, once the link is gone: let go of its Proton objects.
+        A send still waiting for credit goes on, and fails at once: no link."""
+        self._link = None
+        self._late = None
+        self._on_flow = None
+        self._deliveries.clear()
+        self._unsettled.clear()
+        self.credit.set()
+
+    def __repr__(self) -> str:
+        kind = "sender" if self.is_sender else "receiver"
+        return f"<LinkHandle {kind} {self.name} {self.address!r}>"
+
+
+class Coordinator(LinkOption):
+    """A sender's target that is the broker's transaction coordinator."""
+
+    def apply(self, link: Link) -> None:
+        link.target.type = Terminus.COORDINATOR
+        link.target.capabilities.put_object(symbol("amqp:local-transactions"))
+
+
+class Capability(LinkOption):
+    """The node's kind as Qpid JMS announces it (``queue``, ``topic``...) on the link's
+    target (a sender) or source (a receiver), so that Artemis creates the right kind of
+    address for a name it has not seen (anycast for a queue)."""
+
+    def __init__(self, *kinds: str) -> None:
+        self.kinds = kinds
+
+    def apply(self, link: Link) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        data = terminus.capabilities
+        if len(self.kinds) == 1:
+            data.put_symbol(symbol(self.kinds[0]))
+            return
+        # More than one: an array. Symbols put one after the other encode a list the
+        # broker cannot read (Artemis: "List incorrectly encoded").
+        data.put_array(False, Data.SYMBOL)
+        data.enter()
+        for kind in self.kinds:
+            data.put_symbol(symbol(kind))
+        data.exit()

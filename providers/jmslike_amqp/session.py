@@ -1,0 +1,376 @@
+"""A JMS session over AMQP 1.0: sends, acknowledgements, local redelivery, transactions.
+
+Sends are transfers (a persistent one waits for the broker's outcome) on sender links
+kept per address (at most ``SENDERS_KEPT``); acknowledging is settling ACCEPTED, giving
+back is RELEASED (unseen) or MODIFIED with delivery-failed (seen, counted); recover and
+rollback redeliver locally, in order. Transactions use the broker's transaction
+coordinator where it has one (Artemis, Classic) and are kept by jmslike where it has none
+(RabbitMQ 3.10). Browsers are ``copy`` receivers; durable and shared subscriptions are
+named as Qpid JMS names them (subscriptions.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from proton import Delivery
+from proton.reactor import Copy, Selector
+
+from jmslike.destination import Destination, Queue
+from jmslike.errors import (
+    ConnectionFailedError,
+    IllegalStateError,
+    InvalidDestinationError,
+    JMSException,
+    TransactionRolledBackError,
+)
+from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.spi.diagnose import size_note
+from jmslike.spi.messages import DLQ_REASON, set_provider_property
+from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
+from jmslike.spi.strict import Promotion
+from jmslike_amqp.codec import decode, encode
+from jmslike_amqp.consumer import AmqpConsumer, stale
+from jmslike_amqp.links import Capability, LinkHandle
+from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
+
+if TYPE_CHECKING:
+    from jmslike_amqp.connection import AmqpConnection
+
+__all__ = ["SENDERS_KEPT", "AmqpSession"]
+
+PERSISTENT = DeliveryMode.PERSISTENT
+
+SENDERS_KEPT = 64
+"""Sender links a session keeps open, the most recently used (a service that replies to a
+temporary queue per request would otherwise keep one per request: 4.7 KiB each on
+Artemis, found by the soak). A transacted session keeps all it used: its links' transfers
+belong to the open transaction."""
+
+
+class AmqpSession(ProviderSession):
+    """One JMS session. A transacted one uses the broker's transaction coordinator
+    (Artemis); where the broker has none (RabbitMQ 3.10 never answers the attach), jmslike
+    keeps the transaction itself: sends wait in order until commit, which sends them
+    (each confirmed) and then accepts what was consumed. ORD-8 holds either way; only a
+    connection lost in the middle of such a commit can leave it half done."""
+
+    def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
+        self.connection = connection
+        self.transacted = transacted
+        self._senders: OrderedDict[str, LinkHandle] = OrderedDict()
+        """Sender links by address, least recently used first (bounded: ``SENDERS_KEPT``)."""
+        self._coordinator: LinkHandle | None = None
+        if transacted and connection.coordinated:
+            self._coordinator = connection.transport.open_coordinator()
+        self._txn: Any = None
+        self._pending: list[tuple[Destination, Message]] = []
+        """Sends of a client-kept transaction, made at commit."""
+        self.zombies: list[AmqpConsumer] = []
+        """Consumers closed inside the transaction, detached when it ends."""
+        self._tx_lost = False
+        """The connection was lost (and made again) while a transaction was open: the
+        broker rolled it back, and the next commit says so."""
+        connection.sessions.add(self)
+
+    def interrupted(self) -> None:
+        """The connection's thread, as the connection is lost under a reconnect policy:
+        the broker rolls back an open transaction with it."""
+        if self.transacted and (self._txn is not None or self._pending):
+            self.transaction_lost()
+        self._txn = None  # declared on the lost connection's coordinator
+
+    def transaction_lost(self) -> None:
+        """The broker rolled the open transaction back with the lost connection."""
+        self._tx_lost = True
+
+    def _transaction(self) -> Any:
+        if self._txn is None:
+            assert self._coordinator is not None
+            self._txn = self.connection.transport.declare(self._coordinator)
+        return self._txn
+
+    def send(self, destination: Destination, message: Message) -> None:
+        self.connection.check_temporary(destination, consuming=False)
+        if self.transacted and self._coordinator is None:
+            self._pending.append((destination, message))
+            return
+        self._transfer(destination, message, confirm=message.jms_delivery_mode == PERSISTENT)
+
+    def _transfer(
+        self, destination: Destination, message: Message, *, confirm: bool, alone: bool = False
+    ) -> None:
+        """Send now: in the session's transaction if there is one (its discharge
+        confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``."""
+        connection = self.connection
+        address = connection.address_of(destination)
+        sender = self._senders.get(address)
+        if sender is None:
+            sender = self._senders[address] = connection.transport.open_sender(
+                address, options=connection.node_options(destination, address)
+            )
+            if len(self._senders) > SENDERS_KEPT and not self.transacted:
+                _old, oldest = self._senders.popitem(last=False)
+                with contextlib.suppress(JMSException):
+                    connection.transport.close_link(oldest)
+        else:
+            self._senders.move_to_end(address)
+        reply_to = message.jms_reply_to
+        outgoing = encode(
+            message,
+            address,
+            connection.address_of(reply_to) if reply_to is not None else None,
+            wire_priority=connection.capabilities.priority,
+        )
+        txn = self._transaction() if self._coordinator is not None and not alone else None
+        try:
+            connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
+        except ConnectionFailedError as exc:
+            body = outgoing.body
+            note = size_note(len(body)) if isinstance(body, (bytes, str)) else ""
+            if note:
+                raise type(exc)(f"{exc}{note}") from exc
+            raise
+
+    def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
+        connection = self.connection
+        destination = spec.destination
+        capabilities = connection.capabilities
+        for wanted, capability, have in (
+            (spec.durable, "durable_subscriptions", capabilities.durable_subscriptions),
+            (spec.shared, "shared_subscriptions", capabilities.shared_subscriptions),
+            (spec.no_local, "no_local", False),
+        ):
+            if wanted and not have:
+                raise IllegalStateError(
+                    f"{connection.broker} over AMQP has no {capability.replace('_', ' ')} "
+                    f"(capability {capability})"
+                )
+        connection.check_temporary(destination, consuming=True)
+        name = spec.subscription or ""
+        named = spec.named
+        durable, shared = spec.durable, spec.shared
+        extra: dict[str, Any] = {}
+        if named:
+            if durable and not shared and connection.client_id is None:
+                raise IllegalStateError(
+                    f"durable subscription {name!r} needs a client id "
+                    "(connection.client_id or the factory's client_id), as in JMS"
+                )
+            link_name, options, source_capabilities = connection.subscriptions.link(
+                name, client_id=connection.client_id, durable=durable, shared=shared
+            )
+            extra = {
+                "link_name": link_name,
+                "source_options": options,
+                "capabilities": source_capabilities,
+                "subscription": name if durable else None,
+            }
+        # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
+        # a subscription of its own). The broker keeps no exclusivity over AMQP here,
+        # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
+        promote = Promotion()  # bound to the consumer once made
+
+        # Receivers that compete for one queue (or one shared subscription) on a broker
+        # that stops the queue at a blocked group share a ring (credit.py).
+        ring = None
+        if connection.head_blocking and (shared or not destination.is_topic):
+            place = f"shared:{name}:{durable}" if shared else f"queue:{destination.key}"
+            ring = connection.rings.setdefault(place, [])
+        claim = connection.strict.attach(
+            destination.key,
+            name if named else f"own-{id(promote)}" if destination.is_topic else None,
+            exclusive=spec.exclusive,
+            standby=spec.standby,
+            promote=promote,
+            what=str(destination) + (f" subscription {name!r}" if named else ""),
+        )
+        if claim.strict and not (destination.is_topic or destination.is_temporary):
+            # ORD-18 across processes: the broker itself holds the queue to one consumer.
+            connection.declare_exclusive_queue(destination, required=False)
+        try:
+            consumer = AmqpConsumer(
+                self, destination, sink, spec.selector, claim=claim, ring=ring, **extra
+            )
+        except BaseException:
+            connection.strict.detach(claim)
+            raise
+        promote.bind(consumer.promote)
+        return consumer
+
+    def acknowledge(self, tokens: Sequence[Any]) -> None:
+        for token in tokens:
+            consumer = token.consumer
+            consumer.outstanding.pop(token.number, None)
+            if stale(token):
+                # Came over a connection lost since: the broker delivers it again, and
+                # jmslike's count must say that copy is not the first.
+                continue
+            consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
+            self.connection.forget(token.key)
+
+    def redeliver(self, token: Any) -> Message:
+        token.seen = True
+        token.count = (
+            self.connection.counts.count(token.key, True) if token.key else token.count + 1
+        )
+        message = decode(token.incoming, token.consumer.destination, None)
+        message.jms_redelivered = True
+        set_provider_property(message, DELIVERY_COUNT, token.count)
+        return message
+
+    def release(self, tokens: Sequence[Any]) -> None:
+        self.give_back(tokens, seen=True)
+
+    def give_back(self, tokens: Sequence[Any], *, seen: bool) -> None:
+        """Back to the queue, in order. One the application saw counts as delivered
+        (MODIFIED, delivery failed) where the broker counts, and so does one it saw before
+        a recover or rollback put it back in the buffer, unseen since; RabbitMQ refuses
+        MODIFIED (it ends the session), so there RELEASED, and first-acquirer tells the
+        rest. Unseen, its number in jmslike's count goes back one."""
+        rabbitmq = self.connection.rabbitmq
+        counts = self.connection.counts
+        for token in tokens:
+            consumer = token.consumer
+            consumer.outstanding.pop(token.number, None)
+            if not seen:
+                counts.returned_unseen(token.key)
+            transport = consumer.transport
+            if consumer.own_connection:
+                continue  # given back by closing its connection (AmqpConsumer doc)
+            if (seen or token.seen) and not rabbitmq:
+                transport.settle(consumer.link, token.number, Delivery.MODIFIED, failed=True)
+            else:
+                transport.settle(consumer.link, token.number, Delivery.RELEASED)
+
+    def dead_letter(self, token: Any, reason: str) -> None:
+        message = decode(token.incoming, token.consumer.destination, None)
+        set_provider_property(message, DLQ_REASON, reason)
+        message.jms_delivery_mode = PERSISTENT
+        dlq = Queue(self.connection.settings.dead_letter_queue)
+        self._transfer(dlq, message, confirm=True, alone=True)
+        self.acknowledge([token])
+
+    def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:
+        """A receiver in ``copy`` distribution mode sees the queue without taking from it;
+        Artemis lists what it will deliver, in order (ORD-20)."""
+        connection = self.connection
+        if connection.rabbitmq:
+            raise IllegalStateError("RabbitMQ has no queue browsers (capability browsers)")
+        options: list[Any] = [Capability("queue"), Copy()]
+        rendered = connection.broker_selector(selector)
+        if rendered is not None:
+            options.append(Selector(rendered))
+        seen = connection.transport.browse(connection.address_of(destination), options)
+        # Artemis expires a message only when it would deliver it or its reaper runs; a
+        # browser must not list one whose time has passed (ORD-13).
+        now = time.time()
+        return [
+            decode(incoming, destination, connection.reply_to_of(incoming))
+            for incoming in seen
+            if not incoming.expiry_time or incoming.expiry_time > now
+        ]
+
+    def unsubscribe(self, name: str) -> None:
+        """Attach the subscription's link name with no source (Artemis answers with the
+        subscription's queue, or with none if there is no such subscription), then close
+        the link, which deletes the subscription."""
+        connection = self.connection
+        if not connection.capabilities.durable_subscriptions:
+            raise IllegalStateError(
+                f"{connection.broker} over AMQP has no durable subscriptions "
+                "(capability durable_subscriptions)"
+            )
+        if connection.subscriptions.active[name] > 0:
+            raise IllegalStateError(
+                f"durable subscription {name!r} has an active consumer: close it first"
+            )
+        transport = connection.transport
+        for link_name in SubscriptionNames.lookups(name, connection.client_id):
+            receiver = transport.open_receiver(
+                None, lambda _message, _delivery: None, options=[NullSource()], name=link_name
+            )
+            found = transport.remote_source(receiver)
+            transport.close_link(receiver, keep=not found, wait=True)
+            if found:
+                return
+        raise InvalidDestinationError(
+            f"no durable subscription {name!r} for client id {connection.client_id!r} on "
+            f"{connection.broker}"
+        )
+
+    def commit(self, tokens: Sequence[Any]) -> None:
+        if not self.transacted:
+            raise IllegalStateError("commit on a session that is not transacted")
+        transport = self.connection.transport
+        if self._tx_lost:
+            # As over STOMP: what the transaction did before the loss is gone, so what
+            # it did since goes too, and the application hears that it was rolled back.
+            self._tx_lost = False
+            with contextlib.suppress(JMSException):
+                self.rollback()
+            raise TransactionRolledBackError(
+                f"the connection to AMQP broker {transport.address} was lost and made again "
+                "during this transaction: it was rolled back"
+            )
+        if self._coordinator is None:
+            # Every send confirmed, whatever its delivery mode: a failure must show
+            # before anything consumed is accepted.
+            pending, self._pending = self._pending, []
+            for done, (destination, message) in enumerate(pending):
+                try:
+                    self._transfer(destination, message, confirm=True)
+                except JMSException as exc:
+                    raise TransactionRolledBackError(
+                        f"commit failed after {done} of {len(pending)} sends: {exc}"
+                    ) from exc
+            self.acknowledge(tokens)
+        else:
+            txn = self._transaction()
+            self._txn = None
+            for token in tokens:
+                token.consumer.outstanding.pop(token.number, None)
+            # A delivery of a connection lost since (given again locally by the rollback
+            # that the loss caused) cannot be settled: the broker delivers it again.
+            tokens = [token for token in tokens if not stale(token)]
+            for token in tokens:
+                self.connection.forget(token.key)
+            transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
+            transport.discharge(self._coordinator, txn, fail=False)
+        self._detach_zombies(give_back=False)
+
+    def _detach_zombies(self, *, give_back: bool) -> None:
+        """The transaction ended: consumers closed in it detach now, after giving back
+        what they held when it was rolled back (in order, counted: ORD-10, ORD-11)."""
+        zombies, self.zombies = self.zombies, []
+        for consumer in zombies:
+            with contextlib.suppress(JMSException):
+                if give_back:
+                    self.give_back(list(consumer.outstanding.values()), seen=True)
+                consumer.detach()
+
+    def rollback(self) -> None:
+        if not self.transacted:
+            raise IllegalStateError("rollback on a session that is not transacted")
+        self._pending.clear()
+        try:
+            if self._txn is not None and self._coordinator is not None:
+                txn, self._txn = self._txn, None
+                self.connection.transport.discharge(self._coordinator, txn, fail=True)
+        finally:
+            self._detach_zombies(give_back=True)
+
+    def close(self) -> None:
+        transport = self.connection.transport
+        if self.transacted:
+            with contextlib.suppress(JMSException):
+                self.rollback()
+        for link in (*self._senders.values(), self._coordinator):
+            if link is not None:
+                with contextlib.suppress(JMSException):
+                    transport.close_link(link)
+        self._senders.clear()
