@@ -188,6 +188,11 @@ class AmqpConnection(ProviderConnection):
                 "exclusive_hint": self.exclusivity.hint,
                 # A listener container's sessions take from one link (jmslike/_feed.py).
                 "container_feed": True,
+                # The client gate serves every connection of the process to the broker,
+                # each its own socket: arrival order is not the broker's order (issue
+                # 18: after a kill -9, g:76 was read on one connection before g:75 on
+                # another, and both were processed at once).
+                "gate_by_sequence": not native,
             },
         )
         self._lock = threading.Lock()

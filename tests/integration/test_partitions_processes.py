@@ -312,9 +312,27 @@ def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
     then resumed. Its partitions move when the broker gives them up (STOMP heart-beats);
     what it finishes after waking fails to commit once they have moved, so nothing is
     processed twice at once."""
-    with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
-        sent = _freeze_one_of_three(group)
-    assert_kept(group, sent)
+    try:
+        with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
+            sent = _freeze_one_of_three(group)
+        assert_kept(group, sent)
+    except AssertionError as exc:
+        if case not in FREEZE_BUGS:
+            raise
+        pytest.xfail(f"{FREEZE_BUGS[case]} -- {str(exc)[:300]}")
+
+
+FREEZE_BUGS = {
+    "activemq-amqp": (
+        "BUG (issue #18, open, intermittent): ActiveMQ Classic over AMQP, a process frozen "
+        "10 s: ActiveMQ does not drop its connection while it is frozen (the process's "
+        "own idle timeout ends it when it wakes); then either the partitions it held "
+        "stalled (1,855 of 2,000 processed after 150 s, CI 2026-11-26) or a message of "
+        "one came to another process a second time unflagged (g39:05); 1 run in 3 to 5"
+    ),
+}
+"""Cases of the freeze test above that fail for an open bug: only these may fail, and
+then the test is an xfail naming the bug and the failure; every other case stays strict."""
 
 
 PINNED = [case for case in CASES if case.id in ("activemq-stomp", "artemis-stomp", "artemis-amqp")]
