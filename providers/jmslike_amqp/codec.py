@@ -46,7 +46,13 @@ from jmslike.message import (
     PropertyValue,
     TextMessage,
 )
-from jmslike.spi.messages import declare_property_type, set_map_body, update_provider_properties
+from jmslike.spi.messages import (
+    declare_property_type,
+    previous_expiration,
+    set_map_body,
+    set_previous_expiration,
+    update_provider_properties,
+)
 
 __all__ = ["DEST_TYPE", "MSG_TYPE", "REPLY_TO_TYPE", "decode", "encode", "kind_of"]
 
@@ -54,6 +60,10 @@ MSG_TYPE = proton.symbol("x-opt-jms-msg-type")
 DEST_TYPE = proton.symbol("x-opt-jms-dest")
 REPLY_TO_TYPE = proton.symbol("x-opt-jms-reply-to")
 DELIVERY_TIME = proton.symbol("x-opt-delivery-time")
+PREV_EXPIRATION = proton.symbol("x-opt-jmslike-group-prev-expires")
+"""When the producer's previous message of the group expires (epoch ms): the client gate
+need not wait for a predecessor that has expired (ORD-13; the STOMP provider's
+``jmslikeGroupPrevExpires`` header)."""
 OCTET_STREAM = proton.symbol("application/octet-stream")
 
 _TYPE_CODES = {"message": 0, "map": 2, "bytes": 3, "text": 5}
@@ -172,6 +182,9 @@ def encode(
             out.ttl = max(1, message.jms_expiration - message.jms_timestamp) / 1000.0
     if message.jms_timestamp and message.jms_delivery_time > message.jms_timestamp:
         annotations[DELIVERY_TIME] = message.jms_delivery_time
+    expires = previous_expiration(message) if message.ordering_group is not None else 0
+    if expires:
+        annotations[PREV_EXPIRATION] = proton.ulong(expires)
     out.annotation_dict = annotations  # type: ignore[assignment]  # symbol keys, checked above
     properties: dict[Any, Any] = {}
     for name, value in message.properties.items():
@@ -276,6 +289,9 @@ def decode(
         sequence = incoming.group_sequence
         if sequence:
             props[GROUP_SEQ] = -1 if sequence == _UINT_MAX else int(sequence)
+        expires = annotations.get(PREV_EXPIRATION)
+        if isinstance(expires, int):
+            set_previous_expiration(message, int(expires))
     update_provider_properties(message, props)
     return message
 
