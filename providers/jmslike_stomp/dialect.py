@@ -22,7 +22,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ACTIVEMQ", "ARTEMIS", "GENERIC", "RABBITMQ", "Dialect", "dialect_for"]
+from jmslike.selector import ARTEMIS_FILTER, render_selector
+
+__all__ = [
+    "ACTIVEMQ",
+    "ARTEMIS",
+    "GENERIC",
+    "RABBITMQ",
+    "Dialect",
+    "_broker_selector",
+    "dialect_for",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,3 +212,14 @@ def dialect_for(server: str) -> Dialect:
     if lowered.startswith("rabbitmq"):
         return RABBITMQ
     return GENERIC
+
+
+def _broker_selector(dialect: Dialect, selector: str | None) -> str | None:
+    """The selector as the broker reads it, written from the parsed tree (None: none).
+    Artemis applies STOMP selectors (and its management API's browse filters)
+    untranslated, in its Core syntax; ``convert_string_expressions:`` has it compare
+    STOMP's string-valued headers with numbers as the numbers they spell."""
+    if dialect.selectors != "core":
+        return render_selector(selector)
+    core = render_selector(selector, ARTEMIS_FILTER)
+    return None if core is None else "convert_string_expressions:" + core

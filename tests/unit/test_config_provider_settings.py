@@ -215,7 +215,7 @@ def test_an_unrelated_variable_is_only_a_debug_line(
     [("1000,1000", (1000, 1000)), ("1000, 0", (1000, 0)), ("2500", (2500, 2500)), ("0", (0, 0))],
 )
 def test_stomp_heartbeat_takes_one_or_two_values(value: str, expected: tuple[int, int]) -> None:
-    from jmslike_stomp.provider import _options
+    from jmslike_stomp.options import _options
 
     factory = ConnectionFactory(f"{STOMP}?heartbeat={value}")
     assert _options(factory.url, factory.settings).heartbeats == expected

@@ -1253,8 +1253,7 @@ def test_render_selector_helper() -> None:
 
 
 def test_stomp_sends_artemis_filters_and_jms_syntax_to_classic() -> None:
-    from jmslike_stomp.dialect import ACTIVEMQ, ARTEMIS
-    from jmslike_stomp.provider import _broker_selector
+    from jmslike_stomp.dialect import ACTIVEMQ, ARTEMIS, _broker_selector
 
     assert _broker_selector(
         ARTEMIS, "status = 'PERSISTENT' AND JMSDeliveryMode <> 'PERSISTENT'"

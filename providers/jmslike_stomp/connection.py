@@ -1,0 +1,394 @@
+"""``StompConnection``: one STOMP connection's sessions, subscriptions and temporary queues.
+
+It learns the broker from the CONNECTED frame (its :class:`~jmslike_stomp.dialect.Dialect`)
+and keeps what the broker does not: delivery counts and strictly ordered destinations per
+broker address (jmslike.spi.counts, jmslike.spi.strict), RabbitMQ's durable subscriptions
+made here, and its temporary queues, created by a probe (``_declare``). A reconnect rolls
+back the sessions' open transactions and makes RabbitMQ's temporary queues again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from jmslike.config import FactorySettings, ParsedURL
+from jmslike.destination import Destination, TemporaryQueue
+from jmslike.errors import (
+    ConnectionFailedError,
+    IllegalStateError,
+    InvalidClientIDError,
+    InvalidDestinationError,
+    JMSException,
+)
+from jmslike.spi.clientids import CLIENT_IDS
+from jmslike.spi.counts import counts_for
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
+from jmslike.spi.management import ArtemisManagement
+from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
+from jmslike.spi.strict import registry_for
+from jmslike_stomp.capabilities import _capabilities
+from jmslike_stomp.codec import destination_name, remember_wire_name
+from jmslike_stomp.consumer import StompConsumer
+from jmslike_stomp.dialect import Dialect, dialect_for
+from jmslike_stomp.options import _options
+from jmslike_stomp.session import StompSession
+from jmslike_stomp.temporary import _DELETED_TEMPORARY, _TemporaryInbox
+from jmslike_stomp.transport import StompTransport
+
+__all__ = ["PROBE_HEADER", "StompConnection"]
+
+log = logging.getLogger("jmslike.stomp")
+
+PROBE_HEADER = "jmslikeTemporaryProbe"
+"""Names the temporary queue a probe was sent for (see ``StompConnection._declare``)."""
+
+
+class StompConnection(ProviderConnection):
+    def __init__(
+        self,
+        url: ParsedURL,
+        settings: FactorySettings,
+        user: str | None,
+        password: str | None,
+        on_exception: ExceptionCallback,
+    ) -> None:
+        self.url = url
+        self.settings = settings
+        # failover:(stomp://u:p@a,stomp://u:p@b): the members carry the credentials
+        member = next((m for m in url.members if m.user), None)
+        self._user = user if user or member is None else member.user
+        self._password = password if user or member is None else member.password
+        self._on_exception = on_exception
+        self.client_id: str | None = None
+        self.temporary_names: set[str] = set()
+        self.temporary_inboxes: dict[str, _TemporaryInbox] = {}
+        """RabbitMQ's temporary queues made here, by name (see ``_TemporaryInbox``)."""
+        self._probe_lock = threading.Lock()
+        self._probe_destination: str | None = None
+        self._probes: dict[str, list[Any]] = {}
+        """Temporary queue name -> [event, the broker's name for it], while its probe is out."""
+        self._extra_transports: set[StompTransport] = set()
+        self.active_durables: set[str] = set()
+        self.rabbit_durables: dict[str, dict[str, str]] = {}
+        """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
+        self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
+        self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
+        self.transport = self._connect(None, self._reconnected, self._lost)
+        self.counts = counts_for(self.transport.address)
+        self.strict = registry_for(self.transport.address)
+        self.dialect: Dialect = dialect_for(self.transport.server)
+        management_url = settings.extra.get("managementUrl")
+        self.management = (
+            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
+            if management_url and self.dialect.management == "artemis-jolokia"
+            else None
+        )
+        first = url.members[0] if url.members else url
+        self.exclusivity = exclusivity_for(
+            self.dialect.name,
+            first.host or "127.0.0.1",
+            settings,
+            self._user,
+            self._password,
+            self.transport.vhost,
+        )
+        self.exclusive_queues = exclusive_queues_for(self.transport.address)
+        self.capabilities = _capabilities(
+            self.dialect, self.transport, self.management, self.exclusivity
+        )
+
+    def queue_depths(self, prefix: str) -> dict[str, int] | None:
+        depths = self.exclusivity.depths
+        return depths(prefix) if depths is not None else None
+
+    def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
+        """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
+        partitions), once per process; see jmslike.spi.exclusive. ``required=False``
+        (ORD-18 declared late): a refusal is logged and False returned."""
+        declare = self.exclusivity.declare
+        if declare is None:
+            return self.exclusivity.scope == "broker"
+        return self.exclusive_queues.declare(queue.name, declare, required=required)
+
+    def wire_name(self, destination: Destination) -> str:
+        """The STOMP ``destination`` header: RabbitMQ's single-active-consumer queues are
+        addressed as ``/amq/queue/<name>``, since ``/queue/<name>`` would declare the
+        queue again without the argument and be refused."""
+        if (
+            self.dialect.name == "rabbitmq"
+            and not (destination.is_topic or destination.is_temporary)
+            and (
+                destination.name in self.exclusive_queues
+                or (
+                    self.settings.is_strictly_ordered(destination)
+                    and self.declare_exclusive_queue(destination, required=False)
+                )
+            )
+        ):
+            return "/amq/queue/" + destination.name
+        return destination_name(destination, self.dialect)
+
+    def _connect(
+        self,
+        client_id: str | None,
+        on_reconnect: Callable[[], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
+    ) -> StompTransport:
+        options = _options(self.url, self.settings)
+        return StompTransport(
+            self.url,
+            self._user,
+            self._password,
+            client_id=client_id,
+            heartbeats=options.heartbeats,
+            timeout=self.settings.request_timeout,
+            on_exception=self._on_exception,
+            reconnect=options.reconnect,
+            on_reconnect=on_reconnect,
+            on_lost=on_lost,
+            ssl_ca_file=options.tls.ca_file,
+        )
+
+    def _lost(self) -> None:
+        for consumer in list(self.consumers):
+            consumer.revoke_stale()
+
+    def _reconnected(self) -> None:
+        """The broker forgot every transaction of the lost connection: the sessions' open
+        transactions are rolled back (their next commit says so). RabbitMQ deleted the
+        temporary queues with the connection: they are made again, under new names."""
+        for session in list(self.sessions):
+            session.transaction_lost()
+        for consumer in list(self.consumers):
+            consumer.revoke_stale()
+        for name in list(self.temporary_inboxes):
+            try:
+                self._declare(name)
+            except JMSException as exc:
+                log.warning("temporary queue %s not made again after a reconnect: %s", name, exc)
+
+    def open_transport(self, on_reconnect: Callable[[], None] | None = None) -> StompTransport:
+        """Another connection to the same broker, for a consumer that needs its own."""
+        transport = self._connect(self.client_id, on_reconnect, on_reconnect)
+        self._extra_transports.add(transport)
+        return transport
+
+    def close_transport(self, transport: StompTransport) -> None:
+        self._extra_transports.discard(transport)
+        transport.close()
+
+    def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
+        self.transport.check_open()
+        session = StompSession(self, transacted, acknowledge_mode)
+        self.sessions.add(session)
+        return session
+
+    def set_client_id(self, client_id: str) -> None:
+        """STOMP sends the client id with CONNECT, so connect again with it (JMS allows it
+        only before the connection is used, so nothing is lost). Artemis and RabbitMQ do
+        not refuse a client id in use, so jmslike refuses it within the process too."""
+        address = self.transport.address
+        CLIENT_IDS.claim(address, client_id, self)
+        old = self.transport
+        old.close()
+        try:
+            self.transport = self._connect(client_id, self._reconnected, self._lost)
+        except JMSException as exc:
+            self.transport = self._connect(self.client_id, self._reconnected, self._lost)
+            CLIENT_IDS.release(address, client_id, self)
+            if "client" in str(exc).lower() and "id" in str(exc).lower():
+                raise InvalidClientIDError(str(exc)) from exc
+            raise
+        self.client_id = client_id
+
+    def count_delivery(self, key: str, headers: dict[str, str]) -> int:
+        """This delivery's number: counted by jmslike, since the brokers do not say (only
+        RabbitMQ quorum queues send ``x-delivery-count``)."""
+        broker_count = headers.get("x-delivery-count", "")
+        return self.counts.count(
+            key,
+            headers.get("redelivered") == "true",
+            int(broker_count) if broker_count.isdigit() else None,
+        )
+
+    def forget(self, key: str) -> None:
+        self.counts.forget(key)
+
+    def durable_headers(self, name: str, headers: dict[str, str]) -> str:
+        """Add the broker's durable-subscription headers; returns the subscription id."""
+        style = self.dialect.durable_subscription
+        if not self.client_id and style != "none":
+            raise IllegalStateError(
+                f"durable subscription {name!r} needs a client id "
+                "(connection.client_id or the factory's client_id), as in JMS"
+            )
+        if style == "activemq":
+            headers["activemq.subscriptionName"] = name
+        elif style == "artemis":
+            headers["durable-subscription-name"] = name
+        elif style == "rabbitmq":
+            headers["durable"] = "true"
+            headers["auto-delete"] = "false"
+            self.rabbit_durables[name] = dict(headers)
+            return f"durable-{name}"
+        else:
+            raise IllegalStateError(
+                f"{self.dialect.name} has no durable subscriptions over STOMP "
+                "(capability durable_subscriptions)"
+            )
+        return f"sub-{uuid.uuid4().hex[:12]}"
+
+    def shared_headers(
+        self, topic: Destination, name: str, durable: bool, headers: dict[str, str]
+    ) -> None:
+        """Make ``headers`` subscribe to the shared subscription ``name`` of ``topic``.
+
+        The subscription is a queue named after the client id (if any) and ``name``, as
+        the brokers' own JMS clients name it; consumers of that queue split its messages.
+        """
+        queue = f"{self.client_id}.{name}" if self.client_id else name
+        if self.dialect.shared_subscription == "artemis":
+            if not durable:
+                # Queue names are global on Artemis: without the topic in it, a shared
+                # subscription of the same name on another topic would be this queue.
+                queue = f"nonDurable.{queue}.{topic.name}"
+            headers["destination"] = f"{topic.name}::{queue}"
+            return
+        # RabbitMQ: a durable queue bound to the topic, deleted with its last consumer
+        # unless the subscription is durable; every consumer's connection names it.
+        headers["durable"] = "true"
+        headers["auto-delete"] = "false" if durable else "true"
+        headers["x-queue-name"] = f"jmslike-shared-{queue}"
+        if durable:
+            self.rabbit_durables[name] = dict(headers)
+
+    def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
+        return {}
+
+    def delete_durable(self, name: str) -> None:
+        if name in self.active_durables:
+            raise IllegalStateError(
+                f"durable subscription {name!r} has an active consumer: close it first"
+            )
+        style = self.dialect.durable_subscription
+        sub_id = f"delete-{uuid.uuid4().hex[:12]}"
+        if style == "activemq":
+            self.transport.frame(
+                "UNSUBSCRIBE", {"id": sub_id, "activemq.subscriptionName": name}, confirm=True
+            )
+        elif style == "artemis":
+            if self.management is not None and not self.management.has_subscription_queue(
+                self.client_id or "", name
+            ):
+                raise InvalidDestinationError(
+                    f"no durable subscription {name!r} for client id {self.client_id!r} on "
+                    f"{self.dialect.name}"
+                )
+            self.transport.frame(
+                "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
+            )
+        elif style == "rabbitmq":
+            # RabbitMQ deletes a durable subscription only through an UNSUBSCRIBE on the
+            # connection that holds it: subscribe again for a moment, then unsubscribe.
+            headers = self.rabbit_durables.pop(name, None)
+            if headers is None:
+                raise InvalidDestinationError(
+                    f"no durable subscription {name!r} made by this connection; RabbitMQ "
+                    "cannot look one up by name"
+                )
+            sub_id = f"durable-{name}"
+            self.transport.subscribe(sub_id, headers, lambda _headers, _body: None)
+            try:
+                self.transport.frame("UNSUBSCRIBE", {"id": sub_id, "durable": "true"}, confirm=True)
+            finally:
+                self.transport.unlisten(sub_id)
+        else:
+            raise IllegalStateError(f"{self.dialect.name} has no durable subscriptions")
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        prefix = self.dialect.temp_queue_prefix
+        if prefix is None:
+            raise IllegalStateError(
+                f"{self.dialect.name} has no temporary queues over STOMP "
+                "(capability temporary_destinations)"
+            )
+        queue = TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
+        if self.dialect.temp_queue_implicit:
+            inbox = self.temporary_inboxes[queue.name] = _TemporaryInbox()
+            self.transport.listen(queue.name, inbox.on_frame)
+            try:
+                self._declare(queue.name)
+            except BaseException:
+                del self.temporary_inboxes[queue.name]
+                self.transport.unlisten(queue.name)
+                raise
+        self.temporary_names.add(queue.name)
+        return queue
+
+    def _declare(self, name: str) -> None:
+        """Make RabbitMQ create the temporary queue ``name`` now, and learn its real name.
+
+        RabbitMQ creates a ``/temp-queue/x`` only when a SEND names it in ``reply-to``, and
+        refuses it as a SEND's or SUBSCRIBE's destination (even from its creator). So a
+        probe goes to a topic this connection subscribes to, with ``reply-to`` naming the
+        queue: RabbitMQ creates the queue (exclusive to this connection, deleted with it)
+        and subscribes this connection to it at once, and the probe comes back with the
+        name others reach it by (``/reply-queue/amq.gen-...``), which a send to it uses.
+        """
+        with self._probe_lock:
+            destination = self._probe_destination
+            if destination is None:
+                probe_id = uuid.uuid4().hex[:12]
+                destination = f"{self.dialect.topic_prefix}jmslike.temporary-probe.{probe_id}"
+                self.transport.subscribe(
+                    f"probe-{probe_id}", {"destination": destination, "ack": "auto"}, self._probed
+                )
+                self._probe_destination = destination
+            slot: list[Any] = [threading.Event(), None]
+            self._probes[name] = slot
+        try:
+            self.transport.frame(
+                "SEND",
+                {"destination": destination, "reply-to": name, PROBE_HEADER: name},
+                confirm=True,
+            )
+            if not slot[0].wait(self.settings.request_timeout):
+                raise ConnectionFailedError(
+                    f"STOMP broker {self.transport.address} did not return the probe that "
+                    f"creates temporary queue {name} within {self.settings.request_timeout} s"
+                )
+        finally:
+            with self._probe_lock:
+                self._probes.pop(name, None)
+        remember_wire_name(name, slot[1])
+
+    def _probed(self, headers: dict[str, str], body: bytes) -> None:
+        """stomp.py's receiver thread: a probe came back with a temporary queue's name."""
+        with self._probe_lock:
+            slot = self._probes.get(headers.get(PROBE_HEADER, ""))
+        if slot is not None and headers.get("reply-to"):
+            slot[1] = headers["reply-to"]
+            slot[0].set()
+
+    def delete_temporary(self, destination: Destination) -> None:
+        """STOMP cannot delete a temporary queue (the broker does, with the connection):
+        jmslike forgets it here, so that a request/reply server making one per request
+        keeps no handler or name per request, and refuses sends to it from now on."""
+        if destination.name not in self.temporary_names:
+            raise InvalidDestinationError(f"{destination} was not created by this connection")
+        self.temporary_names.discard(destination.name)
+        _DELETED_TEMPORARY.add(destination.name)
+        if self.temporary_inboxes.pop(destination.name, None) is not None:
+            self.transport.unlisten(destination.name)
+
+    def close(self) -> None:
+        _DELETED_TEMPORARY.update(self.temporary_names)
+        CLIENT_IDS.release(self.transport.address, self.client_id, self)
+        for transport in list(self._extra_transports):
+            self.close_transport(transport)
+        self.transport.close()

@@ -1,0 +1,262 @@
+"""A STOMP subscription (``StompConsumer``) and the delivery it hands up (``_Token``).
+
+A queue consumer subscribes on the first request for messages, with the window its
+session asks for (STOMP has no other credit); a topic consumer and a temporary queue's
+subscribe at once. Delivery counts are kept by jmslike, per message, because the brokers
+do not send them (Classic sends only ``redelivered``; RabbitMQ not even a stable message
+id). Closing hands back what the subscription holds, in order (ORD-10).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from jmslike.destination import Destination
+from jmslike.message import DELIVERY_COUNT, Message
+from jmslike.selector import Selector, message_lookup
+from jmslike.spi.messages import set_provider_property
+from jmslike.spi.provider import DeliverySink, ProviderConsumer
+from jmslike.spi.strict import Claim
+from jmslike_stomp.codec import ID_HEADER, decode
+from jmslike_stomp.transport import StompTransport
+
+if TYPE_CHECKING:
+    from jmslike_stomp.session import StompSession
+
+__all__ = ["StompConsumer", "_Token"]
+
+
+class _Token:
+    """One delivery: what acknowledging, redelivering or dead-lettering it needs.
+
+    It keeps the frame, not the decoded message: the application may change the message
+    it was given, and a redelivery or a dead-lettered copy must carry what was sent."""
+
+    __slots__ = ("_ack_id", "body", "consumer", "generation", "headers", "key")
+
+    def __init__(
+        self, consumer: StompConsumer, ack_id: str, key: str, headers: dict[str, str], body: bytes
+    ) -> None:
+        self.consumer = consumer
+        self._ack_id = ack_id
+        self.key = key
+        self.headers = headers
+        self.body = body
+        self.generation = consumer.transport.generation
+
+    @property
+    def ack_id(self) -> str:
+        """The id to ACK or NACK with; "" when there is nothing to acknowledge: the broker
+        needs no ACK, or the delivery came over a connection since lost (the broker hands
+        the message out again, flagged redelivered)."""
+        if self.generation != self.consumer.transport.generation:
+            return ""
+        return self._ack_id
+
+    def decode(self) -> Message:
+        return self.consumer.decode(self.headers, self.body)
+
+
+class StompConsumer(ProviderConsumer):
+    """One STOMP subscription, made on the first request for messages."""
+
+    def __init__(
+        self,
+        session: StompSession,
+        destination: Destination,
+        sink: DeliverySink,
+        headers: dict[str, str],
+        client_filter: Selector | None,
+        sub_id: str,
+        claim: Claim,
+    ) -> None:
+        self._session = session
+        # RabbitMQ hands back what a subscription holds only when its connection closes
+        # (UNSUBSCRIBE keeps them, and a NACK comes straight back to the same subscription):
+        # there each consumer gets a connection of its own, closed to give back (ORD-10).
+        # Not for temporary queues, which belong to the session's connection.
+        self.own_connection = session.connection.dialect.consumer_connection and not (
+            destination.is_temporary
+        )
+        self._transport = (
+            session.connection.open_transport(self.revoke_stale)
+            if self.own_connection
+            else session.transport
+        )
+        if not self.own_connection:
+            session.connection.consumers.add(self)
+        self.dialect = session.connection.dialect
+        self.destination = destination
+        self.inbox = (
+            session.connection.temporary_inboxes[destination.name]
+            if destination.is_temporary and self.dialect.temp_queue_implicit
+            else None
+        )
+        """RabbitMQ's temporary queue: its frames come through the connection's inbox."""
+        self._sink = sink
+        self._headers = headers
+        self._filter = client_filter
+        self.sub_id = sub_id
+        self._durable_name: str | None = None
+        self._subscribed = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self.claim = claim
+        self.exclusive = claim.strict
+        self._waiting = claim.waiting
+        """A standby of a strictly ordered destination: subscribe once promoted (ORD-18)."""
+        self._wanted = False
+        self.unfinished: dict[int, _Token] = {}
+        """Deliveries pushed up and not acknowledged, committed, dead-lettered or given
+        back yet, by identity."""
+
+    def flow(self, credit: int) -> None:
+        """STOMP has no credit: the broker pushes up to the subscription's window, fixed
+        when subscribing. So the only thing to do is to subscribe, on first use."""
+        if credit > 0 and not self._closed and not self._subscribed:
+            self.subscribe()
+
+    def decode(self, headers: dict[str, str], body: bytes) -> Message:
+        message = decode(headers, body, self.dialect, self.destination.is_topic)
+        if self.inbox is not None:
+            # RabbitMQ names the queue's real name (/queue/amq.gen-...): JMSDestination is
+            # the temporary queue the application made.
+            message.jms_destination = self.destination
+        return message
+
+    def subscribe(self) -> None:
+        with self._lock:
+            if self._waiting:
+                self._wanted = True
+                return
+            if self._subscribed:
+                return
+            if self.inbox is not None:
+                # RabbitMQ subscribes the creating connection to its temporary queue by
+                # itself (and refuses a SUBSCRIBE to one): take what its inbox holds.
+                self.inbox.attach(self._on_frame)
+            else:
+                self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
+            self._subscribed = True
+
+    def promote(self) -> None:
+        """The active consumer of the strictly ordered destination gave its messages back:
+        this standby takes over (ORD-18), subscribing now if it was asked for messages."""
+        with self._lock:
+            self._waiting = False
+            wanted = self._wanted and not self._closed
+        if wanted:
+            self.subscribe()
+
+    def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
+        """stomp.py's receiver thread (for what waited in a temporary queue's inbox, the
+        thread making the consumer): decode, count, filter, push to the sink."""
+        connection = self._session.connection
+        if self._closed:
+            if self.inbox is not None:
+                # It came as the consumer closed: it waits for the next one.
+                self.inbox.on_frame(headers, body, returned_by=self._on_frame)
+                return
+            # Sent before the broker saw UNSUBSCRIBE; it goes back unseen.
+            connection.counts.returned_unseen(
+                headers.get(ID_HEADER) or headers.get("message-id", "")
+            )
+            return
+        message = self.decode(headers, body)
+        # No ack id: a delivery the broker needs no acknowledgement for (RabbitMQ's own
+        # subscription to a temporary queue); acknowledging it would be an error.
+        implicit = self.inbox is not None
+        ack_id = "" if implicit else headers.get("ack") or headers.get("message-id", "")
+        key = headers.get(ID_HEADER) or headers.get("message-id", "")
+        count = connection.count_delivery(key, headers)
+        message.jms_redelivered = count > 1
+        set_provider_property(message, DELIVERY_COUNT, count)
+        token = _Token(self, ack_id, key, headers, body)
+        if self._filter is not None and not self._filter.matches(message_lookup(message)):
+            # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
+            # a message this subscriber does not want is simply acknowledged.
+            if ack_id:
+                self._transport.frame("ACK", {"id": ack_id}, confirm=False)
+            connection.forget(key)
+            return
+        self.unfinished[id(token)] = token
+        self._sink(message, token)
+
+    def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
+        """Hand back what this subscription holds, in order (ORD-10), then unsubscribe.
+
+        Classic and Artemis hand back every unacknowledged message on UNSUBSCRIBE; RabbitMQ
+        only when a connection closes, so there the consumer's own connection is closed
+        (see ``detach``). In a transaction the UNSUBSCRIBE waits for its end.
+        """
+        self._closed = True
+        if not self.claim.waiting or not self._waiting:
+            self._session.connection.active_durables.discard(self._durable_name or "")
+        if not self._subscribed:
+            self._session.connection.strict.detach(self.claim)
+            return
+        counts = self._session.connection.counts
+        for token in undelivered:
+            counts.returned_unseen(token.key)
+        if self.inbox is not None:
+            # The broker took these back from nobody (it needs no acknowledgement): they
+            # wait in the inbox for the queue's next consumer. In a transaction, what the
+            # application saw waits for the rollback (``release``) or the commit.
+            self.inbox.detach(self._on_frame)
+            held = [*undelivered] if self._session.transacted else [*delivered, *undelivered]
+            self.inbox.put_back([(token.headers, token.body) for token in held])
+            self._session.connection.strict.detach(self.claim)
+            return
+        for token in undelivered:
+            self.unfinished.pop(id(token), None)
+        if self._session.transacted and self.unfinished:
+            # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
+            # hand them to other consumers before the commit could consume them. (With
+            # none of its messages in the transaction it goes at once: a partition handed
+            # over after its last commit must not wait for a commit that may never come.)
+            self._session.zombies.append(self)
+            return
+        self.detach([*delivered, *undelivered])
+
+    @property
+    def transport(self) -> StompTransport:
+        """Where this consumer's acknowledgements go."""
+        return self._transport
+
+    def revoke_stale(self) -> None:
+        """After a reconnect: what this consumer buffered from the lost connection is
+        dropped (the broker delivers it again, redelivered, in order: ORD-11)."""
+        generation = self._transport.generation
+        # What the application holds from the lost connection can no longer be finished
+        # here: the broker hands it out again.
+        self.unfinished = {
+            key: token for key, token in self.unfinished.items() if token.generation == generation
+        }
+        if self.revoke is None:
+            return
+        for token in self.revoke(
+            lambda token: isinstance(token, _Token) and token.generation != generation
+        ):
+            self._session.connection.counts.returned_unseen(token.key)
+
+    def detach(self, held: Sequence[Any]) -> None:
+        """Give back what this subscription holds and unsubscribe; then a standby of a
+        strictly ordered destination may take over (ORD-18)."""
+        try:
+            self._give_back(held)
+        finally:
+            self._session.connection.strict.detach(self.claim)
+
+    def _give_back(self, held: Sequence[Any]) -> None:
+        if self.own_connection:
+            self._session.connection.close_transport(self._transport)
+            return
+        if self.dialect.release_by_nack:
+            for token in reversed(held):
+                if token.ack_id:
+                    self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
+        if self.inbox is not None:
+            return  # detached from the inbox when it closed
+        self._transport.unsubscribe(self.sub_id)
