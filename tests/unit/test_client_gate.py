@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -142,24 +143,37 @@ def test_groups_and_destinations_are_independent() -> None:
     assert out == ["A:a", "B:b", "B:h"]
 
 
+def _two_sessions(connection: Any, a_transacted: bool = False) -> tuple[Any, ...]:
+    """On a broker that ignores groups: ``send(text)`` to group g of queue://q, and
+    sessions A and B (CLIENT_ACKNOWLEDGE; A transacted if asked) with a consumer each."""
+    sender = connection.create_session()
+    producer = sender.create_producer("queue://q")
+    producer.enable_ordering_group("g")
+    a = connection.create_session(
+        a_transacted, Session.SESSION_TRANSACTED if a_transacted else Session.CLIENT_ACKNOWLEDGE
+    )
+    b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
+    connection.start()
+
+    def send(text: str) -> None:
+        producer.send(sender.create_text_message(text))
+
+    return send, a, ca, cb
+
+
 def test_through_the_api_holder_messages_queue_behind_parked_ones() -> None:
     """On a broker that ignores groups: A holds g:1; B's consumer is handed g:2 (parked);
     a later g:3 handed to A must not be processed before g:2."""
     factory = ConnectionFactory(f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false")
     with factory.create_connection() as connection:
-        sender = connection.create_session()
-        producer = sender.create_producer("queue://q")
-        producer.enable_ordering_group("g")
-        a = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
-        connection.start()
-        producer.send(sender.create_text_message("g:1"))
+        send, _a, ca, cb = _two_sessions(connection)
+        send("g:1")
         first = ca.receive(1.0)
         assert first is not None and first.text == "g:1"
-        producer.send(sender.create_text_message("g:2"))
+        send("g:2")
         assert cb.receive(0.1) is None, "g:2 is parked at B while A holds g"
-        producer.send(sender.create_text_message("g:3"))
+        send("g:3")
         assert ca.receive(0.1) is None, "g:3 must not overtake g:2"
         first.acknowledge()
         second = cb.receive(1.0)
@@ -176,15 +190,9 @@ def test_through_the_api_a_reconnect_frees_the_groups_of_what_was_buffered() -> 
     over a failover URL lost half its groups after a broker restart)."""
     url = f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false"
     with ConnectionFactory(url, prefetch=2).create_connection() as connection:
-        sender = connection.create_session()
-        producer = sender.create_producer("queue://q")
-        producer.enable_ordering_group("g")
-        a = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
-        connection.start()
+        send, a, ca, cb = _two_sessions(connection)
         for text in ("g:1", "g:2"):
-            producer.send(sender.create_text_message(text))
+            send(text)
         first = ca.receive(1.0)
         assert first is not None and first.text == "g:1"
         first.acknowledge()  # A still holds g: g:2 waits in its buffer
@@ -207,17 +215,11 @@ def test_through_the_api_an_in_doubt_commit_keeps_its_messages_place() -> None:
     under a transacted consumer, and its in-doubt g007:40 came again after 41 to 66)."""
     url = f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false"
     with ConnectionFactory(url).create_connection() as connection:
-        sender = connection.create_session()
-        producer = sender.create_producer("queue://q")
-        producer.enable_ordering_group("g")
-        a = connection.create_session(True, Session.SESSION_TRANSACTED)
-        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
-        connection.start()
-        producer.send(sender.create_text_message("g:1"))
+        send, a, ca, cb = _two_sessions(connection, a_transacted=True)
+        send("g:1")
         first = ca.receive(1.0)
         assert first is not None and first.text == "g:1"
-        producer.send(sender.create_text_message("g:2"))
+        send("g:2")
         assert cb.receive(0.2) is None, "g:2 is parked at B while A holds g"
         taken: list[object] = []
 
