@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 import pytest
 from brokerenv import broker_url
-from jmslike_amqp.codec import decode, encode
 from proton.utils import BlockingConnection
 
 from jmslike import BytesMessage, ConnectionFactory, Message, TextMessage
 from jmslike.destination import Queue
+from jmslike_amqp.codec import decode, encode
 
 pytestmark = [pytest.mark.amqp, pytest.mark.stomp, pytest.mark.artemis]
 

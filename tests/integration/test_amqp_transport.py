@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 
 import pytest
 from brokerenv import broker_url
-from jmslike_amqp.links import Capability
-from jmslike_amqp.transport import AmqpTransport
 from proton import Delivery, Message
 
 import jmslike
+from jmslike_amqp.links import Capability
+from jmslike_amqp.transport import AmqpTransport
 
 BROKERS = [
     pytest.param("ARTEMIS", "", marks=pytest.mark.artemis, id="artemis"),

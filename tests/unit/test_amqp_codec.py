@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import proton
 import pytest
-from jmslike_amqp.codec import DEST_TYPE, MSG_TYPE, REPLY_TO_TYPE, decode, encode
 
 from jmslike import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.destination import Queue, TemporaryQueue, Topic
+from jmslike_amqp.codec import DEST_TYPE, MSG_TYPE, REPLY_TO_TYPE, decode, encode
 
 
 def _wire(message: proton.Message) -> proton.Message:

@@ -23,10 +23,10 @@ import proton
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from jmslike_amqp import codec as amqp_codec
 
 import jmslike
 from jmslike.destination import Queue
+from jmslike_amqp import codec as amqp_codec
 from jmslike_stomp import codec as stomp_codec
 from jmslike_stomp.dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ
 

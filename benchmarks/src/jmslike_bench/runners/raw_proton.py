@@ -19,10 +19,10 @@ import urllib.parse
 from typing import Any
 
 import proton
-from jmslike_amqp.links import Capability
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from jmslike_amqp.links import Capability
 from jmslike_bench.env import delete_rabbitmq_queue
 from jmslike_bench.runners.base import IDLE, Measurement, Runner, run_child
 from jmslike_bench.stats import percentile
