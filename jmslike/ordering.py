@@ -224,6 +224,11 @@ def returned_of(scope: str, message: Message) -> Returned:
     )
 
 
+RECENT_ARRIVALS = 10_000
+"""Message ids the gate remembers having seen arrive (``_note_arrival``): enough for the
+copies that come in the seconds around a reconnect, about 2 MB at most."""
+
+
 def _place_among_returned(line: deque[_Slot[Any]], sequence: int | None) -> int:
     """Where an arriving message of JMSXGroupSeq ``sequence`` waits in a group's line:
     ahead of the messages given back at its front that come after it in send order (a
@@ -395,7 +400,7 @@ class ClientGroupGate(Generic[T]):
         seen = (key, message_id)
         self._arrivals[seen] = self._arrivals.get(seen, 0) + 1
         self._arrivals.move_to_end(seen)
-        if len(self._arrivals) > 100_000:
+        if len(self._arrivals) > RECENT_ARRIVALS:
             self._arrivals.popitem(last=False)
 
     def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
