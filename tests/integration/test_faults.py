@@ -51,20 +51,28 @@ def keepalive(url: str) -> str:
 
 
 def send_groups(url: str, queue: str) -> list[str]:
-    sent = []
     with ConnectionFactory(url).create_connection() as connection:
-        session = connection.create_session()
-        producers = []
-        for g in range(GROUPS):
-            producer = session.create_producer(queue)
-            producer.delivery_mode = DeliveryMode.PERSISTENT
-            producer.enable_ordering_group(f"g{g}")
-            producers.append(producer)
-        for n in range(PER_GROUP):
-            for g, producer in enumerate(producers):
-                text = f"g{g}:{n:02d}"
-                producer.send(session.create_text_message(text))
-                sent.append(text)
+        return send_groups_on(connection.create_session(), queue)
+
+
+def send_groups_on(session: jmslike.Session, queue: str, padding: str = "") -> list[str]:
+    """GROUPS x PER_GROUP persistent messages, "g<g>:<n>", round-robin over the groups;
+    ``padding`` goes in a string property (to make each message bigger)."""
+    sent = []
+    producers = []
+    for g in range(GROUPS):
+        producer = session.create_producer(queue)
+        producer.delivery_mode = DeliveryMode.PERSISTENT
+        producer.enable_ordering_group(f"g{g}")
+        producers.append(producer)
+    for n in range(PER_GROUP):
+        for g, producer in enumerate(producers):
+            text = f"g{g}:{n:02d}"
+            message = session.create_text_message(text)
+            if padding:
+                message.set_string_property("padding", padding)
+            producer.send(message)
+            sent.append(text)
     return sent
 
 
@@ -176,20 +184,7 @@ def test_slow_link_loses_and_reorders_nothing(relay_for) -> None:
     with ConnectionFactory(url).create_connection() as connection:
         connection.set_exception_listener(errors.append)
         session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        sent = []
-        producers = []
-        for g in range(GROUPS):
-            producer = session.create_producer(queue)
-            producer.delivery_mode = DeliveryMode.PERSISTENT
-            producer.enable_ordering_group(f"g{g}")
-            producers.append(producer)
-        for n in range(PER_GROUP):
-            for g, producer in enumerate(producers):
-                text = f"g{g}:{n:02d}"
-                message = session.create_text_message(text)
-                message.set_string_property("padding", padding)
-                producer.send(message)
-                sent.append(text)
+        sent = send_groups_on(session, queue, padding)
         consumer = session.create_consumer(queue)
         connection.start()
         got: list[tuple[str, bool]] = []
