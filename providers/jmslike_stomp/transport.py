@@ -40,6 +40,7 @@ from jmslike.errors import (
 )
 from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
+from jmslike_stomp.wire import encode_frame, install, parse_header_lines
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -80,36 +81,10 @@ class _StrayBytes(logging.Filter):
 logging.getLogger("stomp.py").addFilter(_HidePasscode())
 logging.getLogger("stomp.py").addFilter(_StrayBytes())
 
-_ESCAPED = re.compile(r"\\.")
-
-
-def _parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
-    """stomp.py's ``utils.parse_headers``, same result, without a regular expression per
-    line and two ``re.sub`` per header: a line is split at its first colon (a line with
-    none, or with nothing before it, is no header), escapes are undone only where there
-    is a backslash, and the first of repeated headers counts (STOMP 1.2). stomp.py's
-    receiver thread parses every frame there; with a listener container's eight
-    sessions on one subscription it was the busiest thread of the process, and this
-    took its cost per MESSAGE frame from 27 to 12 microseconds."""
-    unescape = stomp.utils._unescape_header
-    headers: dict[str, str] = {}
-    for line in lines[offset:]:
-        key, colon, value = line.partition(":")
-        if not colon or not key:
-            continue
-        if "\\" in key:
-            key = _ESCAPED.sub(unescape, key)
-        if key not in headers:
-            if "\\" in value:
-                value = _ESCAPED.sub(unescape, value)
-            headers[key] = value
-    return headers
-
-
 _STOMP_PARSE_HEADERS = stomp.utils.parse_headers
 """stomp.py's own (tests compare the two)."""
-if callable(getattr(stomp.utils, "_unescape_header", None)):
-    stomp.utils.parse_headers = _parse_headers
+# The faster one for frames stomp.py still reads itself (a TLS connection, wire.py).
+stomp.utils.parse_headers = parse_header_lines
 
 _SECURITY_WORDS = (
     "authenticat",
@@ -132,7 +107,6 @@ def _first_line(detail: str, message: str) -> str:
     return "" if message and first.endswith(message) else first
 
 
-
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
     shown = _first_line(detail, message)
@@ -150,6 +124,11 @@ def error_for(what: str, message: str, detail: str = "") -> JMSException:
 LATER_WINDOW = 1000
 """Frames sent with ``later`` that may wait for their RECEIPT at once; the next one waits
 for the oldest (a bound on what a close has to wait for, and on memory)."""
+
+
+_UNWAITED = frozenset(("ACK", "NACK"))
+"""Frames whose sender need not see them written: a failure of the connection reaches the
+session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 
 
 class UnconfirmedError(ConnectionFailedError):
@@ -294,8 +273,10 @@ class StompTransport:
                 conn.set_ssl(
                     for_hosts=[(member.host, member.port or 61613)], ca_certs=self._ssl_ca_file
                 )
-        conn.set_listener("jmslike", _Link(self, self.generation))
+        link = _Link(self, self.generation)
+        conn.set_listener("jmslike", link)
         _plain_send_lock(conn)
+        wire = install(conn, link.on_message)
         self._connect_refusal = ""
         self._answered.clear()
         try:
@@ -325,6 +306,7 @@ class StompTransport:
                     f"{self._timeout} s (is it a STOMP port?)"
                 )
             raise self._connect_error(None)
+        self._wire = wire
         return conn
 
     def _wrong_port(self) -> str | None:
@@ -541,7 +523,13 @@ class StompTransport:
             waiter = self._waiters[receipt] = _Waiter(what)
         errors_before = self._errors
         try:
-            self._conn.send_frame(command, headers, body)
+            wire = self._wire
+            if wire is not None and wire.writes:
+                # An ACK or NACK nobody waits for goes with the next write (wire.py).
+                wait = waiter is not None or command not in _UNWAITED
+                wire.write(encode_frame(command, headers, body), wait=wait)
+            else:
+                self._conn.send_frame(command, headers, body)
         except (NotConnectedException, OSError, AttributeError) as exc:
             # (AttributeError: stomp.py sets its socket to None when its receiver thread
             # sees the connection drop, under a sender already past its own check.)
@@ -553,8 +541,7 @@ class StompTransport:
             reason = str(self._last_error) if self._errors != errors_before else str(exc)
             target = f" to {headers['destination']}" if "destination" in headers else ""
             raise ConnectionFailedError(
-                f"STOMP {command}{target} to {self.address} failed: {reason}"
-                + size_note(len(body))
+                f"STOMP {command}{target} to {self.address} failed: {reason}" + size_note(len(body))
             ) from exc
         if later and waiter is not None:
             self._later.append(waiter)

@@ -8,7 +8,7 @@ pytest.importorskip("stomp")
 
 from stomp import utils
 
-from jmslike_stomp import transport
+from jmslike_stomp import transport, wire
 
 FRAMES = [
     ["MESSAGE", "destination:/queue/x", "message-id:ID:a:1:1", "ack:ID:a:1:1"],
@@ -21,13 +21,12 @@ FRAMES = [
 @pytest.mark.parametrize("lines", FRAMES)
 def test_same_headers_as_stomp_py(lines: list[str]) -> None:
     for offset in range(len(lines)):
-        assert transport._parse_headers(lines, offset) == transport._STOMP_PARSE_HEADERS(
-            lines, offset
-        )
+        ours = wire.parse_header_lines(lines, offset)
+        assert ours == transport._STOMP_PARSE_HEADERS(lines, offset)
 
 
 def test_stomp_py_parses_frames_with_it() -> None:
-    assert utils.parse_headers is transport._parse_headers
+    assert transport.stomp.utils.parse_headers is wire.parse_header_lines
     frame = utils.parse_frame(b"MESSAGE\ndestination:/queue/x\nk\\cey:v\\nal\n\nbody")
     assert frame.headers == {"destination": "/queue/x", "k:ey": "v\nal"}
     assert frame.body == b"body"

@@ -1,0 +1,146 @@
+"""jmslike_stomp.wire reads and writes frames as stomp.py does (tests compare the two on
+generated frames), and its outbox loses no frame and keeps their order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("stomp")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from stomp import utils
+
+from jmslike_stomp import transport, wire
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_KEYS = st.text(
+    st.characters(codec="utf-8", blacklist_characters=":\\\n\r"),
+    min_size=1,
+    max_size=8,
+)
+_HEADERS = st.dictionaries(_KEYS, _TEXT, max_size=5)
+_COMMANDS = st.sampled_from(["MESSAGE", "RECEIPT", "ERROR", "CONNECTED"])
+
+
+def _stomp_py_bytes(command: str, headers: dict[str, str], body: bytes) -> bytes:
+    """What stomp.py 1.2's ``send_frame`` writes for a frame (its escaping, then its
+    ``convert_frame`` and ``pack``)."""
+    escaped = {}
+    for key, value in headers.items():
+        half = value.replace("\\", "\\\\").replace("\n", "\\n")
+        escaped[key] = half.replace(":", "\\c").replace("\r", "\\r")
+    packed: bytes = utils.pack(utils.convert_frame(utils.Frame(command, escaped, body)))
+    return packed
+
+
+@settings(max_examples=300, deadline=None)
+@given(_COMMANDS, _HEADERS, st.binary(max_size=40))
+def test_encode_frame_writes_what_stomp_py_writes(
+    command: str, headers: dict[str, str], body: bytes
+) -> None:
+    assert wire.encode_frame(command, headers, body) == _stomp_py_bytes(command, headers, body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_COMMANDS, _HEADERS, st.binary(max_size=40)), min_size=1, max_size=6),
+    st.data(),
+)
+def test_split_frames_reads_back_any_cut_of_a_stream(
+    frames: list[tuple[str, dict[str, str], bytes]], data: st.DataObject
+) -> None:
+    """Frames with a content-length (the body may hold NUL), without one (a body without
+    NUL), EOLs between them (heart-beats), the stream cut anywhere: each frame comes out
+    once, whole, in order, with stomp.py's reading of its headers."""
+    stream = b""
+    expected = []
+    for command, drawn, body in frames:
+        headers = {**drawn, "content-length": str(len(body))} if b"\x00" in body else drawn
+        encoded = wire.encode_frame(command, headers, body)
+        stream += encoded + data.draw(st.sampled_from([b"", b"\n", b"\r\n", b"\n\n"]))
+        parsed = utils.parse_frame(encoded[:-1])
+        parsed_headers = transport._STOMP_PARSE_HEADERS(
+            encoded.split(b"\n\n", 1)[0].decode().split("\n"), 1
+        )
+        expected.append((parsed.cmd, parsed_headers, body))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=4)))
+    got = []
+    buffer = b""
+    start = 0
+    for cut in [*cuts, len(stream)]:
+        buffer += stream[start:cut]
+        start = cut
+        out, buffer, _ = wire.split_frames(buffer)
+        got.extend(out)
+    assert got == expected
+    assert buffer.strip(b"\r\n") == b""
+
+
+def test_split_frames_waits_for_a_body_longer_than_what_came() -> None:
+    head = b"MESSAGE\ncontent-length:5\nsubscription:1\n\n"
+    assert wire.split_frames(head + b"a\x00b") == ([], head + b"a\x00b", False)
+    frames, rest, beat = wire.split_frames(b"\n" + head + b"a\x00bcd\x00\n")
+    assert frames == [("MESSAGE", {"content-length": "5", "subscription": "1"}, b"a\x00bcd")]
+    assert (rest, beat) == (b"", True)
+
+
+def test_split_frames_reads_crlf_line_ends() -> None:
+    frames, rest, _ = wire.split_frames(b"RECEIPT\r\nreceipt-id:r1\r\n\r\n\x00")
+    assert frames == [("RECEIPT", {"receipt-id": "r1"}, b"")]
+    assert rest == b""
+
+
+class _Socket:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.gate = threading.Event()
+
+    def sendall(self, data: bytes) -> None:
+        self.gate.wait(5)
+        self.written.append(data)
+
+
+class _Transport:
+    blocking = True
+    running = True
+
+    def __init__(self) -> None:
+        self.socket = _Socket()
+
+    def _BaseTransport__read_frames(self) -> None:  # noqa: N802 (stomp.py's name)
+        raise AssertionError("not read here")
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.transport = _Transport()
+
+
+def test_outbox_keeps_order_and_loses_nothing_while_a_write_is_under_way() -> None:
+    """A writer blocked in sendall: frames queued meanwhile without waiting are written
+    by it afterwards, in the order queued, and one that waits returns once written."""
+    conn = _Conn()
+    w = wire.Wire(conn, lambda frame: None)
+    first = threading.Thread(target=w.write, args=(b"1",))
+    first.start()
+    while not w._writing.locked():
+        pass
+    for number in range(2, 6):
+        w.write(str(number).encode(), wait=False)  # returns at once: the writer has them
+    waited = threading.Thread(target=w.write, args=(b"6",))
+    waited.start()
+    conn.transport.socket.gate.set()
+    first.join(5)
+    waited.join(5)
+    assert b"".join(conn.transport.socket.written) == b"123456"
+    assert not w._outbox
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(st.sampled_from("\\cnrq:ab"), max_size=10), max_size=6))
+def test_header_lines_read_as_stomp_py_reads_them(lines: list[str]) -> None:
+    """Escapes anywhere, escaped backslashes before c/n/r, unknown escapes, repeated keys."""
+    assert wire.parse_header_lines(lines) == transport._STOMP_PARSE_HEADERS(lines, 0)
