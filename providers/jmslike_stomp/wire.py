@@ -111,6 +111,10 @@ def encode_frame(command: str, headers: dict[str, Any], body: bytes | str = b"")
     headers sorted, ``None`` values left out, a ``content-length`` header corrected to the
     body's length in bytes."""
     data = body.encode("utf-8", errors="replace") if isinstance(body, str) else body
+    if not data and len(headers) == 1:  # an ACK or NACK: one per message received
+        ((key, value),) = headers.items()
+        if value is not None:
+            return f"{command}\n{key}:{_escape(value)}\n\n\x00".encode("utf-8", errors="replace")
     parts = [command, "\n"]
     for key in sorted(headers):
         value = headers[key]
