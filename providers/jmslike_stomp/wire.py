@@ -34,7 +34,6 @@ from __future__ import annotations
 import errno
 import logging
 import re
-import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -181,17 +180,6 @@ def split_frames(buffer: bytes) -> tuple[list[ParsedFrame], bytes, bool]:
     return frames, buffer[pos:], beat
 
 
-def _no_delay(sock: Any) -> None:
-    """Frames go out when written. stomp.py leaves Nagle's algorithm on: a small frame
-    written while the previous one is unacknowledged waits for the peer's delayed TCP
-    acknowledgement, 40 ms on Linux. Four competing consumers of ordering groups on
-    Artemis over STOMP, prefetch 1, made 123 msg/s that way, with 40 to 48 ms gaps."""
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except (OSError, AttributeError):  # not TCP (a test's socket), or already closed
-        log.debug("STOMP: TCP_NODELAY not set on %r", sock)
-
-
 class Wire:
     """The reading and writing paths of one stomp.py connection (see the module)."""
 
@@ -203,8 +191,6 @@ class Wire:
         self._outbox: deque[bytes] = deque()
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
-        self._tuned: Any = None
-        """The socket TCP_NODELAY was set on (stomp.py makes a new one per connect)."""
         self._stomp_read: Callable[[], None] = getattr(type(self._transport), _READ).__get__(
             self._transport
         )
@@ -243,9 +229,6 @@ class Wire:
         sock = self._transport.socket
         if sock is None:
             raise stomp.exception.NotConnectedException()
-        if sock is not self._tuned:
-            _no_delay(sock)
-            self._tuned = sock
         sock.sendall(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
     def send(self, encoded_frame: bytes) -> None:
