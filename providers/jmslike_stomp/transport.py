@@ -275,8 +275,9 @@ class StompTransport:
                 )
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
-        _plain_send_lock(conn)
         wire = install(conn, link.on_message)
+        if wire is None:  # stomp.py writes, under its own lock
+            _plain_send_lock(conn)
         self._connect_refusal = ""
         self._answered.clear()
         try:

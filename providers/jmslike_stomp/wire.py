@@ -191,9 +191,8 @@ class Wire:
         self._outbox: deque[bytes] = deque()
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
-        self._stomp_read: Callable[[], None] = getattr(type(self._transport), _READ).__get__(
-            self._transport
-        )
+        self._stomp_read: Callable[[], None] = getattr(self._transport, _READ)
+        """stomp.py's own reading (``install`` puts :meth:`read_frames` in its place)."""
 
     @property
     def writes(self) -> bool:
