@@ -12,7 +12,11 @@ partition that leaves gets no more credit; what arrives from it after that, or s
 waits here unseen, is kept aside; once the application has finished (acknowledged,
 committed, dead-lettered) every message of the partition it was handed, the broker
 consumer closes and gives the kept-aside messages back in order. Only then can the new
-owner's standby become active, and it starts where this one stopped.
+owner's standby become active, and it starts where this one stopped. A leaving partition
+stays in ``_parts`` until its broker consumer has closed: a delivery can still arrive
+while it closes, and it must land in the kept-aside list the close hands back (the
+embedded broker gives back only what it is handed; a message dropped here stayed in
+flight to a closed consumer and stalled the partition for good).
 
 Credit: each partition's broker consumer keeps ``window`` messages in flight, and what
 the API layer has not asked for yet waits in a surplus queue here. So the API layer's
@@ -65,7 +69,11 @@ class _Part:
     """Credit to give back to the broker consumer (one per message passed on)."""
     granted: bool = False
     kept: list[Any] = field(default_factory=list)
-    """Tokens of a leaving partition's messages the application never saw, in order."""
+    """Tokens of a leaving partition's messages the application never saw, in order.
+    The close is handed this very list, so a delivery appended while the close runs is
+    given back too (the embedded broker reads it under the lock its deliveries hold)."""
+    giving: bool = False
+    """Its give-away has begun (exactly one caller closes it)."""
     calls: threading.Lock = field(default_factory=threading.Lock)
     """Held around every call on ``consumer``: credit comes from the session's thread,
     the close from the coordinator's, and a provider consumer takes one call at a time
@@ -135,7 +143,7 @@ class PartitionedConsumer(ProviderConsumer):
                 if part is not None:
                     part.kept.append(token)
                 else:
-                    # Closed with its partitions: the broker gives it back with the
+                    # Its broker consumer has closed: the broker gives it back with the
                     # subscription (it is neither acknowledged nor seen).
                     log.debug("late delivery from %s ignored", self._partitions[index])
                 return
@@ -240,8 +248,8 @@ class PartitionedConsumer(ProviderConsumer):
                 if part is None:
                     continue
                 part.outstanding -= 1
-                if part.leaving and part.outstanding <= 0:
-                    del self._parts[part.index]
+                if part.leaving and part.outstanding <= 0 and not part.giving:
+                    part.giving = True
                     done.append(part)
         for part in done:
             self._give_away(part)
@@ -278,7 +286,7 @@ class PartitionedConsumer(ProviderConsumer):
             self._surplus = deque(e for e in self._surplus if e[0] != part.index)
             part.kept[:0] = [token for _i, _m, token in kept]
         if part.outstanding <= 0:
-            del self._parts[part.index]
+            part.giving = True
             return True
         return False
 
@@ -329,6 +337,8 @@ class PartitionedConsumer(ProviderConsumer):
                 self._coordinator.report(exc)
         log.debug("partition %s given away", self._partitions[part.index])
         with self._lock:
+            if self._parts.get(part.index) is part:
+                del self._parts[part.index]
             again = part.index in self._wanted and not self._closed
             if again:
                 self._parts[part.index] = _Part(part.index)
@@ -378,9 +388,8 @@ class PartitionedConsumer(ProviderConsumer):
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         with self._lock:
-            self._closed = True
+            self._closed = True  # from now on every delivery is kept aside (_arrive)
             parts = dict(self._parts)
-            self._parts.clear()
             per_part: dict[int, tuple[list[Any], list[Any]]] = {i: ([], []) for i in parts}
             for tokens, slot in ((delivered, 0), (undelivered, 1)):
                 for token in tokens:
@@ -391,9 +400,12 @@ class PartitionedConsumer(ProviderConsumer):
                 if index in per_part:
                     per_part[index][1].append(token)
             self._surplus.clear()
+            for index, part in parts.items():
+                part.kept[:0] = per_part[index][1]  # unseen ones first: arrival order
         try:
             for index, part in parts.items():
-                given, unseen = per_part[index]
-                self._close_part(part, given, [*unseen, *part.kept])
+                self._close_part(part, per_part[index][0], part.kept)
         finally:
+            with self._lock:
+                self._parts.clear()
             self._coordinator.unregister(self)
