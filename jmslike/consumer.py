@@ -507,9 +507,19 @@ class MessageConsumer:
             returned = [h.returned() for h in delivered]
             returned += [returned_of(self._gate_scope, msg) for msg, _token, _nb in buffered]
             self._session._gate_returned(returned)
+        with self._cond:
+            # Delivered since the buffer was taken (the acknowledgement that came just
+            # before this close freed the broker's window, and it sent the next message
+            # at once): the application never saw them, so they go back unseen, behind
+            # the rest. Dropped, they stayed in flight to a closed consumer (the embedded
+            # broker) or came back flagged redelivered (RabbitMQ, Classic).
+            undelivered += [token for _msg, token, _nb in self._buffer]
+            self._buffer.clear()
         self._provider.close([h.token for h in delivered], undelivered)
         with self._cond:
             late, self._late = self._late, []
+            late += [(msg, token) for msg, token, _nb in self._buffer]  # during the close
+            self._buffer.clear()
         if late:  # the gate let these through while we closed: back, keeping their place
             self._session._provider.release([token for _msg, token in late])
             self._session._gate_returned([returned_of(self._gate_scope, msg) for msg, _t in late])

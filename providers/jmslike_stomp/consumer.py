@@ -9,11 +9,13 @@ id). Closing hands back what the subscription holds, in order (ORD-10).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
+from jmslike.errors import JMSException
 from jmslike.message import DELIVERY_COUNT, Message
 from jmslike.selector import Selector, message_lookup
 from jmslike.spi.messages import set_provider_property
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from jmslike_stomp.session import StompSession
 
 __all__ = ["StompConsumer", "_Token"]
+
+log = logging.getLogger("jmslike.stomp")
 
 
 class _Token:
@@ -259,4 +263,20 @@ class StompConsumer(ProviderConsumer):
                     self._transport.frame("NACK", {"id": token.ack_id}, confirm=False)
         if self.inbox is not None:
             return  # detached from the inbox when it closed
+        self._barrier()
         self._transport.unsubscribe(self.sub_id)
+
+    def _barrier(self) -> None:
+        """One round trip before the UNSUBSCRIBE, so the broker has finished sending what
+        an acknowledgement just before it let through (closing an AUTO consumer
+        acknowledges its last message first). Seen on ActiveMQ Classic: an UNSUBSCRIBE
+        that reached it while it was still dispatching that next message gave it back
+        flagged redelivered, to a consumer that never saw it (about one close in two);
+        with this round trip, none in 20. Sent over the wire, the message comes back
+        here and is counted as returned unseen."""
+        name = f"jmslike-barrier-{self.sub_id}"
+        try:
+            self._transport.frame("BEGIN", {"transaction": name}, confirm=True)
+            self._transport.frame("ABORT", {"transaction": name}, confirm=False)
+        except JMSException as exc:  # the UNSUBSCRIBE after it reports the connection
+            log.debug("STOMP close barrier of %s: %s", self.sub_id, exc)

@@ -214,8 +214,11 @@ class StompTransport:
         on_reconnect: Callable[[], None] | None = None,
         on_lost: Callable[[], None] | None = None,
         ssl_ca_file: str | None = None,
+        no_delay: bool = True,
     ) -> None:
         members = url.members or (url,)
+        self._no_delay = no_delay
+        """``TCP_NODELAY`` on the socket (jmslike's frame writing only; see wire.py)."""
         self._ssl_ca_file = ssl_ca_file
         """``stomp+ssl://``: the CA file to trust (None: the system's)."""
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
@@ -275,7 +278,7 @@ class StompTransport:
                 )
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
-        wire = install(conn, link.on_message)
+        wire = install(conn, link.on_message, no_delay=self._no_delay)
         if wire is None:  # stomp.py writes, under its own lock
             _plain_send_lock(conn)
         self._connect_refusal = ""

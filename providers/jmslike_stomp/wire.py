@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import logging
 import re
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -180,17 +181,33 @@ def split_frames(buffer: bytes) -> tuple[list[ParsedFrame], bytes, bool]:
     return frames, buffer[pos:], beat
 
 
+def _set_no_delay(sock: Any) -> None:
+    """Frames go out when written. stomp.py leaves Nagle's algorithm on: a small frame
+    written while the previous one is unacknowledged waits for the peer's delayed TCP
+    acknowledgement, 40 ms on Linux. Four competing consumers of ordering groups on
+    Artemis over STOMP, prefetch 1, made 123 msg/s that way, with 40 to 48 ms gaps."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError):  # not TCP (a test's socket), or already closed
+        log.debug("STOMP: TCP_NODELAY not set on %r", sock)
+
+
 class Wire:
     """The reading and writing paths of one stomp.py connection (see the module)."""
 
-    def __init__(self, conn: stomp.Connection12, on_message: Callable[[Any], None]) -> None:
+    def __init__(
+        self, conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = True
+    ) -> None:
         self._conn = conn
+        self._no_delay = no_delay
         self._transport: Any = conn.transport
         self._on_message = on_message
         self._buffer = b""
         self._outbox: deque[bytes] = deque()
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
+        self._tuned: Any = None
+        """The socket ``TCP_NODELAY`` was looked at for (stomp.py makes one per connect)."""
         self._stomp_read: Callable[[], None] = getattr(self._transport, _READ)
         """stomp.py's own reading (``install`` puts :meth:`read_frames` in its place)."""
 
@@ -228,6 +245,10 @@ class Wire:
         sock = self._transport.socket
         if sock is None:
             raise stomp.exception.NotConnectedException()
+        if sock is not self._tuned:
+            self._tuned = sock
+            if self._no_delay:
+                _set_no_delay(sock)
         sock.sendall(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
     def send(self, encoded_frame: bytes) -> None:
@@ -271,9 +292,12 @@ class Wire:
                 transport.process_frame(frame, body)
 
 
-def install(conn: stomp.Connection12, on_message: Callable[[Any], None]) -> Wire | None:
+def install(
+    conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = True
+) -> Wire | None:
     """Put a :class:`Wire` on ``conn`` before it connects; None (and stomp.py's own paths
-    kept) where its transport is not the kind this module knows."""
+    kept) where its transport is not the kind this module knows. ``no_delay``: set
+    ``TCP_NODELAY`` on the socket (see :func:`_set_no_delay`)."""
     transport: Any = getattr(conn, "transport", None)
     known = (
         transport is not None
@@ -286,7 +310,7 @@ def install(conn: stomp.Connection12, on_message: Callable[[Any], None]) -> Wire
     if not known:
         log.debug("stomp.py %s: its own frame paths kept", getattr(stomp, "__version__", "?"))
         return None
-    wire = Wire(conn, on_message)
+    wire = Wire(conn, on_message, no_delay=no_delay)
     setattr(transport, _READ, wire.read_frames)
     transport.send = wire.send
     return wire
