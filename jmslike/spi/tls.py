@@ -18,7 +18,6 @@ TLS_SETTINGS = frozenset({"sslCaFile", "sslVerifyHost"})
 """The keys, for a provider's ``setting_names``."""
 
 
-
 @dataclass(frozen=True, slots=True)
 class TlsOptions:
     ca_file: str | None = None
@@ -33,4 +32,3 @@ def tls_options(settings: FactorySettings) -> TlsOptions:
     if ca_file is not None and (not os.path.isfile(ca_file) or not os.access(ca_file, os.R_OK)):
         raise ConfigurationError(f"sslCaFile={ca_file!r}: not a readable file")
     return TlsOptions(ca_file, parse_flag("sslVerifyHost", extra.get("sslVerifyHost", True)))
-
