@@ -273,7 +273,10 @@ class StompConsumer(ProviderConsumer):
         that reached it while it was still dispatching that next message gave it back
         flagged redelivered, to a consumer that never saw it (about one close in two);
         with this round trip, none in 20. Sent over the wire, the message comes back
-        here and is counted as returned unseen."""
+        here and is counted as returned unseen. Not while the connection is down: the
+        UNSUBSCRIBE after it waits for a reconnect once, which is enough."""
+        if not self._transport.connected:
+            return
         name = f"jmslike-barrier-{self.sub_id}"
         try:
             self._transport.frame("BEGIN", {"transaction": name}, confirm=True)
