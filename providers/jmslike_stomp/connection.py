@@ -82,6 +82,8 @@ class StompConnection(ProviderConnection):
         self.counts = counts_for(self.transport.address)
         self.strict = registry_for(self.transport.address)
         self.dialect: Dialect = dialect_for(self.transport.server)
+        if self.dialect.tcp_no_delay:
+            self.transport.set_no_delay()
         management_url = settings.extra.get("managementUrl")
         self.management = (
             ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
@@ -139,8 +141,12 @@ class StompConnection(ProviderConnection):
         on_reconnect: Callable[[], None] | None = None,
         on_lost: Callable[[], None] | None = None,
         *,
-        no_delay: bool = True,
+        no_delay: bool | None = None,
     ) -> StompTransport:
+        """A transport; ``no_delay`` None: as the broker's dialect says, once it is known."""
+        if no_delay is None:
+            dialect: Dialect | None = getattr(self, "dialect", None)
+            no_delay = dialect is not None and dialect.tcp_no_delay
         options = _options(self.url, self.settings)
         return StompTransport(
             self.url,

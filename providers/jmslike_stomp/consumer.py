@@ -267,15 +267,16 @@ class StompConsumer(ProviderConsumer):
         self._transport.unsubscribe(self.sub_id)
 
     def _barrier(self) -> None:
-        """One round trip before the UNSUBSCRIBE, so the broker has finished sending what
-        an acknowledgement just before it let through (closing an AUTO consumer
-        acknowledges its last message first). Seen on ActiveMQ Classic: an UNSUBSCRIBE
-        that reached it while it was still dispatching that next message gave it back
-        flagged redelivered, to a consumer that never saw it (about one close in two);
-        with this round trip, none in 20. Sent over the wire, the message comes back
-        here and is counted as returned unseen. Not while the connection is down: the
-        UNSUBSCRIBE after it waits for a reconnect once, which is enough."""
-        if not self._transport.connected:
+        """Where ``TCP_NODELAY`` is set, one round trip before the UNSUBSCRIBE, so that the
+        broker has finished sending what an acknowledgement just before it let through
+        (closing an AUTO consumer acknowledges its last message first). Sent over the
+        wire, that message comes back here and is counted as returned unseen; an
+        UNSUBSCRIBE that overtakes its dispatch may have the broker flag it redelivered
+        (ActiveMQ Classic did, which is why Classic keeps Nagle: ``Dialect.tcp_no_delay``).
+        With Nagle on, the UNSUBSCRIBE waits for the TCP acknowledgement of the ACK
+        anyway. Not while the connection is down: the UNSUBSCRIBE after it waits for a
+        reconnect once, which is enough."""
+        if not self._transport.no_delay or not self._transport.connected:
             return
         name = f"jmslike-barrier-{self.sub_id}"
         try:

@@ -40,7 +40,7 @@ from jmslike.errors import (
 )
 from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
-from jmslike_stomp.wire import encode_frame, install, parse_header_lines
+from jmslike_stomp.wire import Wire, encode_frame, install, parse_header_lines
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -214,11 +214,13 @@ class StompTransport:
         on_reconnect: Callable[[], None] | None = None,
         on_lost: Callable[[], None] | None = None,
         ssl_ca_file: str | None = None,
-        no_delay: bool = True,
+        no_delay: bool = False,
     ) -> None:
         members = url.members or (url,)
         self._no_delay = no_delay
-        """``TCP_NODELAY`` on the socket (jmslike's frame writing only; see wire.py)."""
+        """``TCP_NODELAY`` on the socket (jmslike's frame writing only; see wire.py). Off
+        until the broker is known (:meth:`set_no_delay`), as stomp.py leaves it."""
+        self._wire: Wire | None = None
         self._ssl_ca_file = ssl_ca_file
         """``stomp+ssl://``: the CA file to trust (None: the system's)."""
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
@@ -278,7 +280,7 @@ class StompTransport:
                 )
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
-        wire = install(conn, link.on_message, no_delay=self._no_delay)
+        wire = self._wire = install(conn, link.on_message, no_delay=self._no_delay)
         if wire is None:  # stomp.py writes, under its own lock
             _plain_send_lock(conn)
         self._connect_refusal = ""
@@ -613,6 +615,17 @@ class StompTransport:
 
     def unlisten(self, name: str) -> None:
         self._subscriptions.pop(name, None)
+
+    @property
+    def no_delay(self) -> bool:
+        """Whether frames go out with ``TCP_NODELAY`` (and not held by Nagle's algorithm)."""
+        return self._no_delay and self._wire is not None
+
+    def set_no_delay(self) -> None:
+        """Set ``TCP_NODELAY`` from now on, on this socket and the reconnects' ones."""
+        self._no_delay = True
+        if self._wire is not None:
+            self._wire.set_no_delay()
 
     def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
         self._subscribe_headers.pop(sub_id, None)

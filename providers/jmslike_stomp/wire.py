@@ -251,6 +251,12 @@ class Wire:
                 _set_no_delay(sock)
         sock.sendall(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
+    def set_no_delay(self) -> None:
+        """Set ``TCP_NODELAY`` from the next write on (the connection learns from CONNECTED
+        which broker it talks to, and so whether it wants it)."""
+        self._no_delay = True
+        self._tuned = None
+
     def send(self, encoded_frame: bytes) -> None:
         """stomp.py's ``Transport.send`` (CONNECT, heart-beats, DISCONNECT, frames jmslike
         has stomp.py build): through the outbox, so that order holds, and waited for."""
