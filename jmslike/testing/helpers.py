@@ -1,4 +1,4 @@
-"""Receive helpers the contract scenarios share, free of pytest so that any test code can
+"""Send and receive helpers the contract scenarios share, free of pytest so that any test code can
 use them.
 
 ``receive_any``/``drain_any`` exist for brokers where a group's next message may wait at a
@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import time
 
-from jmslike import Message, MessageConsumer
+from jmslike import Message, MessageConsumer, Session
 
-__all__ = ["drain_any", "drain_consumer", "receive_any", "texts"]
+__all__ = ["drain_any", "drain_consumer", "receive_any", "send_texts", "texts"]
+
+
+def send_texts(session: Session, destination: str, bodies: list[str]) -> None:
+    """Send one TextMessage per body, in order, from a producer closed afterwards."""
+    producer = session.create_producer(destination)
+    for body in bodies:
+        producer.send(session.create_text_message(body))
+    producer.close()
 
 
 def drain_consumer(consumer: MessageConsumer, timeout: float = 0.2) -> list[Message]:

@@ -196,7 +196,7 @@ class Wire:
     """The reading and writing paths of one stomp.py connection (see the module)."""
 
     def __init__(
-        self, conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = True
+        self, conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = False
     ) -> None:
         self._conn = conn
         self._no_delay = no_delay
@@ -299,7 +299,7 @@ class Wire:
 
 
 def install(
-    conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = True
+    conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = False
 ) -> Wire | None:
     """Put a :class:`Wire` on ``conn`` before it connects; None (and stomp.py's own paths
     kept) where its transport is not the kind this module knows. ``no_delay``: set

@@ -12,13 +12,7 @@ from __future__ import annotations
 import time
 
 from jmslike import Session
-
-
-def _fill(session: Session, queue: str, bodies: list[str]) -> None:
-    producer = session.create_producer(queue)
-    for body in bodies:
-        producer.send(session.create_text_message(body))
-    producer.close()
+from jmslike.testing.helpers import send_texts
 
 
 def test_a_delivery_arriving_while_a_consumer_closes_is_not_lost(
@@ -31,7 +25,7 @@ def test_a_delivery_arriving_while_a_consumer_closes_is_not_lost(
     queue = f"queue://{unique('q')}"
     connection = make_connection()
     session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-    _fill(session, queue, ["a", "b", "c"])
+    send_texts(session, queue, ["a", "b", "c"])
     consumer = session.create_consumer(queue)
     connection.start()
     held = consumer.receive(5.0)

@@ -14,13 +14,9 @@ import pytest
 
 import jmslike
 from jmslike import Message, Session
+from jmslike.testing.helpers import send_texts
 
-
-def _fill(session, queue, bodies) -> None:
-    producer = session.create_producer(queue)
-    for body in bodies:
-        producer.send(session.create_text_message(body))
-    producer.close()
+_fill = send_texts
 
 
 def _flags(messages: list[Message]) -> list[tuple[str, bool, int]]:
