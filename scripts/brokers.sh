@@ -40,6 +40,22 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+# The brokers run as their own users, so every directory above their state must be open
+# to others. A clone under a closed directory (mktemp -d makes one, mode 700) keeps its
+# state in /var/tmp instead, behind the usual .brokers link, so nothing else changes.
+open_to_others() { # dir
+  local d=$1
+  while [ "$d" != / ]; do
+    [ -n "$(find "$d" -maxdepth 0 -perm -o+x 2>/dev/null)" ] || return 1
+    d=$(dirname "$d")
+  done
+}
+if [ -z "${JMSLIKE_BROKERS_DIR:-}" ] && [ ! -e "$REPO/.brokers" ] && ! open_to_others "$REPO"; then
+  outside=/var/tmp/jmslike-brokers-$(printf '%s' "$REPO" | cksum | cut -d' ' -f1)
+  mkdir -p "$outside" && chmod 755 "$outside" && ln -s "$outside" "$REPO/.brokers"
+  printf 'brokers.sh: %s is closed to the brokers'"'"' users; their state is in %s\n' \
+    "$REPO" "$outside" >&2
+fi
 # Absolute: it ends up in rabbitmq-env.conf and in the JVMs' -D options.
 STATE=$(realpath -m "${JMSLIKE_BROKERS_DIR:-$REPO/.brokers}")
 INSTALL_LOG=$STATE/install.log
