@@ -12,7 +12,10 @@ import time
 
 from jmslike import Message, MessageConsumer, Session
 
-__all__ = ["drain_any", "drain_consumer", "receive_any", "send_texts", "texts"]
+__all__ = ["FIRST_WAIT", "drain_any", "drain_consumer", "receive_any", "send_texts", "texts"]
+
+FIRST_WAIT = 1.0
+"""Seconds ``drain_consumer`` waits for a first message, whatever its ``timeout``."""
 
 
 def send_texts(session: Session, destination: str, bodies: list[str]) -> None:
@@ -23,14 +26,24 @@ def send_texts(session: Session, destination: str, bodies: list[str]) -> None:
     producer.close()
 
 
-def drain_consumer(consumer: MessageConsumer, timeout: float = 0.2) -> list[Message]:
-    """Receive until a receive with ``timeout`` returns None."""
+def drain_consumer(
+    consumer: MessageConsumer, timeout: float = 0.2, first: float = FIRST_WAIT
+) -> list[Message]:
+    """Receive until a receive with ``timeout`` returns None.
+
+    The first receive waits at least ``first`` seconds: a subscription made a moment ago on a
+    broker that has just started (a cold JVM, a queue being declared) can take longer than
+    ``timeout`` to deliver its first message, and a drain that gave up then would read as
+    "nothing was there". Once messages flow, ``timeout`` is the gap that ends the drain.
+    """
     out: list[Message] = []
+    wait = max(timeout, first)
     while True:
-        msg = consumer.receive(timeout)
+        msg = consumer.receive(wait)
         if msg is None:
             return out
         out.append(msg)
+        wait = timeout
 
 
 def receive_any(

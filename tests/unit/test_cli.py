@@ -26,6 +26,9 @@ pytestmark = pytest.mark.embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# Examples that need more than the embedded broker, with the markers of what they need, so
+# that ``-m "not spark"`` (or a run without brokers) leaves them out instead of failing.
+NEEDS = {"spark_orders_pipeline.py": (pytest.mark.spark, pytest.mark.activemq, pytest.mark.stomp)}
 
 
 @pytest.fixture
@@ -243,7 +246,10 @@ def test_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # ----------------------------------------------------------------------- examples
-@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "script",
+    [pytest.param(p, marks=NEEDS.get(p.name, ()), id=p.name) for p in EXAMPLES],
+)
 def test_example_runs(script: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(script)],
