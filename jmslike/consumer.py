@@ -389,6 +389,11 @@ class MessageConsumer:
                 item, _ = self._pop_due()
                 return item
             with self._cond:
+                # Checked again under the lock that close() and a lost connection notify
+                # with: one that came after the checks above would otherwise wake no one,
+                # and this receive would sleep out its whole timeout.
+                if self._stopping():
+                    continue
                 if buffer and (not buffer[0][2] or buffer[0][2] <= time.monotonic()):
                     continue
                 waits = [w for w in (remaining, wait or None) if w is not None]
@@ -558,6 +563,10 @@ class MessageConsumer:
                     counts[key] = counts.get(key, 0) + 1
             for key, count in counts.items():
                 gate.finish(key, session, count)
+
+    def _stopping(self) -> bool:
+        """Closed, or its connection lost: a receive must not start waiting."""
+        return self._closed or self._connection._failed is not None
 
     def _wake_waiters(self) -> None:
         with self._cond:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import pytest
 
@@ -661,7 +662,12 @@ def test_blocked_receive_returns_none_on_close(make_connection, unique, closer) 
     result: list[object] = []
     waiting = threading.Thread(target=lambda: result.append(consumer.receive(10.0)))
     waiting.start()
-    waiting.join(0.05)
+    # Close only once the receive waits: a receive called after the close raises instead
+    # (JMS), and on a busy machine the thread can take longer than any fixed pause.
+    deadline = time.monotonic() + 5.0
+    while not consumer._sleeping and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert consumer._sleeping, "the receive never started waiting"
     {"connection": connection, "session": session, "consumer": consumer}[closer].close()
     waiting.join(2.0)
     assert not waiting.is_alive()
