@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike._feed import Member
 from jmslike.destination import Destination
-from jmslike.errors import ConnectionFailedError, IllegalStateError, InvalidArgumentError
+from jmslike.errors import (
+    ConnectionFailedError,
+    IllegalStateError,
+    InvalidArgumentError,
+    JMSException,
+)
 from jmslike.message import DELIVERY_COUNT, GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
 from jmslike.ordering import returned_of
@@ -379,15 +384,23 @@ class MessageConsumer:
             item, wait = self._pop_due() if buffer else (None, 0.0)
             if item is not None:
                 return item
-            if not wait and self._credit <= 0 and not buffer:
-                self._grant(self._prefetch)
-                if buffer or self._credit <= 0:  # got one, or the gate parked it: again
-                    continue
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                self._withdraw()
-                item, _ = self._pop_due()
-                return item
+            try:
+                if not wait and self._credit <= 0 and not buffer:
+                    self._grant(self._prefetch)
+                    if buffer or self._credit <= 0:  # got one, or the gate parked it: again
+                        continue
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    self._withdraw()
+                    item, _ = self._pop_due()
+                    return item
+            except JMSException:
+                # A close from another thread while this receive asked the broker (a STOMP
+                # SUBSCRIBE whose receipt the DISCONNECT cut off): the receive was cut short
+                # by the close and returns None, as JMS says; the error is the close's.
+                if self.closed:
+                    return None
+                raise
             with self._cond:
                 # Checked again under the lock that close() and a lost connection notify
                 # with: one that came after the checks above would otherwise wake no one,

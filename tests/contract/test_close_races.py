@@ -9,6 +9,7 @@ waits for what that brings, so the race happens every time.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from jmslike import Session
@@ -44,3 +45,45 @@ def test_a_delivery_arriving_while_a_consumer_closes_is_not_lost(
     other.start()
     texts = [m.text for m in drain(other.create_session().create_consumer(queue))]
     assert texts == ["a", "b", "c"]
+
+
+def test_a_close_while_receive_asks_the_broker_ends_the_receive_with_none(
+    make_connection, unique, monkeypatch
+) -> None:
+    """API/consumer.receive: a connection closed from another thread while a receive is
+    asking the broker for its first message (over STOMP: the SUBSCRIBE, whose receipt the
+    DISCONNECT cuts off) ends that receive with None, as a close during the wait does.
+    (Before: the provider's "connection lost before the broker confirmed SUBSCRIBE" came
+    out of receive(); seen in CI on Artemis over STOMP.)"""
+    connection = make_connection()
+    session = connection.create_session()
+    consumer = session.create_consumer(f"queue://{unique('q')}")
+    connection.start()
+    provider = consumer._provider
+    flow = provider.flow
+    closed: list[threading.Thread] = []
+
+    def flow_with_close(credit: int) -> None:
+        if credit > 0 and not closed:
+            closer = threading.Thread(target=connection.close)
+            closed.append(closer)
+            closer.start()
+            closer.join(10.0)
+        flow(credit)
+
+    monkeypatch.setattr(provider, "flow", flow_with_close)
+    result: list[object] = []
+    errors: list[BaseException] = []
+
+    def receive() -> None:
+        try:
+            result.append(consumer.receive(10.0))
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    waiting = threading.Thread(target=receive)
+    waiting.start()
+    waiting.join(15.0)
+    assert closed, "the receive never asked the broker"
+    assert not waiting.is_alive()
+    assert (errors, result) == ([], [None])
