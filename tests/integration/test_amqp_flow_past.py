@@ -22,6 +22,7 @@ from brokerenv import broker_url
 
 import jmslike
 from jmslike import Session
+from jmslike_amqp.credit import LAST_RECHECK
 
 pytestmark = pytest.mark.amqp
 
@@ -34,7 +35,11 @@ BROKERS = [
 @pytest.mark.parametrize("variable", BROKERS)
 def test_later_messages_flow_past_a_held_group(variable: str) -> None:
     """Session A holds g:1 unacknowledged; B waits in receive() on an empty queue; then
-    g:2 and h:1 are sent: B gets h:1 within a second, and g:2 waits for A's group."""
+    g:2 and h:1 are sent: B gets h:1 within about a second of its send returning (the
+    waiting receiver's longest pause between probes, ``LAST_RECHECK``), and g:2 waits for
+    A's group. Timed from the send, not from the start of the wait: a persistent send on
+    a busy machine can take seconds of its own (the broker's journal), which says nothing
+    about the probe."""
     factory = jmslike.ConnectionFactory(broker_url(variable))
     queue = f"queue://flow-past-{uuid.uuid4().hex[:8]}"
     with factory.create_connection() as sending, factory.create_connection() as connection:
@@ -51,19 +56,22 @@ def test_later_messages_flow_past_a_held_group(variable: str) -> None:
         first = held_by_a.receive(2.0)
         assert first is not None and first.text == "g:1"
 
+        sent_at: list[float] = []
+
         def send_later() -> None:
             time.sleep(0.3)
             producers["g"].send(out.create_text_message("g:2"))
             producers["h"].send(out.create_text_message("h:1"))
+            sent_at.append(time.monotonic())
 
         sender = threading.Thread(target=send_later)
         sender.start()
-        started = time.monotonic()
-        got = waiting_b.receive(3.0)
-        waited = time.monotonic() - started
+        got = waiting_b.receive(15.0)
+        arrived = time.monotonic()
         sender.join()
         assert got is not None and got.text == "h:1"
-        assert waited < 1.3, f"h:1 came {waited:.2f} s after B began to wait"
+        late = arrived - sent_at[0]
+        assert late < LAST_RECHECK + 0.5, f"h:1 came {late:.2f} s after its send returned"
         assert waiting_b.receive(0.2) is None  # g:2 is A's group's
         first.acknowledge()
         nxt = held_by_a.receive(2.0)
