@@ -506,8 +506,10 @@ def test_restart_and_kill_under_load(
 
 KNOWN_BUGS = {
     ("activemq", "amqp-reconnect"): (
-        "BUG (issue #18, open, intermittent): Classic over AMQP, once in 10 runs, groups "
-        "out of order about 4 s after the kill -9, all first deliveries"
+        "BUG (issue #18, open, intermittent): Classic over AMQP, about once in 10 runs, "
+        "after the restart or the kill -9: in a few groups the last messages sent before "
+        "the outage are first delivered after the first one sent after it, while the "
+        "group moves between the two live consumers"
     ),
 }
 """Routes that fail for an open jmslike bug. Only these may fail, and then the test is
