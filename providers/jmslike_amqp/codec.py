@@ -88,6 +88,9 @@ _PROPERTY_ENCODERS: dict[str, Any] = {
 }
 PRIORITY_PROPERTY = "jmslikePriority"
 """The JMS priority, where the header must stay at 4 (see ``encode``)."""
+SEQ_PROPERTY = "jmslikeGroupSeq"
+"""The group sequence, where ``group-sequence`` must stay unset (see ``encode``); the
+STOMP provider's header of the same name."""
 _RESERVED = frozenset({GROUP_ID, GROUP_SEQ, DELIVERY_COUNT})
 """JMSX properties that travel in AMQP's own fields, never as application properties."""
 
@@ -152,12 +155,21 @@ def kind_of(destination: Destination) -> int:
 
 
 def encode(
-    message: Message, address: str, reply_to: str | None = None, *, wire_priority: bool = True
+    message: Message,
+    address: str,
+    reply_to: str | None = None,
+    *,
+    wire_priority: bool = True,
+    wire_group_seq: bool = True,
 ) -> proton.Message:
     """The AMQP message for ``message`` sent to the node ``address``; ``reply_to`` is the
     address of its JMSReplyTo, if it has one. Without ``wire_priority`` (a broker that
     would let a higher priority overtake within a group, ORD-12) the header says 4 and
-    the JMS priority travels in ``jmslikePriority``, as over STOMP."""
+    the JMS priority travels in ``jmslikePriority``, as over STOMP. Without
+    ``wire_group_seq`` (ActiveMQ Classic, which hands a group to whichever consumer takes
+    a message with sequence 1, even while the group's owner still holds earlier ones:
+    every new binding of a producer starts at 1, ORD-8a) ``group-sequence`` stays unset
+    and the sequence travels in ``jmslikeGroupSeq``, as over STOMP (ORD-4)."""
     out = OutgoingMessage()
     out.address = address
     out.durable = message.jms_delivery_mode == DeliveryMode.PERSISTENT
@@ -194,14 +206,17 @@ def encode(
         properties[name] = _PROPERTY_ENCODERS[jms_type](value)
     if not wire_priority and message.jms_priority != 4:
         properties[PRIORITY_PROPERTY] = proton.int32(message.jms_priority)
-    if properties:
-        out.properties = properties  # type: ignore[assignment]  # proton 0.40 annotates it None
     group = message.ordering_group
     if group is not None:
         out.group_id = group
         sequence = message.group_sequence
         if sequence is not None:
-            out.group_sequence = sequence & _UINT_MAX
+            if wire_group_seq:
+                out.group_sequence = sequence & _UINT_MAX
+            else:
+                properties[SEQ_PROPERTY] = proton.int32(sequence)
+    if properties:
+        out.properties = properties  # type: ignore[assignment]  # proton 0.40 annotates it None
     _encode_body(message, out)
     return out
 
@@ -274,9 +289,13 @@ def decode(
     )
     props: dict[str, PropertyValue] = {}
     properties: dict[Any, Any] = incoming.properties or {}
+    sequence_property = None
     for name, value in properties.items():
         if name == PRIORITY_PROPERTY and isinstance(value, int):
             message.jms_priority = int(value)
+            continue
+        if name == SEQ_PROPERTY and isinstance(value, int) and incoming.group_id:
+            sequence_property = int(value)
             continue
         jms_type, plain = _property(value)
         if jms_type is None:
@@ -289,6 +308,8 @@ def decode(
         sequence = incoming.group_sequence
         if sequence:
             props[GROUP_SEQ] = -1 if sequence == _UINT_MAX else int(sequence)
+        elif sequence_property is not None:
+            props[GROUP_SEQ] = sequence_property
         expires = annotations.get(PREV_EXPIRATION)
         if isinstance(expires, int):
             set_previous_expiration(message, int(expires))

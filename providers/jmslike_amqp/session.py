@@ -125,6 +125,7 @@ class AmqpSession(ProviderSession):
             address,
             connection.address_of(reply_to) if reply_to is not None else None,
             wire_priority=connection.capabilities.priority,
+            wire_group_seq=not connection.classic,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
         try:

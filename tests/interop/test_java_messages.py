@@ -132,6 +132,12 @@ _STRINGS_TO_JAVA = _STOMP_STRINGS.format(
 _STRINGS_TO_JMSLIKE = _STOMP_STRINGS.format(
     broker="the broker", what="no type travels with a Java sender's property over STOMP"
 )
+_CLASSIC_SEQ = (
+    "BROKER-LIMIT: ActiveMQ Classic re-pins a group whenever JMSXGroupSeq 1 arrives, even "
+    "while its owner holds messages (docs/providers.md), so over {protocol} jmslike sends the "
+    "sequence in jmslikeGroupSeq there, not in {field} (ORD-4): Java reads JMSXGroupSeq 0 "
+    'and finds the sequence with getIntProperty("jmslikeGroupSeq")'
+)
 _MAP_TO_JAVA = (
     "BROKER-LIMIT: STOMP has no Map body and Java cannot ask the broker to convert one; "
     "jmslike sends a Map as JSON with content-length, which {broker} hands to Java as a "
@@ -173,11 +179,14 @@ XFAIL: dict[tuple[str, str], str] = {
         broker="ActiveMQ Classic"
     ),
     ("jmslike-stomp-to-java-openwire-classic", "properties"): _STRINGS_TO_JAVA,
-    ("jmslike-stomp-to-java-openwire-classic", "group_seq"): (
-        "BROKER-LIMIT: ActiveMQ Classic re-pins a group whenever JMSXGroupSeq 1 arrives, even "
-        "while its owner holds messages (docs/providers.md), so jmslike sends the sequence in "
-        "jmslikeGroupSeq there, not JMSXGroupSeq (ORD-4): Java reads JMSXGroupSeq 0 and "
-        'finds the sequence with getIntProperty("jmslikeGroupSeq")'
+    ("jmslike-stomp-to-java-openwire-classic", "group_seq"): _CLASSIC_SEQ.format(
+        field="JMSXGroupSeq", protocol="STOMP"
+    ),
+    ("jmslike-amqp-to-java-amqp-classic", "group_seq"): _CLASSIC_SEQ.format(
+        field="group-sequence", protocol="AMQP"
+    ),
+    ("jmslike-amqp-to-java-openwire-classic", "group_seq"): _CLASSIC_SEQ.format(
+        field="group-sequence", protocol="AMQP"
     ),
     ("jmslike-stomp-to-java-core", "map"): _MAP_TO_JAVA.format(broker="Artemis"),
     ("jmslike-stomp-to-java-core", "properties"): _STRINGS_TO_JAVA,

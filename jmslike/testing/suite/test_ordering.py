@@ -510,6 +510,41 @@ def test_ord8_transaction_joins_group_at_commit(make_connection, unique, drain, 
     assert _texts(drain(consumer)) == ["t1", "t2", "n2"]
 
 
+def test_ord8a_ord9_a_new_binding_does_not_take_the_group(
+    make_connection, unique, drain_any
+) -> None:
+    """ORD-8a + ORD-9: a producer bound to g anew (a restarted application, a producer
+    rebuilt after a reconnect) starts g's sequence at 1 again. While session A holds g's
+    first message and g's next ones wait, the new producer's message must not go to
+    session B ahead of them: after A finishes, the rest of g comes in send order. (Before:
+    ActiveMQ Classic over AMQP, reading the sequence 1 in ``group-sequence``, gave g to B at
+    once: B got m4 first and A never got m2 and m3. Seen as a reorder after a broker
+    restart, when the producer was rebuilt; ORD-4 says how the sequence travels there.)"""
+    queue = f"queue://{unique('q')}"
+    sending = make_connection()
+    out = sending.create_session()
+    first_binding = out.create_producer(queue)
+    first_binding.enable_ordering_group("g")
+    for text in ("m1", "m2", "m3"):
+        first_binding.send(out.create_text_message(text))
+    ca_conn, cb_conn = make_connection(), make_connection()
+    a = ca_conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    b = cb_conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    ca, cb = a.create_consumer(queue), b.create_consumer(queue)
+    ca_conn.start()
+    held = ca.receive(5.0)
+    assert held is not None and held.text == "m1"
+    cb_conn.start()
+    assert cb.receive(0.3) is None
+    second_binding = out.create_producer(queue)
+    second_binding.enable_ordering_group("g")
+    second_binding.send(out.create_text_message("m4"))
+    assert cb.receive(1.0) is None, "a new producer's first message took the held group"
+    held.acknowledge()
+    rest = drain_any([ca, cb])
+    assert [m.text for _i, m in rest] == ["m2", "m3", "m4"]
+
+
 # --------------------------------------------------------------------------- ORD-9
 
 
