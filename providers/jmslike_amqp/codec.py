@@ -213,8 +213,10 @@ def encode(
         if sequence is not None:
             if wire_group_seq:
                 out.group_sequence = sequence & _UINT_MAX
+            elif -(2**31) <= sequence < 2**31:
+                properties[SEQ_PROPERTY] = proton.int32(sequence)  # getIntProperty in Java
             else:
-                properties[SEQ_PROPERTY] = proton.int32(sequence)
+                properties[SEQ_PROPERTY] = sequence  # a long run of one binding: a long
     if properties:
         out.properties = properties  # type: ignore[assignment]  # proton 0.40 annotates it None
     _encode_body(message, out)

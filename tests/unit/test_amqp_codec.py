@@ -130,3 +130,22 @@ def test_foreign_ids_read_as_qpid_jms_reads_them() -> None:
     incoming = proton.Message(body="x")
     incoming.id = proton.ulong(12)
     assert decode(_wire(incoming), None, None).jms_message_id == "ID:AMQP_ULONG:12"
+
+
+@pytest.mark.parametrize("sequence", [1, 42, -1, 2**31, 2**40])
+def test_sequence_in_a_property_where_group_sequence_would_repin(sequence: int) -> None:
+    """ORD-4 on ActiveMQ Classic (``wire_group_seq=False``): the group is group-id, but the
+    sequence travels in jmslikeGroupSeq and group-sequence stays unset, since Classic
+    re-pins a group on a sequence of 1; a receiver reads the same group_sequence back,
+    beyond 32 bits too (a long producer run)."""
+    sent = TextMessage("g")
+    _headers(sent)
+    sent.set_string_property("JMSXGroupID", "joe")
+    sent._properties["JMSXGroupSeq"] = sequence  # as a producer's GroupBinding stamps it
+    wire = _wire(encode(sent, "orders", wire_group_seq=False))
+    assert wire.group_id == "joe"
+    assert not wire.group_sequence
+    assert wire.properties["jmslikeGroupSeq"] == sequence
+    got = decode(wire, Queue("orders"), None)
+    assert (got.ordering_group, got.group_sequence) == ("joe", sequence)
+    assert "jmslikeGroupSeq" not in got.properties
