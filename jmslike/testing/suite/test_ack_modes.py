@@ -357,22 +357,24 @@ def test_redelivery_limit_dead_letters(
     conn = make_connection(make_factory(max_redeliveries=2))
     require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
+    poison = unique("poison")  # "DLQ" is the broker's, shared with every other test there
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-    _fill(session, queue, ["poison", "next"])
+    _fill(session, queue, [poison, "next"])
     consumer = session.create_consumer(queue)
     conn.start()
     counts = []
     for _ in range(3):
         msg = consumer.receive(2.0)
-        assert msg.text == "poison"
+        assert msg.text == poison
         counts.append(msg.get_int_property("JMSXDeliveryCount"))
         session.recover()
     assert counts == [1, 2, 3]
     nxt = consumer.receive(2.0)
     assert nxt.text == "next"
     nxt.acknowledge()
-    dlq = drain(conn.create_session().create_consumer("queue://DLQ"))
-    assert [m.text for m in dlq] == ["poison"]
+    dead_letters = drain(conn.create_session().create_consumer("queue://DLQ"))
+    dlq = [m for m in dead_letters if m.text == poison]
+    assert len(dlq) == 1
     cause = dlq[0].get_string_property("dlqDeliveryFailureCause")
     assert cause and "2" in cause
 
@@ -382,7 +384,8 @@ def test_dead_lettered_message_keeps_its_content(
 ) -> None:
     """ORD-13 + message.py ("the receiver may clear and change its copy"): the message on
     the dead-letter queue is the message as sent, whatever the receiver did to its copy."""
-    conn = make_connection(make_factory(max_redeliveries=0))
+    dlq = unique("dlq")  # a dead-letter queue of its own: "DLQ" is shared by every test
+    conn = make_connection(make_factory(max_redeliveries=0, dead_letter_queue=dlq))
     require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -399,7 +402,7 @@ def test_dead_lettered_message_keeps_its_content(
     got.text = "changed by receiver"
     got.jms_correlation_id = "changed"
     session.recover()
-    [dead] = drain(conn.create_session().create_consumer("queue://DLQ"))
+    [dead] = drain(conn.create_session().create_consumer(f"queue://{dlq}"))
     assert dead.text == "original"
     assert dead.jms_correlation_id == "corr"
     assert dead.ordering_group == "g"
@@ -410,7 +413,8 @@ def test_redelivery_limit_holds_when_receiver_clears_properties(
 ) -> None:
     """ORD-13/config ``max_redeliveries``: the limit counts deliveries, whatever the receiver
     does to its copy (clear_properties() is a legal thing to do with a received message)."""
-    conn = make_connection(make_factory(max_redeliveries=1))
+    dlq = unique("dlq")  # a dead-letter queue of its own: "DLQ" is shared by every test
+    conn = make_connection(make_factory(max_redeliveries=1, dead_letter_queue=dlq))
     require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -426,8 +430,8 @@ def test_redelivery_limit_holds_when_receiver_clears_properties(
         msg.clear_properties()
         session.recover()
     assert attempts == 2
-    dead_letters = conn.create_session().create_consumer("queue://DLQ")
-    first = dead_letters.receive(5.0)  # a new subscription: not always there in drain's 0.2 s
+    dead_letters = conn.create_session().create_consumer(f"queue://{dlq}")
+    first = dead_letters.receive(5.0)  # a new subscription on a queue made a moment ago
     assert first is not None and first.text == "poison"
     assert drain(dead_letters) == []
 

@@ -794,7 +794,8 @@ def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
     """ORD-10 + ORD-11 + ORD-13: an AUTO listener that raises finishes that delivery; the
     message comes again (flagged, counted) until the redelivery limit sends it to the
     dead-letter queue, and then the group moves on."""
-    conn = make_connection(make_factory(max_redeliveries=1))
+    dlq = unique("dlq")  # a dead-letter queue of its own: "DLQ" is shared by every test
+    conn = make_connection(make_factory(max_redeliveries=1, dead_letter_queue=dlq))
     require(conn, "selectors")
     require(conn, "dead_letter_queue")
     conn.set_exception_listener(lambda exc: None)
@@ -813,7 +814,7 @@ def test_ord10_ord13_listener_raise_redelivers_then_group_moves_on(
     nxt = cb.receive(5.0)
     assert nxt is not None and nxt.text == "g:2"
     assert attempts == [("g:1", False, 1), ("g:1", True, 2)]
-    dead = drain(b.create_consumer("queue://DLQ"))
+    dead = drain(b.create_consumer(f"queue://{dlq}"))
     assert _texts(dead) == ["g:1"]
 
 
@@ -1076,7 +1077,8 @@ def test_ord13_dead_lettered_message_group_moves_on(
 ) -> None:
     """ORD-13: a message past the redelivery limit goes to the dead-letter queue and its group
     moves on to the next message."""
-    conn = make_connection(make_factory(max_redeliveries=0))
+    dlq = unique("dlq")  # a dead-letter queue of its own: "DLQ" is shared by every test
+    conn = make_connection(make_factory(max_redeliveries=0, dead_letter_queue=dlq))
     require(conn, "dead_letter_queue")
     queue = f"queue://{unique('q')}"
     _send(conn.create_session(), queue, ["g:1", "g:2"])
@@ -1086,7 +1088,7 @@ def test_ord13_dead_lettered_message_group_moves_on(
     assert ca.receive(2.0).text == "g:1"
     a.recover()
     assert _flags([ca.receive(2.0)]) == [("g:2", False, 1)]
-    dead = drain(conn.create_session().create_consumer("queue://DLQ"))
+    dead = drain(conn.create_session().create_consumer(f"queue://{dlq}"))
     assert _texts(dead) == ["g:1"]
     assert dead[0].get_string_property("dlqDeliveryFailureCause")
 
