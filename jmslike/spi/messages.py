@@ -18,6 +18,7 @@ from jmslike.message import MapMessage, MapValue, Message, PropertyValue
 
 __all__ = [
     "DLQ_REASON",
+    "GROUP_SEQ_PROPERTY",
     "copy_message",
     "declare_property_type",
     "mark_read_only",
@@ -33,6 +34,11 @@ M = TypeVar("M", bound=Message)
 DLQ_REASON = "dlqDeliveryFailureCause"
 """The property that says why a message was dead-lettered, set by every provider (ActiveMQ
 Classic's name, so that its users and its own DLQ tools find it)."""
+
+GROUP_SEQ_PROPERTY = "jmslikeGroupSeq"
+"""Where a provider carries a group's sequence when the broker must not see it as
+``JMSXGroupSeq``: ActiveMQ Classic hands a group to whichever consumer takes a message
+with sequence 1 (ORD-4), over STOMP and AMQP alike."""
 
 
 def copy_message(message: M) -> M:

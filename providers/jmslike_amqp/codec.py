@@ -47,6 +47,7 @@ from jmslike.message import (
     TextMessage,
 )
 from jmslike.spi.messages import (
+    GROUP_SEQ_PROPERTY,
     declare_property_type,
     previous_expiration,
     set_map_body,
@@ -88,9 +89,7 @@ _PROPERTY_ENCODERS: dict[str, Any] = {
 }
 PRIORITY_PROPERTY = "jmslikePriority"
 """The JMS priority, where the header must stay at 4 (see ``encode``)."""
-SEQ_PROPERTY = "jmslikeGroupSeq"
-"""The group sequence, where ``group-sequence`` must stay unset (see ``encode``); the
-STOMP provider's header of the same name."""
+SEQ_PROPERTY = GROUP_SEQ_PROPERTY  # where ``group-sequence`` must stay unset (see ``encode``)
 _RESERVED = frozenset({GROUP_ID, GROUP_SEQ, DELIVERY_COUNT})
 """JMSX properties that travel in AMQP's own fields, never as application properties."""
 

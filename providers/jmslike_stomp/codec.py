@@ -39,6 +39,7 @@ from jmslike.message import (
     TextMessage,
 )
 from jmslike.spi.messages import (
+    GROUP_SEQ_PROPERTY,
     declare_property_type,
     previous_expiration,
     set_map_body,
@@ -60,7 +61,7 @@ TYPE_HEADER = "jmslikeType"
 TYPES_HEADER = "jmslikeTypes"
 ID_HEADER = "jmslikeMessageID"
 GROUP_HEADER = "jmslikeGroupID"
-SEQ_HEADER = "jmslikeGroupSeq"
+SEQ_HEADER = GROUP_SEQ_PROPERTY
 DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
 PRIORITY_HEADER = "jmslikePriority"
