@@ -45,7 +45,7 @@ class _Token:
     """One delivery: the AMQP message as it came (a redelivery carries what was sent)
     and its number on the consumer's link (the transport keeps the Proton delivery)."""
 
-    __slots__ = ("consumer", "count", "generation", "incoming", "key", "number", "seen")
+    __slots__ = ("consumer", "count", "epoch", "generation", "incoming", "key", "number", "seen")
 
     def __init__(
         self,
@@ -63,15 +63,25 @@ class _Token:
         """The message id: what jmslike counts deliveries by where the broker does not."""
         self.generation = consumer.transport.generation
         """The connection it came over: one lost since cannot settle it (``stale``)."""
+        link = consumer._link
+        self.epoch = link.epoch if link is not None else 0
+        """The link it came over: one the broker closed since cannot settle it."""
         self.seen = False
         """The application had this delivery (it was redelivered locally since): going
         back to the broker, it counts as delivered even if its redelivery was not seen."""
 
 
 def stale(token: Any) -> bool:
-    """The delivery came over a connection lost since (a reconnect): it cannot be
-    settled, and the broker hands the message out again."""
-    return isinstance(token, _Token) and token.generation != token.consumer.transport.generation
+    """The delivery came over a connection lost since (a reconnect), or over a link the
+    broker closed since: it cannot be settled, and the broker hands the message out
+    again."""
+    if not isinstance(token, _Token):
+        return False
+    consumer = token.consumer
+    if token.generation != consumer.transport.generation:
+        return True
+    link = consumer._link
+    return link is not None and token.epoch != link.epoch
 
 
 class AmqpConsumer(ProviderConsumer):
@@ -158,6 +168,7 @@ class AmqpConsumer(ProviderConsumer):
             )
             if self._credit is not None:
                 self._credit.link = link  # before any credit: nothing uses it yet
+            link._on_broker_close = self._link_closed
             return link
 
         self._attach = attach
@@ -200,6 +211,16 @@ class AmqpConsumer(ProviderConsumer):
         if len(lost) > len(dropped) and self._session.transacted:
             # The application holds some in its transaction: it rolled back at the broker.
             self._session.transaction_lost()
+
+    def _link_closed(self, attached: bool) -> None:
+        """The connection's thread: the broker closed this consumer's link on its own and
+        it is being attached again. What came over the old link is stale: dropped as at
+        a reconnect (``interrupted``); once the broker has attached the new one, the
+        credit asked for is granted on it (``restored``)."""
+        if attached:
+            self.restored()
+        else:
+            self.interrupted()
 
     def restored(self) -> None:
         """The connection's thread, once the link is attached again: the credit the API

@@ -46,6 +46,13 @@ _ESTABLISHMENT_FAILED = symbol("amqp:connection-establishment-failed")
 _LOCAL_CLOSED = Endpoint.LOCAL_CLOSED
 
 
+_GONE = frozenset(
+    {"amqp:resource-deleted", "amqp:not-found", "amqp:unauthorized-access", "amqp:not-allowed"}
+)
+"""Conditions of a link the broker closed that attaching it again cannot mend (its queue
+was deleted, or access withdrawn): the link stays closed, with an error in the log."""
+
+
 def _reason(condition: Any, default: str) -> str:
     return f"{condition.name}: {condition.description}" if condition else default
 
@@ -170,8 +177,12 @@ class Events:
     # ------------------------------------------------------------------ links
     def on_link_remote_open(self, event: Any) -> None:
         link = event.link
-        if self._transport._restoring:
-            self._transport._restoring.pop(Driver.key_of(link), None)
+        transport = self._transport
+        if transport._restoring:
+            transport._restoring.pop(Driver.key_of(link), None)
+            again = transport._attached_again.pop(Driver.key_of(link), None)
+            if again is not None:
+                transport._tell_broker_closed(again, True)
         if link.state & Endpoint.LOCAL_ACTIVE:
             attached = self._transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
@@ -183,20 +194,55 @@ class Events:
     def on_link_remote_close(self, event: Any) -> None:
         link = event.link
         condition = link.remote_condition
-        if condition is not None:
-            transport = self._transport
-            reason = _reason(condition, "refused")
+        transport = self._transport
+        key = Driver.key_of(link)
+        handle = transport._handles.get(key)
+        # An attached receiver the broker closed on its own: not one being attached, nor
+        # one closed here (the broker's answer to our close).
+        unasked = (
+            link.is_receiver
+            and not link.state & _LOCAL_CLOSED
+            and link not in transport._attaching
+            and key not in transport._restoring
+            and handle is not None
+            and handle._link is not None
+            and not handle._closed
+        )
+        reason = _reason(condition, "no reason given")
+        if transport._attached_again.pop(key, None) is not None:
+            transport._restoring.pop(key, None)
+            log.error(
+                "AMQP broker %s refused to attach receiver link %s on %s again (%s): its "
+                "consumer gets nothing more",
+                transport.address,
+                link.name,
+                link.source.address,
+                reason,
+            )
+        elif condition is not None:
             refused = JMSException(f"AMQP broker {transport.address} refused a link: {reason}")
             attached = transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
                 attached.set_exception(refused)
-            if transport._restoring.pop(Driver.key_of(link), None) is not None:
+            if transport._restoring.pop(key, None) is not None:
                 # A link attached again after a reconnect, refused: nobody waits for it.
                 log.error("AMQP %s: link %s not restored: %s", transport.address, link.name, reason)
                 transport._on_lost(refused)
         self._answered(link)
         if not link.state & _LOCAL_CLOSED:
             link.close()
+        if not unasked or handle is None:
+            return
+        if condition is not None and condition.name in _GONE:
+            log.error(
+                "AMQP broker %s closed receiver link %s on %s (%s): its consumer gets nothing more",
+                transport.address,
+                link.name,
+                handle.address,
+                reason,
+            )
+            return
+        transport._attach_again(handle, link, reason)
 
     def _answered(self, link: Link) -> None:
         transport = self._transport

@@ -94,6 +94,8 @@ class ConnectionLifecycle(CallQueue):
         """Links of a lost connection to attach again, in the order they were made."""
         self._restoring: dict[int, LinkHandle] = {}
         """Links attached again after a reconnect that the broker has not answered yet."""
+        self._attached_again: dict[int, LinkHandle] = {}
+        """Receivers the broker closed on its own, attached again and not answered yet."""
         self._stop = threading.Event()
         """Set by close: ends a wait between reconnect attempts."""
         self._idle_timeout = idle_timeout
@@ -278,6 +280,7 @@ class ConnectionLifecycle(CallQueue):
                     handle._unsettled.clear()
                 self._handles.clear()
                 self._restoring.clear()
+                self._attached_again.clear()
             self._driver = self.connection = None
             driver.release()
         return up
@@ -323,7 +326,9 @@ class ConnectionLifecycle(CallQueue):
             if not handle.is_sender and link is not None:
                 # What the receiver's owner had asked for and not got: granted again on
                 # the new link (a drain on its way had taken it back already).
-                handle.credit_lost = 0 if link.drain_mode else max(link.credit, 0)
+                if not handle._reattaching:  # else what waits for the attach is kept
+                    handle.credit_lost = 0 if link.drain_mode else max(link.credit, 0)
+                handle._reattaching = False
             handle._link = None
             handle._deliveries.clear()
             handle._unsettled.clear()
@@ -332,6 +337,7 @@ class ConnectionLifecycle(CallQueue):
             self._lost_links[id(handle)] = handle
         self._handles.clear()
         self._restoring.clear()
+        self._attached_again.clear()
         self._timers.clear()
         if self._on_interrupted is not None:
             try:
@@ -431,6 +437,73 @@ class ConnectionLifecycle(CallQueue):
             flushed = self._flushing.pop(link, None)
             if flushed is not None:
                 flushed.set_result(None)
+
+    def _attach_again(self, handle: LinkHandle, link: Link, reason: str) -> None:
+        """The connection's thread: the broker closed an attached receiver on its own
+        (seen on Classic, whose commit of a transaction it no longer knew closed the
+        consumer's link with it). Its unsettled deliveries went back to the queue with
+        it, so they are stale here (``epoch``); the link is attached again under its
+        name and its owner drops what it buffered and asks for its credit again. Left
+        closed, the consumer would wait for ever for messages the broker no longer sent
+        it. Not a temporary destination's link (it is gone with its destination)."""
+        driver = self._driver
+        if handle._recipe is None or handle._closed or self._closing or driver is None:
+            if handle._recipe is None:
+                log.error(
+                    "AMQP broker %s closed receiver link %s on %s (%s): its consumer gets "
+                    "nothing more",
+                    self.address,
+                    handle.name,
+                    handle.address,
+                    reason,
+                )
+            return
+        log.warning(
+            "AMQP broker %s closed receiver link %s on %s (%s): attaching it again; what it "
+            "held went back to the queue",
+            self.address,
+            handle.name,
+            handle.address,
+            reason,
+        )
+        handle.credit_lost = 0 if link.drain_mode else max(link.credit, 0)
+        handle.epoch += 1
+        handle._reattaching = True
+        handle._deliveries.clear()
+        self._tell_broker_closed(handle, False)
+        receiver, address, options = handle._recipe
+
+        def attach() -> None:
+            # After this pass's output: Proton writes a pass's attaches before its
+            # detaches, and Classic never answered an attach under the name of a link
+            # whose detach came after it.
+            # Until then the handle stays under the old link's key: a connection lost
+            # meanwhile attaches it again with the others.
+            if handle._closed or self._driver is not driver or self._closing:
+                return
+            self._handles.pop(Driver.key_of(link), None)
+            fresh = driver.create_link(receiver, address, handle.name, options)
+            handle._link = fresh
+            self._handles[Driver.key_of(fresh)] = handle
+            self._restoring[Driver.key_of(fresh)] = handle
+            self._attached_again[Driver.key_of(fresh)] = handle
+
+        self.call_later(0.0, attach)
+
+    def _tell_broker_closed(self, handle: LinkHandle, attached: bool) -> None:
+        """The connection's thread: tell a link's owner it was closed by the broker and is
+        attached again (``_attach_again``). Credit waits for the broker's attach: Classic
+        closed the whole connection (amqp:decode-error) on a flow frame for a link it was
+        still attaching."""
+        if attached:
+            handle._reattaching = False
+        told = handle._on_broker_close
+        if told is None:
+            return
+        try:
+            told(attached)
+        except Exception:
+            log.exception("AMQP %s: re-attaching link %s failed", self.address, handle.name)
 
     def _let_go(self, link: Link) -> None:
         """Both ends have closed ``link``: drop what refers to it, here on the connection's

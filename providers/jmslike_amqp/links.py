@@ -40,13 +40,16 @@ class LinkHandle:
         "_deliveries",
         "_late",
         "_link",
+        "_on_broker_close",
         "_on_flow",
         "_on_message",
+        "_reattaching",
         "_recipe",
         "_unsettled",
         "address",
         "credit",
         "credit_lost",
+        "epoch",
         "is_sender",
         "name",
     )
@@ -84,6 +87,18 @@ class LinkHandle:
         reconnect; None for one that must not be (a temporary destination's)."""
         self.credit_lost = 0
         """Receivers: the credit the link had when its connection was lost."""
+        self.epoch = 0
+        """Receivers: raised each time the broker closed the link on its own and it was
+        attached again: a delivery of an older epoch cannot be settled (the broker took
+        it back with the old link)."""
+        self._reattaching = False
+        """Receivers: attached again after the broker closed it, and not answered yet:
+        credit waits in ``credit_lost`` (Classic ended the whole connection on a flow
+        frame for a link it was still attaching)."""
+        self._on_broker_close: Callable[[bool], None] | None = None
+        """Receivers: told (on the connection's thread) when the broker closed the link
+        on its own and it is being attached again (False: its owner drops what came over
+        it), then when the broker has attached it (True: credit may flow again)."""
 
     def _release(self) -> None:
         """The connection's thread, once the link is gone: let go of its Proton objects.
@@ -91,6 +106,7 @@ class LinkHandle:
         self._link = None
         self._late = None
         self._on_flow = None
+        self._on_broker_close = None
         self._deliveries.clear()
         self._unsettled.clear()
         self.credit.set()

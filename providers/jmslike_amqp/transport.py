@@ -223,6 +223,9 @@ class AmqpTransport(ConnectionLifecycle):
 
         def grant() -> None:
             link = self._link_of(receiver)
+            if receiver._reattaching:  # granted once the broker has attached it again
+                receiver.credit_lost += credit
+                return
             link.drain_mode = False
             # A broker that sent more than the credit leaves Proton's credit below 0,
             # and a grant of n would then open only n - overrun: RabbitMQ 3.10 adds up
@@ -241,6 +244,9 @@ class AmqpTransport(ConnectionLifecycle):
 
         def take_back() -> None:
             link = self._link_of(receiver)
+            if receiver._reattaching:
+                receiver.credit_lost = 0
+                return
             if link.credit > 0:
                 link.drain(0)
 
@@ -260,6 +266,9 @@ class AmqpTransport(ConnectionLifecycle):
         link = receiver._link
         if link is None or link.state & _REMOTE_CLOSED:
             return False
+        if receiver._reattaching:
+            receiver.credit_lost = credit if drain else receiver.credit_lost + credit
+            return True
         if drain:
             link.drain(credit)
         else:
@@ -274,7 +283,7 @@ class AmqpTransport(ConnectionLifecycle):
 
         def start() -> Future[None] | None:
             link = self._link_of(receiver)
-            if link.state & _REMOTE_CLOSED or link.credit + credit <= 0:
+            if receiver._reattaching or link.state & _REMOTE_CLOSED or link.credit + credit <= 0:
                 return None
             drained = self._draining.setdefault(link, Future())
             link.drain(credit)
