@@ -53,6 +53,18 @@ _GONE = frozenset(
 was deleted, or access withdrawn): the link stays closed, with an error in the log."""
 
 
+def _owned(data: Any) -> Any:
+    """Copies, made here on the connection's thread, of the binary values in an outcome's
+    data: Proton decodes them as views of its input buffer, which the frames it reads
+    next overwrite. Copied later on the caller's thread, a declared transaction id had
+    sometimes become the id of another session's transaction declared just after it; on
+    ActiveMQ Classic over AMQP the second discharge of that id was then refused
+    ("Transaction ... has not been started"), and Classic closed a consumer's link."""
+    if not data:
+        return data
+    return [bytes(item) if isinstance(item, memoryview) else item for item in data]
+
+
 def _reason(condition: Any, default: str) -> str:
     return f"{condition.name}: {condition.description}" if condition else default
 
@@ -323,7 +335,7 @@ class Events:
         control = transport._controls.pop(delivery, None) if transport._controls else None
         if control is not None and not control.done():
             reason = _reason(delivery.remote.condition, "no reason given")
-            control.set_result((state, delivery.remote.data, reason))
+            control.set_result((state, _owned(delivery.remote.data), reason))
         outcome = transport._outcomes.pop(delivery, None) if transport._outcomes else None
         if outcome is not None and not outcome.done():
             if state == Delivery.ACCEPTED:

@@ -406,11 +406,12 @@ class AmqpTransport(ConnectionLifecycle):
         state, data, reason = self._control(coordinator, _DECLARE, [None])
         if state != DECLARED or not data:
             raise JMSException(f"AMQP broker {self.address} refused a transaction: {reason}")
-        txn = data[0]
-        # A copy: Proton decodes binary as a memoryview of its input buffer, which later
-        # frames overwrite. Kept as a view, the id had become another by the discharge
-        # under load (Artemis: "AMQ119014: Transaction not found", connection closed).
-        return bytes(txn) if isinstance(txn, memoryview) else txn
+        # Already a copy (events._owned): Proton decodes binary as a view of its input
+        # buffer, which later frames overwrite. Kept as a view, the id had become another
+        # by the discharge under load (Artemis: "AMQ119014: Transaction not found",
+        # connection closed); copied here, on the caller's thread, it still did now and
+        # then (Classic: "Transaction ... has not been started").
+        return data[0]
 
     def discharge(self, coordinator: LinkHandle, txn: Any, *, fail: bool) -> None:
         """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit
