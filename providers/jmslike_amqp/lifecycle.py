@@ -440,12 +440,13 @@ class ConnectionLifecycle(CallQueue):
 
     def _attach_again(self, handle: LinkHandle, link: Link, reason: str) -> None:
         """The connection's thread: the broker closed an attached receiver on its own
-        (seen on Classic, whose commit of a transaction it no longer knew closed the
-        consumer's link with it). Its unsettled deliveries went back to the queue with
-        it, so they are stale here (``epoch``); the link is attached again under its
-        name and its owner drops what it buffered and asks for its credit again. Left
-        closed, the consumer would wait for ever for messages the broker no longer sent
-        it. Not a temporary destination's link (it is gone with its destination)."""
+        (seen on Classic: a commit naming a transaction it did not know made it close
+        the link of the consumer whose messages were in it). Its unsettled deliveries
+        went back to the queue with it, so they are stale here (``epoch``); the link is
+        attached again under its name and its owner drops what it buffered and asks for
+        its credit again. Left closed, the consumer would wait for ever for messages the
+        broker no longer sent it. Not a temporary destination's link (it is gone with
+        its destination)."""
         driver = self._driver
         if handle._recipe is None or handle._closed or self._closing or driver is None:
             if handle._recipe is None:
@@ -467,6 +468,9 @@ class ConnectionLifecycle(CallQueue):
             reason,
         )
         handle.credit_lost = 0 if link.drain_mode else max(link.credit, 0)
+        drained = self._draining.pop(link, None)
+        if drained is not None and not drained.done():
+            drained.set_result(None)  # nothing more comes for that credit
         handle.epoch += 1
         handle._reattaching = True
         handle._deliveries.clear()
