@@ -498,7 +498,8 @@ def test_restart_and_kill_under_load(
     }
     # Strict on every route. Classic over AMQP failed about once in 10 runs until
     # 2026-11-26 (a group moved between the live consumers after the outage and its
-    # last messages from before came after the first from after): a transacted session
-    # sometimes used another transaction's id, read from Proton's reused buffer, and
-    # Classic closed a consumer's link or the connection. docs/reliability.md.
+    # last messages from before came after the first from after); probably because a
+    # transacted session sometimes used another transaction's id, read from Proton's
+    # reused buffer, and Classic closed a consumer's link or the connection (fixed; not
+    # proven to be this failure's cause: 22 clean runs since). docs/reliability.md.
     assert not failed, f"{broker}: " + "\n".join(failed.values())
