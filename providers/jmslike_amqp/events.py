@@ -243,18 +243,9 @@ class Events:
         self._answered(link)
         if not link.state & _LOCAL_CLOSED:
             link.close()
-        if not unasked or handle is None:
-            return
-        if condition is not None and condition.name in _GONE:
-            log.error(
-                "AMQP broker %s closed receiver link %s on %s (%s): its consumer gets nothing more",
-                transport.address,
-                link.name,
-                handle.address,
-                reason,
-            )
-            return
-        transport._attach_again(handle, link, reason)
+        if unasked and handle is not None:
+            gone = condition is not None and condition.name in _GONE
+            transport._attach_again(handle, link, reason, mendable=not gone)
 
     def _answered(self, link: Link) -> None:
         transport = self._transport

@@ -438,7 +438,9 @@ class ConnectionLifecycle(CallQueue):
             if flushed is not None:
                 flushed.set_result(None)
 
-    def _attach_again(self, handle: LinkHandle, link: Link, reason: str) -> None:
+    def _attach_again(
+        self, handle: LinkHandle, link: Link, reason: str, *, mendable: bool = True
+    ) -> None:
         """The connection's thread: the broker closed an attached receiver on its own
         (seen on Classic: a commit naming a transaction it did not know made it close
         the link of the consumer whose messages were in it). Its unsettled deliveries
@@ -446,10 +448,17 @@ class ConnectionLifecycle(CallQueue):
         attached again under its name and its owner drops what it buffered and asks for
         its credit again. Left closed, the consumer would wait for ever for messages the
         broker no longer sent it. Not a temporary destination's link (it is gone with
-        its destination)."""
+        its destination), nor one closed for a reason a new attach cannot mend
+        (``mendable`` False: its queue deleted, access withdrawn)."""
         driver = self._driver
-        if handle._recipe is None or handle._closed or self._closing or driver is None:
-            if handle._recipe is None:
+        if (
+            not mendable
+            or handle._recipe is None
+            or handle._closed
+            or self._closing
+            or driver is None
+        ):
+            if not mendable or handle._recipe is None:
                 log.error(
                     "AMQP broker %s closed receiver link %s on %s (%s): its consumer gets "
                     "nothing more",
