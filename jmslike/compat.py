@@ -412,6 +412,8 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "closed": "jmslike's own; JMS has no isClosed",
         "strictly_ordered": "jmslike's own (ORD-18); no JMS counterpart",
         "partitions": "jmslike's own (partitioned queues, ORD-16); no JMS counterpart",
+        "request_size": "jmslike's own (credit that follows consumption); no JMS counterpart",
+        "request_limit": "jmslike's own (max_prefetch); no JMS counterpart",
         "subscription_name": "jmslike's own; JMS consumers do not expose it",
     },
     Message: {

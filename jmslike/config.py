@@ -347,6 +347,12 @@ class FactorySettings:
     prefetch: int = 1
     """Messages a consumer asks the broker for when its buffer runs empty (receive() and
     listeners alike); 1 keeps groups free for other sessions (ORD-9)."""
+    max_prefetch: int = 64
+    """The most a ``receive()`` consumer may ask for at once when it grows its request
+    (credit that follows consumption, docs/threading.md#flow-control): only where the
+    provider can take unused credit back, only while the messages carry no group, and only
+    while the application works through a request faster than the broker answers one.
+    Set it to ``prefetch`` to keep every request at ``prefetch``."""
     max_redeliveries: int = 6
     """Redeliveries before a message goes to the dead-letter queue (ORD-13); -1: no limit."""
     redelivery_delay: float = 0.0
@@ -435,6 +441,11 @@ class FactorySettings:
         """Raise ConfigurationError for values out of range, naming the setting."""
         if self.prefetch < 1:
             raise ConfigurationError(f"prefetch={self.prefetch} in {source}: must be >= 1")
+        if self.max_prefetch < 1:
+            raise ConfigurationError(
+                f"max_prefetch={self.max_prefetch} in {source}: must be >= 1 "
+                "(set it to the prefetch to keep requests from growing)"
+            )
         if self.max_redeliveries < -1:
             raise ConfigurationError(
                 f"max_redeliveries={self.max_redeliveries} in {source}: must be >= -1"

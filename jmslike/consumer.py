@@ -5,6 +5,8 @@ thread, or for the embedded broker on whichever thread changed the broker). The
 application takes from the buffer with ``receive()``, or the session's dispatcher thread
 takes from it for a listener. Credit is asked of the provider only when the buffer is
 empty, so a consumer never sits on more of a group than it is about to process (ORD-9).
+A ``receive()`` consumer may ask for more than ``prefetch`` at once while what it gets
+carries no group (credit that follows consumption, ``_next_ask``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,15 @@ MessageListener = Callable[[Message], object]
 Buffered = tuple[Message, Any, float]
 """(message, provider token, not-before time) waiting in a consumer's buffer."""
 
+GROW_WHILE_WAITS = 8
+"""A request doubles while the application works through it in less than this many times
+the broker's answer took: so a consumer holds at most about 2 x 8 round trips of its own
+work, however fast it is, and a slow handler never makes it ask for more than prefetch."""
+
+IDLE_REQUEST = 0.01
+"""Seconds (or 4 answers' time, if longer) a grown request may wait unanswered before it
+is taken back: an idle consumer asks for ``prefetch`` again, as if it never grew."""
+
 
 class MessageConsumer:
     """Receives messages from one destination (JMS MessageConsumer)."""
@@ -78,6 +89,14 @@ class MessageConsumer:
         self._credit = 0
         self._sleeping = False  # a receiver waits on _cond (so the sink must notify)
         self._prefetch = session._connection._settings.prefetch
+        # Credit that follows consumption (receive() only, see _next_ask).
+        self._max_ask = self._prefetch
+        self._ask = self._prefetch
+        self._asked_at = 0.0  # when the last request went out
+        self._first_at = 0.0  # when receive() returned its first message (0: none yet)
+        self._answer = 0.0  # how long the broker took to answer the last request
+        self._grouped = False  # a grouped message arrived since the last request
+        self._adaptive = False  # set once the provider consumer exists
         self._listener: MessageListener | None = None
         self._last: Any = None  # AUTO/DUPS_OK with receive(): the delivery not yet finished
         self._closed = False
@@ -132,7 +151,10 @@ class MessageConsumer:
         if self._provider.exclusive:
             # ORD-18: nothing waits in this consumer's buffer that a take-over would
             # have to give back; one message at a time, as IBM's strict destinations.
-            self._prefetch = 1
+            self._prefetch = self._max_ask = self._ask = 1
+        elif self._provider.adaptive_credit:
+            self._max_ask = max(self._prefetch, self._connection._settings.max_prefetch)
+        self._adaptive = self._max_ask > self._prefetch
         self._provider.revoke = self._revoke
 
     def __repr__(self) -> str:
@@ -145,6 +167,19 @@ class MessageConsumer:
         (ORD-18): declared by this consumer, by the factory's setting, or earlier by
         another consumer of the same broker (the declaration sticks)."""
         return self._provider.exclusive
+
+    @property
+    def request_size(self) -> int:
+        """How many messages this consumer asks the broker for the next time its buffer
+        runs empty: ``prefetch``, or more while a ``receive()`` loop outpaces the broker
+        on messages that carry no group (up to ``request_limit``, see _next_ask)."""
+        return self._ask
+
+    @property
+    def request_limit(self) -> int:
+        """The most ``request_size`` can grow to: ``max(prefetch, max_prefetch)`` where the
+        provider can take unused credit back, else ``prefetch``."""
+        return self._max_ask
 
     @property
     def partitions(self) -> list[int] | None:
@@ -194,6 +229,7 @@ class MessageConsumer:
         if gate is not None:
             group = message._properties.get(GROUP_ID)
             if isinstance(group, str):
+                self._grouped = True
                 if self._warn_processes:
                     self._warn_processes = False
                     _warn_single_process(self._connection, self.destination)
@@ -218,6 +254,8 @@ class MessageConsumer:
                 if self._listener is not None:
                     self._session._wake(self)
                 return
+        if self._adaptive and GROUP_ID in message._properties:
+            self._grouped = True
         mutex = self._mutex  # acquire/try/release: cheaper than "with" once per message
         mutex.acquire()
         try:
@@ -256,6 +294,46 @@ class MessageConsumer:
                 return
             self._credit = 0
         self._provider.flow(0)
+
+    def _next_ask(self) -> int:
+        """How many messages to ask for now that the buffer is empty (receive() only).
+
+        ``prefetch``, unless the provider can take credit back (``adaptive_credit``): then
+        the request doubles, up to ``max_prefetch``, while the application got through the
+        last one in less than ``GROW_WHILE_WAITS`` times the broker's answer took, and
+        falls back to ``prefetch`` as soon as a grouped message arrives. Waiting a round
+        trip per message is what kept a plain receive() loop at a fifth of the raw
+        library's speed; ungrouped messages in a buffer keep no group from flowing past
+        (ORD-9), and a slow handler never grows the request.
+        """
+        if not self._adaptive:
+            return self._prefetch
+        now = time.monotonic()
+        ask, first = self._ask, self._first_at
+        if self._grouped or not first:
+            ask = self._prefetch
+        else:
+            self._answer = answer = first - self._asked_at
+            if ask < self._max_ask and now - first < GROW_WHILE_WAITS * answer:
+                ask = min(2 * ask, self._max_ask)
+        self._grouped = False
+        self._asked_at = now
+        self._first_at = 0.0
+        self._ask = ask
+        return ask
+
+    def _took(self) -> None:
+        """receive() hands out a message: note when the request was first answered, and
+        take back a grown request that is bringing grouped messages (ORD-9)."""
+        if not self._first_at:
+            self._first_at = time.monotonic()
+        if self._grouped and self._ask > self._prefetch:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        self._ask = self._prefetch
+        self._first_at = 0.0
+        self._withdraw()
 
     def _requeue_front(self, items: list[Buffered]) -> None:
         """Put locally redelivered messages back at the head, in order (ORD-11)."""
@@ -314,12 +392,13 @@ class MessageConsumer:
             if not self._buffer and self._credit <= 0 and self._connection._started:
                 # Finish the last message and ask for the next in one provider call.
                 mutex = self._mutex
+                ask = self._next_ask()
                 mutex.acquire()
                 try:
-                    self._credit += self._prefetch
+                    self._credit += ask
                 finally:
                     mutex.release()
-                session._finish_last(self, self._provider, self._prefetch)
+                session._finish_last(self, self._provider, ask)
             else:
                 session._finish_last(self)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -338,6 +417,8 @@ class MessageConsumer:
                 item = self._wait_for_item(deadline)
             if item is None:
                 return None
+            if self._adaptive:
+                self._took()
             message, token = item[0], item[1]
             # Only a redelivery (a count above 1) can be past the limit: the check's call
             # is skipped for every first delivery.
@@ -386,7 +467,7 @@ class MessageConsumer:
                 return item
             try:
                 if not wait and self._credit <= 0 and not buffer:
-                    self._grant(self._prefetch)
+                    self._grant(self._next_ask())
                     if buffer or self._credit <= 0:  # got one, or the gate parked it: again
                         continue
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -410,11 +491,19 @@ class MessageConsumer:
                 if buffer and (not buffer[0][2] or buffer[0][2] <= time.monotonic()):
                     continue
                 waits = [w for w in (remaining, wait or None) if w is not None]
+                grown = self._ask > self._prefetch and self._credit > 0
+                if grown:
+                    waits.append(max(IDLE_REQUEST, 4 * self._answer))
                 self._sleeping = True
                 try:
                     self._cond.wait(min(waits) if waits else None)
                 finally:
                     self._sleeping = False
+                idle = grown and not buffer and self._credit > 0
+            if idle and not self._stopping():
+                # Nothing came: the queue ran dry. An idle consumer must not sit on a
+                # large request that the next groups' messages would fill (ORD-9).
+                self._shrink()
 
     def __iter__(self) -> Iterator[Message]:
         """Iterate with ``receive()`` until the consumer or connection is closed."""

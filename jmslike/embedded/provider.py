@@ -35,6 +35,8 @@ _connection_ids = itertools.count(1)
 
 
 class EmbeddedConsumer(ProviderConsumer):
+    adaptive_credit = True  # flow(0) clears the slot's credit under the broker's lock
+
     def __init__(self, broker: Broker, slot: ConsumerSlot, sub: Subscription | None) -> None:
         self._broker = broker
         self._slot = slot

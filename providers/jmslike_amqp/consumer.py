@@ -117,6 +117,8 @@ class AmqpConsumer(ProviderConsumer):
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
         self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
+        # RabbitMQ cannot take credit back (no drain, see flow): no larger requests there.
+        self.adaptive_credit = not connection.rabbitmq
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()

@@ -674,6 +674,61 @@ def test_ord9_others_flow_past_at_once(make_connection, unique, receive_any, how
     assert got[1:] + ([at_a.text] if at_a is not None else []) == ["g:2"]
 
 
+def _drain_fast(consumer, count: int) -> int:
+    """receive() ``count`` messages as fast as the application can; returns the largest
+    ``request_size`` the consumer reached meanwhile."""
+    largest = consumer.request_size
+    for n in range(count):
+        msg = consumer.receive(5.0)
+        assert msg is not None, f"message {n + 1} of {count} did not come"
+        largest = max(largest, consumer.request_size)
+    return largest
+
+
+def test_ord9_grown_request_taken_back_when_idle(make_connection, unique) -> None:
+    """ORD-9 with credit that follows consumption: a receive() loop that outpaces the
+    broker on ungrouped messages asks for more at once (where the provider can take credit
+    back); once the queue runs dry it asks for ``prefetch`` again. So an idle consumer
+    that then takes g:1 does not sit on h:1 and u401 too: another session gets them."""
+    conn = make_connection()
+    queue = f"queue://{unique('q')}"
+    sender = conn.create_session()
+    _send(sender, queue, [f"u{n}" for n in range(1, 401)])
+    a, b = conn.create_session(), conn.create_session()
+    ca = a.create_consumer(queue)
+    conn.start()
+    largest = _drain_fast(ca, 400)
+    if ca.request_limit > conn._settings.prefetch:
+        assert largest > conn._settings.prefetch, "the request never grew"
+    got: list[Message | None] = []
+    waiting = threading.Thread(target=lambda: got.append(ca.receive(5.0)))
+    waiting.start()
+    time.sleep(0.3)  # A waits in receive() on a dry queue
+    _send(sender, queue, ["g:1", "h:1", "u401"])
+    waiting.join(6.0)
+    assert [m.text for m in got if m is not None] == ["g:1"]  # AUTO: A holds g (ORD-10)
+    cb = b.create_consumer(queue)
+    rest = [cb.receive(2.0), cb.receive(2.0)]
+    assert [m.text if m is not None else None for m in rest] == ["h:1", "u401"]
+    assert ca.request_size == conn._settings.prefetch
+
+
+def test_ord9_request_falls_back_on_grouped_messages(make_connection, unique) -> None:
+    """ORD-9: a grown request falls back to ``prefetch`` as soon as grouped messages
+    arrive, so a consumer holds no more groups than before; every group keeps its order
+    (ORD-8)."""
+    conn = make_connection()
+    queue = f"queue://{unique('q')}"
+    grouped = [f"g{n % 5}:{n // 5 + 1}" for n in range(100)]
+    _send(conn.create_session(), queue, [f"u{n}" for n in range(1, 301)] + grouped)
+    consumer = conn.create_session().create_consumer(queue)
+    conn.start()
+    _drain_fast(consumer, 300)
+    got = [consumer.receive(5.0) for _ in grouped]
+    assert [m.text if m is not None else None for m in got] == grouped
+    assert consumer.request_size == conn._settings.prefetch
+
+
 # -------------------------------------------------------------------------- ORD-10
 
 
