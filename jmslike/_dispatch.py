@@ -17,9 +17,12 @@ docs/threading.md tells the same story for users.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -30,6 +33,7 @@ __all__ = ["ExceptionNotifier", "ListenerTarget", "SessionDispatcher"]
 log = logging.getLogger("jmslike.dispatch")
 
 _STOP = object()
+_TICK = object()  # wakes the dispatcher to look at its timers again
 
 
 class ListenerTarget(Protocol):
@@ -47,6 +51,9 @@ class SessionDispatcher:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._idle = threading.Condition()
         self._busy = False
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timers_lock = threading.Lock()
+        self._order = itertools.count()
         self._thread.start()
 
     def wake(self, target: ListenerTarget) -> None:
@@ -56,6 +63,31 @@ class SessionDispatcher:
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the dispatcher thread, after what is already queued."""
         self._queue.put(fn)
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the dispatcher thread once ``delay`` seconds have passed (a timer
+        without a thread of its own: a consumer checks there whether its grown request
+        went unanswered, once per request)."""
+        with self._timers_lock:
+            entry = (time.monotonic() + delay, next(self._order), fn)
+            heapq.heappush(self._timers, entry)
+            earliest = self._timers[0] is entry
+        if earliest and not self.in_dispatcher():
+            self._queue.put(_TICK)
+
+    def _next_item(self) -> object:
+        """The next queued item, or a timer's function once it is due."""
+        while True:
+            with self._timers_lock:
+                if self._timers and self._timers[0][0] <= time.monotonic():
+                    return heapq.heappop(self._timers)[2]
+                wait = self._timers[0][0] - time.monotonic() if self._timers else None
+            try:
+                item = self._queue.get(timeout=wait) if wait is not None else self._queue.get()
+            except queue.Empty:
+                continue
+            if item is not _TICK:
+                return item
 
     def in_dispatcher(self) -> bool:
         return threading.current_thread() is self._thread
@@ -75,7 +107,7 @@ class SessionDispatcher:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            item = self._next_item()
             if item is _STOP:
                 return
             with self._idle:

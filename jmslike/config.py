@@ -348,7 +348,7 @@ class FactorySettings:
     """Messages a consumer asks the broker for when its buffer runs empty (receive() and
     listeners alike); 1 keeps groups free for other sessions (ORD-9)."""
     max_prefetch: int = 64
-    """The most a ``receive()`` consumer may ask for at once when it grows its request
+    """The most a consumer may ask for at once when it grows its request
     (credit that follows consumption, docs/threading.md#flow-control): only where the
     provider can take unused credit back, only while the messages carry no group, and only
     while the application works through a request faster than the broker answers one.

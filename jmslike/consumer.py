@@ -5,7 +5,7 @@ thread, or for the embedded broker on whichever thread changed the broker). The
 application takes from the buffer with ``receive()``, or the session's dispatcher thread
 takes from it for a listener. Credit is asked of the provider only when the buffer is
 empty, so a consumer never sits on more of a group than it is about to process (ORD-9).
-A ``receive()`` consumer may ask for more than ``prefetch`` at once while what it gets
+A consumer may ask for more than ``prefetch`` at once while what it gets
 carries no group (credit that follows consumption, ``_next_ask``).
 """
 
@@ -89,7 +89,7 @@ class MessageConsumer:
         self._credit = 0
         self._sleeping = False  # a receiver waits on _cond (so the sink must notify)
         self._prefetch = session._connection._settings.prefetch
-        # Credit that follows consumption (receive() only, see _next_ask).
+        # Credit that follows consumption (see _next_ask).
         self._max_ask = self._prefetch
         self._ask = self._prefetch
         self._asked_at = 0.0  # when the last request went out
@@ -296,7 +296,7 @@ class MessageConsumer:
         self._provider.flow(0)
 
     def _next_ask(self) -> int:
-        """How many messages to ask for now that the buffer is empty (receive() only).
+        """How many messages to ask for now that the buffer is empty.
 
         ``prefetch``, unless the provider can take credit back (``adaptive_credit``): then
         the request doubles, up to ``max_prefetch``, while the application got through the
@@ -351,7 +351,33 @@ class MessageConsumer:
         with self._cond:
             need = not self._buffer and self._credit <= 0
         if need:
-            self._grant(self._prefetch)
+            ask = self._next_ask()
+            self._grant(ask)
+            if ask > self._prefetch:
+                self._watch_request(self._credit)
+
+    def _watch_request(self, credit: int) -> None:
+        """A listener's grown request: if none of it arrives within the idle time, take it
+        back (as receive() does while it waits), checked on the session's dispatcher."""
+        dispatcher = self._session._dispatcher
+        if dispatcher is None:
+            return
+        dispatcher.call_later(
+            max(IDLE_REQUEST, 4 * self._answer), lambda: self._request_idle(credit)
+        )
+
+    def _request_idle(self, credit: int) -> None:
+        """Dispatcher thread: ``credit`` was outstanding an idle time ago."""
+        if self._closed or self._listener is None or self._ask <= self._prefetch:
+            return
+        with self._cond:
+            left = self._credit
+            idle = left == credit and left > 0 and not self._buffer
+        if idle:
+            self._shrink()
+            self._pump()
+        elif left > 0:
+            self._watch_request(left)  # some came: look again later
 
     def _pop_due(self) -> tuple[Buffered | None, float]:
         """The head of the buffer if it is due; else (None, seconds until it is)."""
@@ -557,6 +583,8 @@ class MessageConsumer:
         ):
             return
         item, wait = self._pop_due()
+        if item is not None and self._adaptive:
+            self._took()
         if item is None:
             if wait:
                 timer = threading.Timer(wait, self._session._wake, args=(self,))

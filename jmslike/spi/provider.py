@@ -154,7 +154,7 @@ class ProviderConsumer(abc.ABC):
 
     adaptive_credit: bool = False
     """True when ``flow(n)`` brings at most ``n`` deliveries and ``flow(0)`` reliably takes
-    back what was not used. Only then does the API layer let a ``receive()`` consumer ask
+    back what was not used. Only then does the API layer let a consumer ask
     for more than ``prefetch`` at once (``max_prefetch``): a larger request it could not
     take back would leave an idle consumer sitting on the next groups' messages (ORD-9).
     Providers that cannot (a STOMP window fixed at SUBSCRIBE, a broker that refuses a

@@ -3,6 +3,7 @@ consumer's request grows, and when it must not (ORD-9), on the embedded broker."
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -70,3 +71,25 @@ def test_strictly_ordered_consumer_never_grows() -> None:
 def test_bad_max_prefetch_names_the_setting() -> None:
     with pytest.raises(jmslike.ConfigurationError, match=r"max_prefetch=0 .*must be >= 1"):
         ConnectionFactory("embedded://?maxPrefetch=0")
+
+
+def test_listener_grows_then_idle_takes_it_back() -> None:
+    factory = ConnectionFactory("embedded://requests-listener")
+    with _queue_with(factory, "listener", 2000) as conn:
+        consumer = conn.create_session().create_consumer("queue://listener")
+        done = threading.Event()
+        sizes: list[int] = []
+
+        def listener(message: jmslike.Message) -> None:
+            sizes.append(consumer.request_size)
+            if len(sizes) == 2000:
+                done.set()
+
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert done.wait(10.0)
+        assert max(sizes) == 64
+        deadline = time.monotonic() + 2.0
+        while consumer.request_size != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert consumer.request_size == 1, "the idle listener kept its grown request"

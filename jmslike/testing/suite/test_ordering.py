@@ -713,6 +713,47 @@ def test_ord9_grown_request_taken_back_when_idle(make_connection, unique) -> Non
     assert ca.request_size == conn._settings.prefetch
 
 
+def test_ord9_grown_listener_request_taken_back_when_idle(make_connection, unique) -> None:
+    """ORD-9, the same for a listener: its request grows on a fast run of ungrouped
+    messages and is taken back once nothing comes; so while the listener works on g:1,
+    another session gets h:1 and u401 at once."""
+    conn = make_connection()
+    prefetch = conn._settings.prefetch
+    queue = f"queue://{unique('q')}"
+    sender = conn.create_session()
+    _send(sender, queue, [f"u{n}" for n in range(1, 401)])
+    a, b = conn.create_session(), conn.create_session()
+    ca = a.create_consumer(queue)
+    seen: list[str] = []
+    largest = [prefetch]
+    drained, working, release = threading.Event(), threading.Event(), threading.Event()
+
+    def listener(message: Message) -> None:
+        seen.append(message.text)
+        largest[0] = max(largest[0], ca.request_size)
+        if len(seen) == 400:
+            drained.set()
+        if message.text == "g:1":
+            working.set()
+            release.wait(5.0)
+
+    ca.set_message_listener(listener)
+    conn.start()
+    assert drained.wait(10.0), f"the listener got {len(seen)} of 400"
+    if ca.request_limit > prefetch:
+        assert largest[0] > prefetch, "the request never grew"
+    time.sleep(0.3)  # the queue is dry: the grown request is taken back
+    _send(sender, queue, ["g:1", "h:1", "u401"])
+    try:
+        assert working.wait(2.0), f"g:1 did not come to the listener: {seen[400:]}"
+        cb = b.create_consumer(queue)
+        rest = [cb.receive(2.0), cb.receive(2.0)]
+    finally:
+        release.set()
+    assert [m.text if m is not None else None for m in rest] == ["h:1", "u401"]
+    assert seen[400:] == ["g:1"]
+
+
 def test_ord9_request_falls_back_on_grouped_messages(make_connection, unique) -> None:
     """ORD-9: a grown request falls back to ``prefetch`` as soon as grouped messages
     arrive, so a consumer holds no more groups than before; every group keeps its order
