@@ -117,8 +117,12 @@ class AmqpConsumer(ProviderConsumer):
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
         self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
-        # RabbitMQ cannot take credit back (no drain, see flow): no larger requests there.
-        self.adaptive_credit = not connection.rabbitmq
+        # Larger requests only where credit can be taken back. RabbitMQ cannot drain (see
+        # flow). ActiveMQ Classic answers a drain but keeps the credit as its
+        # subscription's prefetch (AmqpSender.flow resets it only on a plain credit of 0,
+        # which Proton cannot send): later messages still went to an idle consumer that
+        # had grown, none to the session beside it (test_ord9_grown_request_*).
+        self.adaptive_credit = not (connection.rabbitmq or connection.classic)
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
