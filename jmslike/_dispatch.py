@@ -79,9 +79,10 @@ class SessionDispatcher:
         """The next queued item, or a timer's function once it is due."""
         while True:
             with self._timers_lock:
-                if self._timers and self._timers[0][0] <= time.monotonic():
+                now = time.monotonic()
+                if self._timers and self._timers[0][0] <= now:
                     return heapq.heappop(self._timers)[2]
-                wait = self._timers[0][0] - time.monotonic() if self._timers else None
+                wait = self._timers[0][0] - now if self._timers else None
             try:
                 item = self._queue.get(timeout=wait) if wait is not None else self._queue.get()
             except queue.Empty:
