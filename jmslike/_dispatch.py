@@ -78,6 +78,13 @@ class SessionDispatcher:
     def _next_item(self) -> object:
         """The next queued item, or a timer's function once it is due."""
         while True:
+            if not self._timers:
+                # No timer (the common case): no lock and no clock per message. A timer
+                # added meanwhile by another thread comes with a _TICK.
+                item = self._queue.get()
+                if item is not _TICK:
+                    return item
+                continue
             with self._timers_lock:
                 now = time.monotonic()
                 if self._timers and self._timers[0][0] <= now:
