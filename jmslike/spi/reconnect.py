@@ -5,7 +5,8 @@ settings, so the policy and its parsing live here, once. The names are the STOMP
 provider's own (``reconnectAttempts``, ``reconnectDelay``, ``maxReconnectDelay``) plus
 ``initialReconnectDelay``, ``useReconnectBackOff`` and ``reconnectBackOffMultiplier``; Qpid
 JMS's ``failover.``-prefixed names (``failover.maxReconnectAttempts`` and the others) are
-read too, so that a URL copied from a Java application means the same here. The
+read too, in Qpid JMS's unit (delays in milliseconds there, seconds under jmslike's
+names), so that a URL copied from a Java application means the same here. The
 defaults are jmslike's (docs/configuration.md, docs/providers.md "Reconnecting"), not
 Qpid JMS's: a delay of 0.1 s doubling up to 5 s, for ever on a ``failover:`` URL and never
 on a plain one.
@@ -58,6 +59,11 @@ _NAMES: dict[str, tuple[str, ...]] = {
 }
 """jmslike's name -> the Qpid JMS names read for it."""
 
+_QPID_MILLISECONDS = frozenset(
+    ("failover.reconnectDelay", "failover.initialReconnectDelay", "failover.maxReconnectDelay")
+)
+"""Qpid JMS names whose values are milliseconds (jmslike's own names take seconds)."""
+
 RECONNECT_SETTINGS = frozenset(name for own, qpid in _NAMES.items() for name in (own, *qpid))
 """Every setting name the policy reads, for a provider's ``setting_names``."""
 
@@ -75,7 +81,8 @@ def _raw(extra: Mapping[str, Any], name: str) -> tuple[str, Any] | None:
 
 def reconnect_policy(url: ParsedURL, extra: Mapping[str, Any]) -> Reconnect:
     """The policy the settings ``extra`` ask for on ``url``, checked: a bad value raises
-    ConfigurationError naming the setting and the value. Delays are in seconds."""
+    ConfigurationError naming the setting and the value. Delays are in seconds (in
+    milliseconds under Qpid JMS's names, as Qpid JMS reads them)."""
 
     def number(name: str, default: float, kind: type[int] | type[float], low: float) -> Any:
         found = _raw(extra, name)
@@ -84,10 +91,14 @@ def reconnect_policy(url: ParsedURL, extra: Mapping[str, Any]) -> Reconnect:
             value = kind(raw) if not isinstance(raw, bool) else None
         except (TypeError, ValueError):
             value = None
+        scale = 1000.0 if given in _QPID_MILLISECONDS else 1.0
+        if value is not None:
+            value = value / scale if scale != 1.0 else value
         if value is None or value < low or (kind is int and str(raw).strip() != str(value)):
+            unit = " (milliseconds)" if scale != 1.0 else ""
             raise ConfigurationError(
                 f"{given}={raw!r} for {url}: must be "
-                f"{'an integer' if kind is int else 'a number'} >= {low}"
+                f"{'an integer' if kind is int else 'a number'} >= {low * scale:g}{unit}"
             )
         return value
 

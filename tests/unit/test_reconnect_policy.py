@@ -25,13 +25,14 @@ def test_back_off_doubles_from_the_delay_up_to_the_maximum() -> None:
 
 
 def test_qpid_jms_names_mean_the_same() -> None:
+    """A URL copied from a Java application: Qpid JMS counts its delays in ms."""
     policy = reconnect_policy(
         FAILOVER,
         {
             "failover.maxReconnectAttempts": "3",
             "failover.initialReconnectDelay": "0",
-            "failover.reconnectDelay": "0.01",
-            "failover.maxReconnectDelay": "1",
+            "failover.reconnectDelay": "10",
+            "failover.maxReconnectDelay": "1000",
             "failover.reconnectBackOffMultiplier": "3",
         },
     )
@@ -45,6 +46,12 @@ def test_qpid_jms_names_mean_the_same() -> None:
 def test_jmslike_name_wins_over_the_qpid_one() -> None:
     policy = reconnect_policy(FAILOVER, {"reconnectDelay": "0.2", "failover.reconnectDelay": "9"})
     assert policy.delay == 0.2
+
+
+def test_a_qpid_delay_below_a_millisecond_is_refused_in_milliseconds() -> None:
+    refused = r"failover\.reconnectDelay='0\.5'.*>= 1 \(milliseconds\)"
+    with pytest.raises(jmslike.ConfigurationError, match=refused):
+        reconnect_policy(FAILOVER, {"failover.reconnectDelay": "0.5"})
 
 
 def test_back_off_off_keeps_the_delay_flat() -> None:
