@@ -142,6 +142,18 @@ class ConnectionFailedError(JMSException):
     """The broker could not be reached, or the connection to it was lost."""
 
 
+class SendInDoubtError(ConnectionFailedError):
+    """A persistent send that reached the wire, whose confirmation was lost with the
+    connection (or did not come within ``request_timeout``): the broker may have stored
+    the message, or not.
+
+    A send that raises any other ConnectionFailedError was not stored; one that returned
+    was. jmslike never sends this one again by itself, since two stored copies would both
+    be delivered unflagged; an application that must not lose it and must not have it
+    twice resends it with a key its consumers deduplicate on, or looks for it first.
+    """
+
+
 class ListenerError(JMSException):
     """A message listener raised; the listener's exception is ``__cause__``."""
 

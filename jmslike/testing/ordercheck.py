@@ -24,9 +24,37 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["outcomes", "problems"]
+__all__ = ["Findings", "check", "outcomes", "problems"]
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What a processing log shows, each breach with the texts or groups it concerns."""
+
+    processed: int
+    """Distinct messages processed (their acknowledgement or commit went through)."""
+    attempts: int
+    """Attempts that counted, copies included."""
+    lost: list[str]
+    duplicates: list[tuple[str, int]]
+    """(text, copies) for messages processed again with a later copy not flagged."""
+    misordered: dict[str, list[str]]
+    """Group -> its first processings, in the order they started, where not send order."""
+    overlaps: list[str]
+    """One line per group that had two messages in progress at once."""
+
+    def figures(self) -> dict[str, int]:
+        """The counts, for a report (docs/reliability.md)."""
+        return {
+            "processed": self.processed,
+            "lost": len(self.lost),
+            "unflagged_duplicates": len(self.duplicates),
+            "misordered": len(self.misordered),
+            "overlaps": len(self.overlaps),
+        }
 
 
 def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[str]:
@@ -37,7 +65,19 @@ def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[
     ``ok`` (and may have ``in_doubt``); records without ``ok`` (errors, notes) are
     ignored.
     """
-    found: list[str] = []
+    found = check(records, sent)
+    lines: list[str] = []
+    if found.lost:
+        lines.append(f"lost {len(found.lost)}: {found.lost[:10]}")
+    for text, copies in found.duplicates:
+        lines.append(f"{text} processed {copies} times, a later copy not redelivered")
+    for name, order in found.misordered.items():
+        lines.append(f"group {name} out of order: {order}")
+    return lines + found.overlaps
+
+
+def check(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> Findings:
+    """The same checks as :func:`problems`, kept as data (for counting them)."""
     records = outcomes(records)
     succeeded = {r["text"] for r in records if r.get("ok")}
     done = sorted(
@@ -52,29 +92,28 @@ def problems(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> list[
     for record in done:
         by_text[record["text"]].append(record)
     lost = [text for text in sent if text not in by_text]
-    if lost:
-        found.append(f"lost {len(lost)}: {lost[:10]}")
-    for text, copies in by_text.items():
-        if any(not later["redelivered"] for later in copies[1:]):
-            found.append(f"{text} processed {len(copies)} times, a later copy not redelivered")
+    duplicates = [
+        (text, len(copies))
+        for text, copies in by_text.items()
+        if any(not later["redelivered"] for later in copies[1:])
+    ]
     firsts: dict[str, list[str]] = defaultdict(list)
     for record in sorted((c[0] for c in by_text.values()), key=lambda r: r["start"]):
         firsts[_group(record["text"])].append(record["text"])
-    for name, order in firsts.items():
-        if order != sorted(order):
-            found.append(f"group {name} out of order: {order}")
+    misordered = {name: order for name, order in firsts.items() if order != sorted(order)}
     spans: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in done:
         spans[_group(record["text"])].append(record)
+    overlaps: list[str] = []
     for name, group_records in spans.items():
         for before, after in itertools.pairwise(group_records):
             if after["start"] < before["end"]:
-                found.append(
+                overlaps.append(
                     f"group {name}: {before['text']} (pid {before['pid']}) and "
                     f"{after['text']} (pid {after['pid']}) in progress at once"
                 )
                 break
-    return found
+    return Findings(len(by_text), len(done), lost, duplicates, misordered, overlaps)
 
 
 def outcomes(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from proton import Delivery, Endpoint, Link, symbol
 
-from jmslike.errors import ConnectionFailedError, JMSException
+from jmslike.errors import ConnectionFailedError, JMSException, SendInDoubtError
 from jmslike.spi.diagnose import wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
 from jmslike_amqp.calls import NUMBERS, CallQueue
@@ -346,8 +346,17 @@ class ConnectionLifecycle(CallQueue):
                 log.exception("AMQP %s: dropping stale deliveries failed", self.address)
 
     def _fail_requests(self, error: JMSException) -> None:
-        """Fail every request waiting for the broker's answer."""
-        futures: list[Future[Any]] = [*self._outcomes.values(), *self._controls.values()]
+        """Fail every request waiting for the broker's answer. A send whose transfer was
+        made (so possibly written) is in doubt, not simply failed: see SendInDoubtError."""
+        for outcome in self._outcomes.values():
+            if not outcome.done():
+                in_doubt = SendInDoubtError(
+                    f"{error}; a persistent send was written and its outcome lost: the "
+                    "broker may have stored it"
+                )
+                in_doubt.__cause__ = error
+                outcome.set_exception(in_doubt)
+        futures: list[Future[Any]] = [*self._controls.values()]
         futures += [*self._attaching.values(), *self._detaching.values()]
         futures += [*self._flushing.values(), *self._draining.values()]
         for registry in (

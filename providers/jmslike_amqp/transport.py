@@ -43,6 +43,7 @@ from proton.reactor import LinkOption
 from jmslike.errors import (
     ConnectionFailedError,
     JMSException,
+    SendInDoubtError,
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
@@ -214,7 +215,15 @@ class AmqpTransport(ConnectionLifecycle):
 
         # Posted, not called: the only wait is for the broker's outcome.
         self.post(transfer, failed)
-        self._await(outcome, f"settle a send to {sender.address!r}")
+        try:
+            self._await(outcome, f"settle a send to {sender.address!r}")
+        except ConnectionFailedError as exc:
+            if outcome.done():
+                raise  # in doubt once its transfer was made, else not sent (_fail_requests)
+            # No answer in time: the transfer was made, or is still queued and may be.
+            raise SendInDoubtError(
+                f"{exc}; the broker may have stored the message or may yet store it"
+            ) from exc
 
     # ---------------------------------------------------------------- receiving
     def flow(self, receiver: LinkHandle, credit: int) -> None:

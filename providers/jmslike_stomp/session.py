@@ -20,6 +20,7 @@ from jmslike.errors import (
     IllegalStateError,
     InvalidDestinationError,
     JMSException,
+    SendInDoubtError,
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
@@ -100,15 +101,21 @@ class StompSession(ProviderSession):
         # quorum queues (partitions, strict queues) drop non-persistent sends still on
         # their way when the connection closes (24 of 100,000 here): those ask for a
         # receipt that the close waits for.
-        self.transport.frame(
-            "SEND",
-            headers,
-            body,
-            confirm=persistent and self._tx is None,
-            later=not persistent
-            and self._tx is None
-            and headers["destination"].startswith("/amq/queue/"),
-        )
+        try:
+            self.transport.frame(
+                "SEND",
+                headers,
+                body,
+                confirm=persistent and self._tx is None,
+                later=not persistent
+                and self._tx is None
+                and headers["destination"].startswith("/amq/queue/"),
+            )
+        except UnconfirmedError as exc:
+            raise SendInDoubtError(
+                f"STOMP SEND to {destination} was written and not confirmed: the broker may "
+                f"have stored it ({exc})"
+            ) from exc
 
     def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         """A subscription; ``spec.window`` (messages) overrides the session's own window (a

@@ -59,6 +59,7 @@ EXPECTED_ALL = [
     "OrderingMode",
     "Queue",
     "QueueBrowser",
+    "SendInDoubtError",
     "Session",
     "TemporaryQueue",
     "TemporaryTopic",

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
+from faultreport import record
 from test_faults import GROUPS, send_groups
 
 import jmslike
@@ -79,27 +80,54 @@ def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
     made.relay.close()
 
 
-def _check(sent: list[str], handed: list[str], after: list[tuple[str, bool]]) -> None:
+def _check(
+    sent: list[str],
+    handed: list[str],
+    after: list[tuple[str, bool]],
+    scenario: str,
+    setup: Setup,
+    recover_s: float,
+) -> None:
     """0 lost, 0 unflagged duplicates (of what was handed out before the fault, or
-    twice after it), 0 out of order within a group (by first appearance)."""
+    twice after it), 0 out of order within a group (by first appearance); the figures
+    go to the fault report first (tests/faultreport.py)."""
     texts = [text for text, _ in after]
     lost = [t for t in sent if t not in texts]
-    assert not lost, f"lost: {lost}; got {after}"
     seen: set[str] = set(handed)
     unflagged = []
     for text, redelivered in after:
         if text in seen and not redelivered:
             unflagged.append(text)
         seen.add(text)
-    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
+    misordered = []
     for g in range(GROUPS):
         first_seen = list(dict.fromkeys(t for t in texts if t.startswith(f"g{g}:")))
-        assert first_seen == sorted(first_seen), f"group g{g} out of order: {after}"
+        if first_seen != sorted(first_seen):
+            misordered.append(f"g{g}")
+    record(
+        scenario,
+        setup.case,
+        sent=len(sent),
+        processed=len(set(texts) | set(handed)),
+        lost=len(lost),
+        unflagged_duplicates=len(unflagged),
+        misordered=len(misordered),
+        recover_s=recover_s,
+    )
+    assert not lost, f"lost: {lost}; got {after}"
+    assert not unflagged, f"unflagged duplicates: {unflagged}; got {after}"
+    assert not misordered, f"groups {misordered} out of order: {after}"
 
 
-def _drain(consumer: jmslike.MessageConsumer, quiet: float = 3.0) -> list[tuple[str, bool]]:
+def _drain(
+    consumer: jmslike.MessageConsumer, arrivals: list[float] | None = None, quiet: float = 3.0
+) -> list[tuple[str, bool]]:
+    """(text, redelivered) of each message until ``quiet`` s pass with none; their
+    arrival times (monotonic) go to ``arrivals``."""
     got = []
     while (message := consumer.receive(quiet)) is not None:
+        if arrivals is not None:
+            arrivals.append(time.monotonic())
         got.append((message.text, message.jms_redelivered))
         message.acknowledge()
     return got
@@ -123,9 +151,11 @@ def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> 
             message = consumer.receive(10.0)
             assert message is not None
             before.append(message)
+        cut_at = time.monotonic()
         setup.cut_and_wait()
         before[-1].acknowledge()  # deliveries of the lost connection: not acknowledged
-        after = _drain(consumer)
+        after = _drain(consumer, arrivals := [])
+        recover_s = arrivals[0] - cut_at if arrivals else -1.0
         producer = connection.create_session().create_producer(queue)
         producer.send(session.create_text_message("after"))
         last = consumer.receive(10.0)
@@ -134,7 +164,9 @@ def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> 
     assert not errors, errors
 
     handed = [m.text for m in before]
-    _check(sent, handed, after)
+    _check(
+        sent, handed, after, "connection cut, failover URL, CLIENT_ACKNOWLEDGE", setup, recover_s
+    )
     assert all(dict(after)[t] for t in handed), f"{handed} not all flagged: {after}"
 
 
@@ -153,11 +185,14 @@ def test_rolls_back_an_open_transaction(setup: Setup) -> None:
         consumed = [consumer.receive(10.0) for _ in range(2)]
         assert all(message is not None for message in consumed)
         producer.send(tx.create_text_message("lost"))
+        cut_at = time.monotonic()
         setup.cut_and_wait()
         with pytest.raises(jmslike.TransactionRolledBackError):
             tx.commit()
-        after = []
+        after, recover_s = [], -1.0
         while (message := consumer.receive(3.0)) is not None:
+            if not after:
+                recover_s = time.monotonic() - cut_at
             after.append((message.text, message.jms_redelivered))
         producer.send(tx.create_text_message("kept"))
         tx.commit()
@@ -165,7 +200,8 @@ def test_rolls_back_an_open_transaction(setup: Setup) -> None:
         got = out.receive(10.0)
         assert got is not None and got.text == "kept"
         assert out.receive(1.0) is None
-    _check(sent, [m.text for m in consumed if m is not None], after)
+    handed = [m.text for m in consumed if m is not None]
+    _check(sent, handed, after, "connection cut, failover URL, transacted", setup, recover_s)
 
 
 def test_plain_url_reports_the_loss(setup: Setup) -> None:
@@ -188,8 +224,10 @@ def test_plain_url_reports_the_loss(setup: Setup) -> None:
 
 def test_in_flight_persistent_send_raises_or_is_stored(setup: Setup) -> None:
     """A persistent send waiting for the broker's answer when the connection dies raises
-    a ConnectionFailedError (the application knows it may not be stored); every send that
-    returned is stored, once; after the reconnect sends work again."""
+    SendInDoubtError (a ConnectionFailedError: it was written, so it may be stored, and
+    the application can tell it from a send that failed before it was written, which is
+    not stored); every send that returned is stored, once; after the reconnect sends work
+    again."""
     queue = f"queue://failover-send-{uuid.uuid4().hex[:8]}"
     outcome: dict[str, BaseException | None] = {}
     factory = ConnectionFactory(setup.failover, request_timeout=10.0)
@@ -213,7 +251,7 @@ def test_in_flight_persistent_send_raises_or_is_stored(setup: Setup) -> None:
         setup.cut_and_wait()
         sender.join(15.0)
         assert not sender.is_alive(), "the in-flight send hung"
-        assert isinstance(outcome["in-flight"], jmslike.ConnectionFailedError), outcome
+        assert isinstance(outcome["in-flight"], jmslike.SendInDoubtError), outcome
         send("after")
         assert outcome["after"] is None, outcome
     with ConnectionFactory(setup.direct).create_connection() as conn:
