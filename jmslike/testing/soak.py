@@ -123,6 +123,23 @@ class SoakReport:
             "fds": float(max(s.fds for s in second) - max(s.fds for s in first)),
         }
 
+    def curve(self, points: int = 10) -> list[Sample]:
+        """``points`` samples spread evenly over the run (the last one included): the
+        shape of each resource over time, short enough to print in a report."""
+        counted = self.samples
+        if len(counted) <= points:
+            return list(counted)
+        return [counted[round(i * (len(counted) - 1) / (points - 1))] for i in range(points)]
+
+    def curve_lines(self) -> list[str]:
+        """The curve as one line per resource: ``rss_kib: 54932 55010 ...``."""
+        curve = self.curve()
+        at = " ".join(f"{s.at:.0f}" for s in curve)
+        return [f"at_s: {at}"] + [
+            f"{name}: " + " ".join(str(getattr(s, name)) for s in curve)
+            for name in ("rss_kib", "heap_kib", "threads", "fds")
+        ]
+
     def summary(self) -> str:
         start, end = self.start, self.end
         figures = (

@@ -179,7 +179,10 @@ def fleet(
     *,
     heartbeat_ms: int = 0,
     partitions: int | None = PARTITIONS,
+    failover: bool = False,
 ) -> Iterator[Fleet]:
+    """The processes' URL is the case's, with ``failover`` in a ``failover:(...)`` URL
+    (jmslike reconnects by itself; else the loss ends the connection for good)."""
     url = case_url(case)
     if heartbeat_ms:
         # Heart-beats (STOMP) or the idle timeout (AMQP): the broker notices a frozen
@@ -187,6 +190,10 @@ def fleet(
         # held (partitions, or the groups it pinned) to another consumer.
         setting = "heartbeat" if case.endswith("stomp") else "idleTimeout"
         url += ("&" if "?" in url else "?") + f"{setting}={heartbeat_ms}"
+    if failover:
+        base, _, query = url.partition("?")
+        url = f"failover:({base})?" + (f"{query}&" if query else "")
+        url += "reconnectDelay=0.1&maxReconnectDelay=1"
     group = Fleet(tmp, url, queue, mode, partitions=partitions, case=case)
     try:
         yield group
@@ -394,21 +401,35 @@ in events._owned."""
 
 
 @pytest.mark.parametrize("case", PINNED)
-@pytest.mark.parametrize("mode", ["client", "transacted"])
-def test_broker_kept_groups_when_a_process_freezes(case: str, mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "route"), [("client", "plain"), ("transacted", "plain"), ("client", "failover")]
+)
+def test_broker_kept_groups_when_a_process_freezes(
+    case: str, mode: str, route: str, tmp_path: Path
+) -> None:
     """ORD-11 on a plain queue (no partitions): a process frozen past the heart-beat
     timeout, then resumed. The broker closes its connection and gives its groups to the
     others, redelivered in order; once awake, the process must not go on handing out
     what it had buffered (before: up to a whole window of stale copies, unflagged, each
     acknowledge raising, the group processed twice and out of order) and what it was
-    processing fails to finish (its acknowledge or commit raises)."""
+    processing fails to finish (its acknowledge or commit raises). With a failover URL
+    (before: the message it held processed twice, overlapping the new owner) it comes
+    back by itself, and still nothing of the old connection is finished or handed out."""
     # 3 s heart-beats: a loaded machine delayed 2 s ones past ActiveMQ's grace and it
     # dropped healthy consumers too; the broker still notices the frozen one well
     # before it wakes (FROZEN).
-    with fleet(tmp_path, case, _queue(), mode=mode, heartbeat_ms=3000, partitions=None) as group:
+    with fleet(
+        tmp_path,
+        case,
+        _queue(),
+        mode=mode,
+        heartbeat_ms=3000,
+        partitions=None,
+        failover=route == "failover",
+    ) as group:
         frozen = _freeze_one_of_three(group)
     assert_kept_through_freeze(
-        group, frozen, f"process frozen (SIGSTOP), broker-kept groups, {mode}"
+        group, frozen, f"process frozen (SIGSTOP), broker-kept groups, {mode}, {route} URL"
     )
 
 

@@ -50,6 +50,7 @@ def test_soak(case: str) -> None:
     report = soak(case_url(case), SECONDS)
     try:
         print(f"\nsoak {case}: {report.summary()}")
+        print("\n".join(f"  curve {line}" for line in report.curve_lines()))
         assert report.rounds >= 3, report.summary()
         assert report.refused_client_ids == report.rounds + 3  # the warm-up's too
         growth = report.growth()
