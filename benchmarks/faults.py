@@ -45,7 +45,7 @@ COLUMNS = [
     ("lost", "lost"),
     ("unflagged_duplicates", "unflagged duplicates"),
     ("misordered", "groups misordered"),
-    ("recover_s", "answer after (s)"),
+    ("recover_s", "recovered after (s)"),
 ]
 
 
