@@ -35,10 +35,10 @@ from jmslike.config import (
     FactorySettings,
     Resolution,
     default_url,
-    is_secret,
     parse_url,
     redact_url,
     resolve,
+    shown_value,
 )
 from jmslike.configfile import load_factory_config
 from jmslike.connection import Connection, ConnectionFactory
@@ -597,8 +597,8 @@ def _config_report(
             value: Any = getattr(settings, key)
         else:
             value = settings.extra.get(key)
-        if is_secret(key) and value is not None:
-            value = _HIDDEN
+        if value is not None:
+            value = shown_value(key, value)
         values[key] = {"value": value, "source": source}
     destinations: dict[str, dict[str, Any]] = {}
     for entry in filter(None, (e.strip() for e in settings.strictly_ordered.split(","))):

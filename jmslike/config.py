@@ -46,7 +46,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config
 from jmslike.destination import Destination, Queue, parse_destination
@@ -76,6 +76,7 @@ __all__ = [
     "resolve",
     "resolve_settings",
     "setting_name",
+    "shown_value",
 ]
 
 log = logging.getLogger("jmslike.config")
@@ -119,6 +120,17 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
+def shown_value(key: str, value: Any) -> Any:
+    """A setting's value as errors, logs, reprs and ``jmslike config`` show it: ``***``
+    for a key that looks secret, and a URL's password hidden (``managementUrl``'s login,
+    ``http://user:password@host/...``)."""
+    if is_secret(key):
+        return "***"
+    if isinstance(value, str) and "@" in value:
+        return redact_url(value)
+    return value
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class ParsedURL:
     """A broker URL taken apart. ``password`` never appears in ``str()`` or ``repr()``,
@@ -147,7 +159,7 @@ class ParsedURL:
         return self.path
 
     def __repr__(self) -> str:
-        query = {k: "***" if is_secret(k) else v for k, v in self.query.items()}
+        query = {k: shown_value(k, v) for k, v in self.query.items()}
         return (
             f"ParsedURL(scheme={self.scheme!r}, host={self.host!r}, port={self.port!r}, "
             f"path={self.path!r}, query={query!r}, user={self.user!r}, "
@@ -269,11 +281,23 @@ _QUERY_SECRET = re.compile(
 )
 
 
+_QUERY_LOGIN = re.compile(r"([?&;][^=&#?]*=)([^&#?]*%40[^&#?]*)", re.I)
+"""A query value with a percent-encoded ``@``: a URL with a login in it, maybe
+(``?managementUrl=http%3A%2F%2Fuser%3Apassword%40host``)."""
+
+
+def _hide_encoded_login(match: re.Match[str]) -> str:
+    inner = unquote(match.group(2))
+    hidden = redact_url(inner)
+    return match.group(1) + (quote(hidden, safe="*") if hidden != inner else match.group(2))
+
+
 def redact_url(url: str) -> str:
     """The URL with any password replaced by ``***``, safe for messages and logs.
 
-    Hidden: the password of ``user:password@`` (of every failover member), and query
-    values whose key looks secret (``?password=``, ``?token=``...).
+    Hidden: the password of ``user:password@`` (of every failover member, and of a URL
+    in a query value, percent-encoded or not), and query values whose key looks secret
+    (``?password=``, ``?token=``...).
     """
     pieces = url.split("://")
     for index in range(1, len(pieces)):
@@ -281,7 +305,8 @@ def redact_url(url: str) -> str:
         colon, at = piece.find(":"), piece.rfind("@")
         if 0 <= colon < at:
             pieces[index] = piece[: colon + 1] + "***" + piece[at:]
-    return _QUERY_SECRET.sub(r"\1***", "://".join(pieces))
+    hidden = _QUERY_SECRET.sub(r"\1***", "://".join(pieces))
+    return _QUERY_LOGIN.sub(_hide_encoded_login, hidden)
 
 
 def _redact_unparsed(text: str) -> str:
@@ -395,7 +420,7 @@ class FactorySettings:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name == "extra":
-                value = {k: "***" if is_secret(k) else v for k, v in value.items()}
+                value = {k: shown_value(k, v) for k, v in value.items()}
             parts.append(f"{f.name}={value!r}")
         return f"FactorySettings({', '.join(parts)})"
 
@@ -752,7 +777,7 @@ def _coerce(key: str, value: object, declared: object, source: str) -> Any:
                 raise ValueError("expected a string")
             return value
     except (TypeError, ValueError) as exc:
-        shown = "***" if is_secret(key) else repr(value)
+        shown = "***" if is_secret(key) else repr(shown_value(key, value))
         raise ConfigurationError(f"setting {key}={shown} in {source}: {exc} ({kind})") from None
     raise ConfigurationError(f"setting {key} in {source}: unsupported type {kind}")
 

@@ -558,11 +558,22 @@ class Session:
         """Finish ``held`` at the broker, then at the client gate if there is one (ORD-10)."""
         if len(held) == 1:  # the AUTO_ACKNOWLEDGE receive loop: no comprehension, no call
             one = held[0]
-            self._provider.acknowledge([one.token])
+            try:
+                self._provider.acknowledge([one.token])
+            except ConnectionFailedError:
+                self._gate_in_doubt(held)
+                raise
             if self._gate is not None or one.consumer._feed is not None:
                 self._gate_finished(held)
         elif held:
-            self._provider.acknowledge([h.token for h in held])
+            try:
+                self._provider.acknowledge([h.token for h in held])
+            except ConnectionFailedError:
+                # Some came over a connection lost since (failover): the broker delivers
+                # them again, maybe to another session, so the client gate keeps their
+                # place until they come back, as for a commit in doubt.
+                self._gate_in_doubt(held)
+                raise
             self._gate_finished(held)
 
     def _gate_in_doubt(self, held: list[_Held]) -> None:

@@ -19,7 +19,8 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Self
 
 __all__ = ["AmqpPayload", "FakeAmqpBroker", "FakeStompBroker", "StompPayload"]
 
@@ -33,6 +34,9 @@ class StompPayload:
     data: bytes
     close_after: bool
     """Close the socket once ``data`` is sent (else it stays open, silent)."""
+    mute: bool = False
+    """Answer nothing after ``data`` (no RECEIPT, DISCONNECT included): a broker that
+    froze, or whose RECEIPT a frame of ``data`` swallows (a ``content-length`` too long)."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,15 @@ class _Server:
         self._clients: list[socket.socket] = []
         self._thread = threading.Thread(target=self._accept, name="fakebroker", daemon=True)
         self.errors: list[BaseException] = []
+        self.client_gone = threading.Event()
+        """Set once the client of the latest connection closed its socket (the server
+        read EOF, or a reset): cleared when the next client connects. Not set when the
+        server hung up first (``close_after``) or stopped."""
+        self.accepted = 0
+        """Clients served so far."""
+        self._hung_up = False
 
-    def __enter__(self) -> _Server:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -67,7 +78,7 @@ class _Server:
 
     def close(self) -> None:
         self._stop.set()
-        for client in self._clients:
+        for client in list(self._clients):
             with contextlib.suppress(OSError):
                 client.close()
         self._thread.join(5.0)
@@ -81,10 +92,18 @@ class _Server:
                 continue
             except OSError:
                 return
+            self.client_gone.clear()
+            self._hung_up = False
+            self.accepted += 1
             self._clients.append(client)
             client.settimeout(0.2)
             try:
                 self.serve(client)
+                if not self._hung_up:
+                    for _ in self._chunks(client):  # until the client closes its end
+                        pass
+            except (ConnectionResetError, BrokenPipeError):
+                self.client_gone.set()  # the client closed with bytes unread: a reset
             except OSError:
                 pass  # the client went away: what a test may well cause
             except Exception as exc:  # a bug of the fake broker itself: the test says so
@@ -93,6 +112,7 @@ class _Server:
             finally:
                 with contextlib.suppress(OSError):
                     client.close()
+                self._clients.remove(client)
 
     def _chunks(self, client: socket.socket) -> Iterator[bytes]:
         """What the client sends, until it closes or the server stops."""
@@ -103,8 +123,14 @@ class _Server:
                 yield b""
                 continue
             if not data:
+                self.client_gone.set()
                 return
             yield data
+
+    def _hang_up(self, client: socket.socket) -> None:
+        """Close the connection from the server's side (a broker that drops it)."""
+        self._hung_up = True
+        client.shutdown(socket.SHUT_RDWR)
 
     def serve(self, client: socket.socket) -> None:
         raise NotImplementedError
@@ -131,7 +157,6 @@ class FakeStompBroker(_Server):
 
     payload: StompPayload
     server_header: str = "ActiveMQ/5.18.3"
-    subscriptions: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         _Server.__init__(self)
@@ -152,16 +177,15 @@ class FakeStompBroker(_Server):
                         )
                     )
                     continue
-                if "receipt" in headers:
+                if "receipt" in headers and not (sent and self.payload.mute):
                     client.sendall(stomp_frame("RECEIPT", {"receipt-id": headers["receipt"]}))
                 if command == "DISCONNECT":
-                    return
+                    return  # and wait for the client to close (the server answered, or not)
                 if command == "SUBSCRIBE" and not sent:
-                    self.subscriptions.append(headers.get("id", ""))
                     sent = True
                     client.sendall(self.payload.data.replace(b"@SUB@", headers["id"].encode()))
                     if self.payload.close_after:
-                        client.shutdown(socket.SHUT_RDWR)
+                        self._hang_up(client)
                         return
 
 
@@ -230,7 +254,7 @@ class FakeAmqpBroker(_Server):
                         if self.payload.raw:
                             client.sendall(self.payload.raw)
                         if self.payload.close_after:
-                            client.shutdown(socket.SHUT_RDWR)
+                            self._hang_up(client)
                             return
                 elif kind in (Event.CONNECTION_REMOTE_CLOSE,):
                     connection.close()

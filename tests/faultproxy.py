@@ -79,15 +79,17 @@ class Relay:
                 s.shutdown(socket.SHUT_RDWR)
 
     def cut(self) -> None:
-        """Drop every connection through the relay, both ways."""
+        """Drop every connection through the relay, both ways. Bytes a stall held back
+        are dropped with them, as a cut connection's are: the sockets are closed before
+        the stall is lifted (new connections then flow), never the other way round."""
         with self._lock:
             pairs, self._pairs = self._pairs, []
-        self._flowing.set()
         for pair in pairs:
             for s in pair:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
                 s.close()
+        self._flowing.set()
 
     def stall(self) -> None:
         """Stop forwarding; the sockets stay open and bytes wait (until resume or cut)."""

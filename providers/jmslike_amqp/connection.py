@@ -393,7 +393,7 @@ class AmqpConnection(ProviderConnection):
         return destination_for(kind if isinstance(kind, int) else None, address)
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:
-        return AmqpSession(self, transacted)
+        return AmqpSession(self, transacted, acknowledge_mode)
 
     def set_client_id(self, client_id: str) -> None:
         """AMQP carries the client id as the container id, fixed when connecting: with no

@@ -52,6 +52,9 @@ Artemis, found by the soak). A transacted session keeps all it used: its links' 
 belong to the open transaction."""
 
 
+CLIENT_ACKNOWLEDGE = 2
+
+
 class AmqpSession(ProviderSession):
     """One JMS session. A transacted one uses the broker's transaction coordinator
     (Artemis); where the broker has none (RabbitMQ 3.10 never answers the attach), jmslike
@@ -59,9 +62,12 @@ class AmqpSession(ProviderSession):
     (each confirmed) and then accepts what was consumed. ORD-8 holds either way; only a
     connection lost in the middle of such a commit can leave it half done."""
 
-    def __init__(self, connection: AmqpConnection, transacted: bool) -> None:
+    def __init__(
+        self, connection: AmqpConnection, transacted: bool, acknowledge_mode: int = 1
+    ) -> None:
         self.connection = connection
         self.transacted = transacted
+        self.client_acknowledge = acknowledge_mode == CLIENT_ACKNOWLEDGE and not transacted
         self._senders: OrderedDict[str, LinkHandle] = OrderedDict()
         """Sender links by address, least recently used first (bounded: ``SENDERS_KEPT``)."""
         self._coordinator: LinkHandle | None = None
@@ -204,15 +210,27 @@ class AmqpSession(ProviderSession):
         return consumer
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
+        """Accept each; with CLIENT_ACKNOWLEDGE, raise ConnectionFailedError (after the
+        others are accepted) for those that came over a connection lost since, under a
+        failover URL: the broker delivers them again, so the application must not take
+        them as done."""
+        lost = 0
         for token in tokens:
             consumer = token.consumer
             consumer.outstanding.pop(token.number, None)
             if stale(token):
                 # Came over a connection lost since: the broker delivers it again, and
                 # jmslike's count must say that copy is not the first.
+                lost += 1
                 continue
             consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
             self.connection.forget(token.key)
+        if lost and self.client_acknowledge:
+            raise ConnectionFailedError(
+                f"acknowledge(): {lost} message(s) came over an AMQP connection to "
+                f"{self.connection.transport.address} (or a link) that was lost since: the broker "
+                "delivers them again, flagged redelivered, so their work may be done twice"
+            )
 
     def redeliver(self, token: Any) -> Message:
         token.seen = True

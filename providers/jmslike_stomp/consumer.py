@@ -59,6 +59,12 @@ class _Token:
             return ""
         return self._ack_id
 
+    @property
+    def lost(self) -> bool:
+        """It needed an ACK and came over a connection lost since: it cannot be
+        acknowledged any more (the broker delivers it again)."""
+        return bool(self._ack_id) and self.generation != self.consumer.transport.generation
+
     def decode(self) -> Message:
         return self.consumer.decode(self.headers, self.body)
 

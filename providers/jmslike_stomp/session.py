@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination, Queue
 from jmslike.errors import (
+    ConnectionFailedError,
     IllegalStateError,
     InvalidDestinationError,
     JMSException,
@@ -210,6 +211,11 @@ class StompSession(ProviderSession):
         )
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
+        """ACK each; with CLIENT_ACKNOWLEDGE, raise ConnectionFailedError (after the
+        others are acknowledged) for those that came over a connection lost since, under
+        a failover URL: the broker delivers them again, so the application must not
+        take them as done. (Without failover the loss raised already.)"""
+        lost = [token for token in tokens if getattr(token, "lost", False)]
         by_transport: dict[StompTransport, list[Any]] = {}
         for token in tokens:
             token.consumer.unfinished.pop(id(token), None)
@@ -218,9 +224,17 @@ class StompSession(ProviderSession):
         kept: set[int] = set()
         for transport, acked in by_transport.items():
             generation = transport.generation
-            for number, token in enumerate(acked, 1):
-                confirm = self.confirm_acks and number == len(acked)
-                transport.frame("ACK", {"id": token.ack_id}, confirm=confirm)
+            try:
+                for number, token in enumerate(acked, 1):
+                    confirm = self.confirm_acks and number == len(acked)
+                    transport.frame("ACK", {"id": token.ack_id}, confirm=confirm)
+            except ConnectionFailedError:
+                if not transport.reconnects:
+                    raise
+                # Lost on the way (the connection went before the RECEIPT came): the
+                # broker delivers these again, as below.
+                kept.update(id(token) for token in acked)
+                continue
             if transport.generation != generation:
                 # Lost under a failover URL (the frame was dropped quietly): the broker
                 # delivers these again, and jmslike's count must say it is not the first.
@@ -228,6 +242,13 @@ class StompSession(ProviderSession):
         for token in tokens:
             if id(token) not in kept:
                 self.connection.forget(token.key)
+        if self.confirm_acks and (lost or kept):
+            raise ConnectionFailedError(
+                f"acknowledge(): {len(lost) + len(kept)} message(s) came over a STOMP "
+                f"connection to {self.transport.address} that was lost since (failover "
+                "reconnected): the broker delivers them again, flagged redelivered, so "
+                "their work may be done twice"
+            )
 
     def redeliver(self, token: Any) -> Message:
         message: Message = token.decode()

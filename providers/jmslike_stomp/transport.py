@@ -28,6 +28,7 @@ from typing import Any
 import stomp
 import stomp.utils
 from stomp.exception import ConnectFailedException, NotConnectedException, StompException
+from stomp.protocol import Protocol12
 
 from jmslike.config import ParsedURL
 from jmslike.errors import (
@@ -505,10 +506,15 @@ class StompTransport:
         try:
             self._send(command, headers, body, confirm=confirm, later=later)
         except ConnectionFailedError:
-            if acknowledging and self._reconnect.attempts != 0:
+            if acknowledging and self.reconnects and not confirm:
                 log.debug("STOMP %s lost with the connection to %s", command, self.address)
                 return
-            raise
+            raise  # a confirmed ACK (CLIENT_ACKNOWLEDGE) says it was lost: the caller tells
+
+    @property
+    def reconnects(self) -> bool:
+        """Whether a lost connection is made again (a ``failover:`` URL)."""
+        return self._reconnect.attempts != 0
 
     def _send(
         self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool, later: bool
@@ -657,8 +663,17 @@ class StompTransport:
         if self.connected:
             self._answered.clear()
             with contextlib.suppress(StompException, OSError):
-                self._conn.disconnect(receipt=f"bye{self.next_id()}")
-                self._answered.wait(min(self._timeout, 5.0))  # set by on_disconnected
+                # The frame only: stomp.py's disconnect() then waits for its receiver
+                # thread without a time limit, for ever if the broker neither confirms
+                # nor closes (tests/integration/test_fuzz_brokers.py).
+                Protocol12.disconnect(self._conn, receipt=f"bye{self.next_id()}")
+            wait = min(self._timeout, 5.0)
+            if not self._answered.wait(wait):  # set by on_disconnected
+                with contextlib.suppress(StompException, OSError):
+                    self._conn.transport.disconnect_socket()
+            receiver = getattr(self._conn.transport, "io_thread", None)
+            if receiver is not None and receiver is not threading.current_thread():
+                receiver.join(wait)
         self.connected = False
 
     def check_open(self) -> None:

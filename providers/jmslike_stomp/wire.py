@@ -63,6 +63,9 @@ _READ = "_BaseTransport__read_frames"
 
 ParsedFrame = tuple[str, dict[str, str], bytes]
 
+_BROKER_FRAMES = frozenset(("CONNECTED", "MESSAGE", "RECEIPT", "ERROR"))
+"""The frames a STOMP 1.2 broker sends (stomp.py reads the command case-insensitively)."""
+
 _ESCAPES = {ord("\\"): "\\\\", ord("\n"): "\\n", ord(":"): "\\c", ord("\r"): "\\r"}
 _ESCAPED = re.compile(r"\\.")
 _UNESCAPES = {"\\\\": "\\", "\\n": "\n", "\\c": ":", "\\r": "\r"}
@@ -294,8 +297,16 @@ class Wire:
             frame = stomp.utils.Frame(command, headers, body)
             if command == "MESSAGE":
                 self._on_message(frame)
-            else:
+            elif command.upper() in _BROKER_FRAMES:
                 transport.process_frame(frame, body)
+            else:
+                # No STOMP broker sends this: the peer is broken or lying, and what else
+                # it sends cannot be trusted. stomp.py only logged it and read on; the
+                # connection is dropped instead (socket closed), so the application
+                # hears of it, typed (tests/integration/test_fuzz_brokers.py).
+                level = logging.WARNING if transport.is_connected() else logging.DEBUG
+                log.log(level, "STOMP: the broker sent %r, not a STOMP frame", command[:40])
+                raise stomp.exception.ConnectionClosedException()
 
 
 def install(

@@ -13,7 +13,15 @@ through the relay too: a process counts deliveries per broker address, which is 
 flags them where the broker does not, Artemis over AMQP.)
 
 A stall is only noticed by keep-alives: STOMP heart-beats (``heartbeat=1000``) and
-AMQP's idle timeout (``idleTimeout=2000``, Qpid JMS's name, in ms).
+AMQP's idle timeout (``idleTimeout=2000``, Qpid JMS's name, in ms). A half-close (the
+client reads EOF, its writes still go through) is a loss like a cut.
+
+Sends: a persistent send returns only once the broker has the message. While the relay
+is stalled none returns, and after the cut every send either returned (then its message
+arrives, once) or raised ConnectionFailedError (then it arrives once or not at all), so
+the application can tell. Over STOMP, CLIENT_ACKNOWLEDGE's ``acknowledge()`` waits for
+the broker's RECEIPT too: stalled, it does not return; cut, it raises, and the messages
+come again, flagged redelivered.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from brokercases import CASES, case_url
@@ -76,10 +84,13 @@ def send_groups_on(session: jmslike.Session, queue: str, padding: str = "") -> l
     return sent
 
 
-def check_after_loss(url: str, queue: str, sent: list[str], handed: list[str]) -> None:
-    """A fresh connection gets every message not acknowledged, once: each group in send
-    order, the ones handed out before the fault flagged redelivered, nothing lost."""
-    acked = set(handed[:ACKED])
+def check_after_loss(
+    url: str, queue: str, sent: list[str], handed: list[str], acked_count: int = ACKED
+) -> None:
+    """A fresh connection gets every message not acknowledged (all but the first
+    ``acked_count`` handed out), once: each group in send order, the ones handed out
+    before the fault flagged redelivered, nothing lost."""
+    acked = set(handed[:acked_count])
     expected = [t for t in sent if t not in acked]
     got: list[tuple[str, bool]] = []
     with ConnectionFactory(url).create_connection() as connection:
@@ -107,11 +118,25 @@ def check_after_loss(url: str, queue: str, sent: list[str], handed: list[str]) -
     for g in range(GROUPS):
         mine = [t for t in texts if t.startswith(f"g{g}:")]
         assert mine == sorted(mine), f"group g{g} out of order: {mine}"
-    unflagged = [t for t, redelivered in got if t in handed[ACKED:] and not redelivered]
+    unflagged = [t for t, redelivered in got if t in handed[acked_count:] and not redelivered]
     assert not unflagged, f"handed out before the fault, not flagged redelivered: {unflagged}"
 
 
-def consume_then_fault(url: str, queue: str, fault, timeout: float) -> list[str]:  # type: ignore[no-untyped-def]
+def take(consumer: jmslike.MessageConsumer) -> list[jmslike.TextMessage]:
+    """Receive TAKEN messages, acknowledging (CLIENT_ACKNOWLEDGE) once ACKED came."""
+    taken: list[jmslike.TextMessage] = []
+    while len(taken) < TAKEN:
+        message = consumer.receive(5.0)
+        assert isinstance(message, jmslike.TextMessage), f"{taken} before the fault, then {message}"
+        taken.append(message)
+        if len(taken) == ACKED:
+            message.acknowledge()
+    return taken
+
+
+def consume_then_fault(
+    url: str, queue: str, fault: Callable[[], object], timeout: float
+) -> list[str]:
     """Take TAKEN messages (acknowledging the first ACKED), inject ``fault``, and check
     what the application sees; returns the texts handed out."""
     errors: list[Exception] = []
@@ -122,13 +147,7 @@ def consume_then_fault(url: str, queue: str, fault, timeout: float) -> list[str]
     consumer = session.create_consumer(queue)
     producer = session.create_producer(queue)
     connection.start()
-    handed: list[str] = []
-    while len(handed) < TAKEN:
-        message = consumer.receive(5.0)
-        assert message is not None, f"only {handed} before the fault"
-        handed.append(message.text)
-        if len(handed) == ACKED:
-            message.acknowledge()
+    handed = [str(message.text) for message in take(consumer)]
     fault()
     assert lost.wait(timeout), f"the loss was not reported within {timeout} s"
     assert isinstance(errors[0], jmslike.ConnectionFailedError), errors
@@ -202,3 +221,191 @@ def test_slow_link_loses_and_reorders_nothing(relay_for) -> None:
         mine = [t for t in texts if t.startswith(f"g{g}:")]
         assert mine == sorted(mine), f"group g{g} out of order: {mine}"
     assert not [t for t, redelivered in got if redelivered], got
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_half_closed_while_receiving(relay_for: tuple[str, str, Relay]) -> None:
+    """ORD-11: the broker-to-client direction is shut under a CLIENT_ACKNOWLEDGE consumer
+    holding unacknowledged messages (the client reads EOF, its writes still go through):
+    a loss like a cut, told the same way, with nothing acknowledged coming back."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-half-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(direct, queue)
+    handed = consume_then_fault(url, queue, relay.half_close, timeout=10.0)
+    check_after_loss(url, queue, sent, handed)
+
+
+SEND_TIMEOUT = 2.0
+"""The sending tests' ``request_timeout``: a send unanswered for this long raises."""
+
+
+def send_through_fault(
+    url: str,
+    queue: str,
+    fault: Callable[[], object],
+    *,
+    stalled: float = 0.0,
+    then: Callable[[], object] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Persistent sends, one after another on a thread, through ``url``; once a few
+    returned, ``fault()``. With ``stalled``: for that long no send may return (but the one
+    whose answer had already passed the relay), then ``then()``. The loss must reach the
+    exception listener, every send that raised raised ConnectionFailedError, and later
+    sends raise it too. Returns (texts whose send returned, texts whose send raised)."""
+    errors: list[Exception] = []
+    lost = threading.Event()
+    outcomes: list[tuple[str, BaseException | None]] = []
+    stop = threading.Event()
+    factory = ConnectionFactory(url, request_timeout=SEND_TIMEOUT)
+    connection = factory.create_connection()
+
+    def on_exception(exc: Exception) -> None:
+        errors.append(exc)
+        lost.set()
+
+    connection.set_exception_listener(on_exception)
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    producer.delivery_mode = DeliveryMode.PERSISTENT
+
+    def confirmed() -> int:
+        return sum(1 for _text, exc in outcomes if exc is None)
+
+    def sender() -> None:
+        for n in range(1000):
+            if stop.is_set():
+                return
+            text = f"m{n:03d}"
+            try:
+                producer.send(session.create_text_message(text))
+            except BaseException as exc:  # recorded, and checked by the test thread
+                outcomes.append((text, exc))
+                time.sleep(0.05)
+            else:
+                outcomes.append((text, None))
+
+    thread = threading.Thread(target=sender, name="faults-sender", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10.0
+    while confirmed() < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert confirmed() >= 5, f"sends before the fault: {outcomes}"
+    fault()
+    if stalled:
+        before, tried = confirmed(), len(outcomes)
+        time.sleep(stalled)
+        during = [text for text, exc in outcomes if exc is None][before:]
+        assert len(during) <= 1, f"sends returned as confirmed while nothing moved: {during}"
+        if stalled > SEND_TIMEOUT:
+            timed_out = [text for text, exc in outcomes[tried:] if exc is not None]
+            assert timed_out, f"no send raised after {stalled} s unanswered: {outcomes}"
+    if then is not None:
+        then()
+    assert lost.wait(10.0), "the loss was not reported within 10 s"
+    assert isinstance(errors[0], jmslike.ConnectionFailedError), errors
+    stop.set()
+    thread.join(SEND_TIMEOUT + 5.0)
+    assert not thread.is_alive(), "a send hung"
+    failed = [(text, exc) for text, exc in outcomes if exc is not None]
+    wrong = [(t, exc) for t, exc in failed if not isinstance(exc, jmslike.ConnectionFailedError)]
+    assert not wrong, wrong
+    with pytest.raises(jmslike.ConnectionFailedError):
+        producer.send(session.create_text_message("after the loss"))
+    connection.close()  # does not raise on a lost connection
+    return [t for t, exc in outcomes if exc is None], [t for t, _exc in failed]
+
+
+def check_sends(url: str, queue: str, returned: list[str], raised: list[str]) -> None:
+    """Every send that returned is stored, once; one that raised at most once; no other."""
+    got: list[str] = []
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        while (message := consumer.receive(2.0)) is not None:
+            assert isinstance(message, jmslike.TextMessage), message
+            got.append(str(message.text))
+            message.acknowledge()
+    lost = [t for t in returned if t not in got]
+    assert not lost, f"sends that returned, never stored: {lost}; got {got}"
+    twice = sorted({t for t in got if got.count(t) > 1})
+    assert not twice, f"stored twice: {twice}"
+    assert set(got) <= set(returned) | set(raised), sorted(set(got) - set(returned))
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_stalled_while_sending(relay_for: tuple[str, str, Relay]) -> None:
+    """Persistent sends on a plain URL, then no bytes move (sockets open) for longer than
+    ``request_timeout``: no send returns as if stored meanwhile (those unanswered raise),
+    and after the cut each send either returned and its message arrives once, or raised
+    (ConnectionFailedError) and it arrives once or not at all."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-stall-send-{uuid.uuid4().hex[:8]}"
+    returned, raised = send_through_fault(
+        url, queue, relay.stall, stalled=SEND_TIMEOUT + 1.0, then=relay.cut
+    )
+    check_sends(direct, queue, returned, raised)
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_half_closed_while_sending(relay_for: tuple[str, str, Relay]) -> None:
+    """Persistent sends, then the client reads EOF while what it writes still reaches the
+    broker: the send on its way may be stored and still raise (its answer never comes);
+    the application is told, and every send that returned arrives once."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-half-send-{uuid.uuid4().hex[:8]}"
+    returned, raised = send_through_fault(url, queue, relay.half_close)
+    check_sends(direct, queue, returned, raised)
+
+
+STOMP_CASES = [case for case in CASES if str(case.id).endswith("-stomp")]
+
+
+@pytest.mark.parametrize("then", ["resume", "cut"])
+@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
+def test_stomp_acknowledge_waits_for_the_receipt(
+    relay_for: tuple[str, str, Relay], then: str
+) -> None:
+    """Over STOMP, CLIENT_ACKNOWLEDGE's ``acknowledge()`` returns once the broker sent the
+    RECEIPT of the last ACK: with the relay stalled it has not returned after a second.
+    Resumed, it returns and the messages never come again; cut, it raises
+    ConnectionFailedError and they come again, flagged redelivered, each group in order."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-ack-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(direct, queue)
+    errors: list[Exception] = []
+    outcome: list[BaseException | None] = []
+    factory = ConnectionFactory(url, request_timeout=15.0)
+    connection = factory.create_connection()
+    connection.set_exception_listener(errors.append)
+    session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    consumer = session.create_consumer(queue)
+    connection.start()
+    taken = take(consumer)  # the first ACKED acknowledged, the last two held
+
+    def acknowledge() -> None:
+        try:
+            taken[-1].acknowledge()
+            outcome.append(None)
+        except BaseException as exc:  # checked by the test thread
+            outcome.append(exc)
+
+    relay.stall()
+    acknowledging = threading.Thread(target=acknowledge, name="faults-ack", daemon=True)
+    acknowledging.start()
+    acknowledging.join(1.0)
+    stalled = acknowledging.is_alive()
+    getattr(relay, then)()
+    acknowledging.join(10.0)
+    assert stalled, f"acknowledge() returned with nothing moving: {outcome}"
+    assert not acknowledging.is_alive(), f"acknowledge() still waits after {then}"
+    handed = [str(message.text) for message in taken]
+    if then == "resume":
+        assert outcome == [None], outcome
+        connection.close()
+        assert not errors, errors
+        check_after_loss(url, queue, sent, handed, acked_count=TAKEN)
+    else:
+        assert isinstance(outcome[0], jmslike.ConnectionFailedError), outcome
+        connection.close()  # does not raise on a lost connection
+        check_after_loss(url, queue, sent, handed)

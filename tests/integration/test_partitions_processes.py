@@ -55,6 +55,13 @@ PER_GROUP = 40
 HEARTBEAT = 0.5
 TIMEOUT = 2.0
 FROZEN = 10.0
+FAULT_WORK_MS = (4.0, 8.0)
+"""Work per message where a process is killed or frozen: the fault must come while much
+is left. The messages are sent non-persistent there (the broker stays up; a consumer's
+death is what is tested), so that they are all queued within a fraction of a second,
+and the processes then need about two seconds for them: with persistent sends and
+lighter work they processed as fast as the sends came, and the fault came once they
+were done."""
 """Seconds a frozen process stays stopped: past the partition timeout, and past what the
 STOMP brokers need to notice (2 s heart-beats, a few missed)."""
 
@@ -180,6 +187,7 @@ def fleet(
     heartbeat_ms: int = 0,
     partitions: int | None = PARTITIONS,
     failover: bool = False,
+    work_ms: tuple[float, float] = (0.5, 4.0),
 ) -> Iterator[Fleet]:
     """The processes' URL is the case's, with ``failover`` in a ``failover:(...)`` URL
     (jmslike reconnects by itself; else the loss ends the connection for good)."""
@@ -194,7 +202,7 @@ def fleet(
         base, _, query = url.partition("?")
         url = f"failover:({base})?" + (f"{query}&" if query else "")
         url += "reconnectDelay=0.1&maxReconnectDelay=1"
-    group = Fleet(tmp, url, queue, mode, partitions=partitions, case=case)
+    group = Fleet(tmp, url, queue, mode, partitions=partitions, case=case, work_ms=work_ms)
     try:
         yield group
     finally:
@@ -309,11 +317,11 @@ def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
 def test_groups_kept_when_a_process_is_killed(case: str, tmp_path: Path) -> None:
     """ORD-11, ORD-16: a process killed with SIGKILL mid-stream; its partitions move to
     the others within the heart-beat timeout, starting with what it left unfinished."""
-    with fleet(tmp_path, case, _queue()) as group:
+    with fleet(tmp_path, case, _queue(), work_ms=FAULT_WORK_MS) as group:
         victim = group.start()
         for _ in range(2):
             group.start()
-        sent = send_groups(group)
+        sent = send_groups(group, delivery_mode=DeliveryMode.NON_PERSISTENT)
         group.wait_processed(len(sent) // 3, 60.0)
         killed_at = time.time()
         victim.kill()
@@ -348,7 +356,7 @@ def _freeze_one_of_three(group: Fleet) -> tuple[list[str], float | None, float |
     victim = group.start()
     for _ in range(2):
         group.start()
-    sent = send_groups(group)
+    sent = send_groups(group, delivery_mode=DeliveryMode.NON_PERSISTENT)
     group.wait_processed(len(sent) // 3, 60.0)
     frozen_at = time.time()
     victim.send_signal(signal.SIGSTOP)
@@ -385,7 +393,9 @@ def test_groups_kept_when_a_process_freezes(case: str, tmp_path: Path) -> None:
     refused the second commit of that id and closed a consumer's link, which jmslike
     left closed. Both are fixed; ``test_amqp_transaction_ids.py`` and
     ``test_amqp_link_closed.py`` test each on its own."""
-    with fleet(tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000) as group:
+    with fleet(
+        tmp_path, case, _queue(), mode="transacted", heartbeat_ms=2000, work_ms=FAULT_WORK_MS
+    ) as group:
         frozen = _freeze_one_of_three(group)
     assert_kept_through_freeze(group, frozen, "process frozen (SIGSTOP), partitions, transacted")
 
@@ -404,10 +414,22 @@ session (Classic fails on a disposition naming a transaction it does not know), 
 in events._owned."""
 
 
-@pytest.mark.parametrize("case", PINNED)
-@pytest.mark.parametrize(
-    ("mode", "route"), [("client", "plain"), ("transacted", "plain"), ("client", "failover")]
-)
+ROUTES = [
+    pytest.param(case.values[0], mode, route, id=f"{mode}-{route}-{case.id}", marks=case.marks)
+    for mode, route in [("client", "plain"), ("transacted", "plain"), ("client", "failover")]
+    for case in PINNED
+    if mode == "transacted" or case.id.endswith("stomp")
+]
+"""CLIENT_ACKNOWLEDGE only over STOMP, where acknowledge() returns once the broker has
+confirmed it. Over AMQP 1.0 an acknowledgement is a disposition the broker never
+answers, so a process that wakes from a freeze and acknowledges before it notices its
+connection is gone gets no error, and the broker hands the message to another process
+again: on Artemis that copy came unflagged (g29:15 and g32:15, 2026-11-27, once the
+freeze fell mid-stream). docs/partitions.md says so: transacted sessions are what keeps
+a side effect from happening twice over AMQP, and they run on every case."""
+
+
+@pytest.mark.parametrize(("case", "mode", "route"), ROUTES)
 def test_broker_kept_groups_when_a_process_freezes(
     case: str, mode: str, route: str, tmp_path: Path
 ) -> None:
@@ -430,6 +452,7 @@ def test_broker_kept_groups_when_a_process_freezes(
         heartbeat_ms=3000,
         partitions=None,
         failover=route == "failover",
+        work_ms=FAULT_WORK_MS,
     ) as group:
         frozen = _freeze_one_of_three(group)
     assert_kept_through_freeze(

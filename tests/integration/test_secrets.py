@@ -16,6 +16,17 @@ base64). ActiveMQ Classic's test broker checks no login, so it gets a distinctiv
 password that it accepts. Every wrong password is the distinctive ``s3cr3t-Pa55``, which
 RabbitMQ and Artemis refuse with ``JMSSecurityError``, searched for as it stands.
 
+The other secrets jmslike takes go through the same search, on every case: the login of
+the management API in ``managementUrl`` (``http://user:password@host/...``: Artemis'
+Jolokia, RabbitMQ's management plugin; Classic's test broker is asked nothing, so any
+login), given as a keyword, in the URL's query (percent-encoded), in a ``jmslike.toml``
+factory table (with the connection's ``password``) and in ``$JMSLIKE_MANAGEMENT_URL``;
+used by a strictly ordered queue, which Artemis and RabbitMQ declare through that API,
+with a login they accept and with one they refuse (``m4nagement-Pa55-wr0ng``); the
+password of a ``failover:`` member; and a setting that looks secret but that jmslike does
+not take (``accessToken``, ``apiKey``: refused, the value unshown). jmslike takes no TLS
+key password or token: its TLS settings are ``sslCaFile`` and ``sslVerifyHost``.
+
 And TLS: ``amqps://`` to Artemis verifies the certificate by default, and the one opt-out
 there is, ``sslVerifyHost=false``, relaxes the host name check only: a certificate no
 trusted authority signed is still refused (tests/integration/test_tls.py has the rest).
@@ -29,6 +40,8 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -53,6 +66,13 @@ from jmslike.spi import get_registry
 WRONG = "s3cr3t-Pa55"
 ACCEPTED_ANYWHERE = "s3cr3t-Pa55-accepted"
 """For ActiveMQ Classic, which checks no login: distinctive, and accepted."""
+MANAGEMENT_ACCEPTED = "m4nagement-Pa55-accepted"
+"""The management login's password on Classic, whose management API jmslike never asks."""
+MANAGEMENT_WRONG = "m4nagement-Pa55-wr0ng"
+"""A management password that Artemis and RabbitMQ refuse (with a user they do not know,
+so that no login of the other tests is throttled)."""
+NOT_TAKEN = "t0ken-Pa55-unused"
+"""The value of settings that look secret and that jmslike does not take."""
 LOGGERS = ("jmslike", "stomp.py", "stomp", "proton")
 
 
@@ -126,6 +146,7 @@ def _leak_patterns(user: str, password: str) -> list[str]:
     return [
         f"{user}:{password}@",
         f":{password}@",
+        quote(f":{password}@", safe=""),  # in a URL inside a URL's query
         f"passcode:{password}",
         f"'passcode': '{password}'",
         f"password={password}",
@@ -145,15 +166,51 @@ def _exception_texts(exc: BaseException) -> list[str]:
     return texts
 
 
-def _cli_config(url: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+def _cli_config(
+    url: str, capsys: pytest.CaptureFixture[str], *args: str, password: str | None = "***"
+) -> list[str]:
+    """``jmslike config --url URL`` (or ``jmslike config ARGS``), as text and JSON; the
+    JSON's ``password`` must be ``password`` (a failover URL's are its members')."""
     outputs = []
     for extra in ([], ["--json"]):
-        assert cli.main(["config", "--url", url, *extra]) == 0
+        assert cli.main(["config", *(args or ("--url", url)), *extra]) == 0
         out, err = capsys.readouterr()
         outputs += [out, err]
     report = json.loads(outputs[2])
-    assert report["password"] == "***"
+    assert report["password"] == password
     return outputs
+
+
+def _login(case: str) -> tuple[str, str, str]:
+    """(URL with the login in it, user, password) of a case: the brokers' own, or for
+    ActiveMQ Classic, which checks none, a distinctive one."""
+    url = case_url(case)
+    parsed = parse_url(url)
+    if parsed.password is None:  # ActiveMQ Classic: no login checked; a distinctive one
+        user, password = "jmslike", ACCEPTED_ANYWHERE
+        url = _with_password(url, user, password) + (
+            "?" + url.partition("?")[2] if "?" in url else ""
+        )
+        return url, user, password
+    return url, parsed.user or "", parsed.password
+
+
+def _recorded(logs: _Capture, spans: InMemorySpanExporter) -> list[str]:
+    """Every span's name and attributes (its events' too), and every log record."""
+    finished = spans.get_finished_spans()
+    assert finished, "the otel plugin recorded no span"
+    texts = []
+    for span in finished:
+        texts += [span.name, repr(dict(span.attributes or {}))]
+        texts += [repr(dict(event.attributes or {})) for event in span.events]
+    assert len(logs.texts) > 10, "DEBUG logging recorded (almost) nothing"
+    return texts + logs.texts
+
+
+def _assert_nowhere(texts: list[str], secrets: list[str]) -> None:
+    searched = "\n".join(texts)
+    for secret in secrets:
+        assert secret not in searched, _context(searched, secret)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -163,15 +220,8 @@ def test_no_password_in_logs_errors_reprs_config_or_spans(
     spans: InMemorySpanExporter,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    url = case_url(case)
+    url, user, password = _login(case)
     parsed = parse_url(url)
-    if parsed.password is None:  # ActiveMQ Classic: no login checked; a distinctive one
-        user, password = "jmslike", ACCEPTED_ANYWHERE
-        url = _with_password(url, user, password) + (
-            "?" + url.partition("?")[2] if "?" in url else ""
-        )
-    else:
-        user, password = parsed.user or "", parsed.password
     texts: list[str] = []
     queue = f"queue://secrets-{uuid.uuid4().hex[:8]}"
     try:
@@ -208,17 +258,134 @@ def test_no_password_in_logs_errors_reprs_config_or_spans(
 
         for shown_url in (url, wrong):
             texts += _cli_config(shown_url, capsys)
-        finished = spans.get_finished_spans()
-        assert finished, "the otel plugin recorded no span"
-        for span in finished:
-            texts += [span.name, repr(dict(span.attributes or {}))]
-            texts += [repr(dict(event.attributes or {})) for event in span.events]
-        texts += logs.texts
-        assert len(logs.texts) > 10, "DEBUG logging recorded (almost) nothing"
+        texts += _recorded(logs, spans)
+        _assert_nowhere(texts, [*_leak_patterns(user, password), WRONG])
+    finally:
+        delete_rabbitmq_queues(case, "secrets-")
 
-        searched = "\n".join(texts)
-        for secret in (*_leak_patterns(user, password), WRONG):
-            assert secret not in searched, _context(searched, secret)
+
+def _management_url(case: str, user: str, password: str) -> str:
+    """The case's management API (Classic: a URL jmslike never calls) with a login."""
+    broker = case.split("-", maxsplit=1)[0]
+    if broker == "activemq":
+        return f"http://{user}:{password}@127.0.0.1:8161/api/jolokia"
+    return _with_password(
+        broker_url(f"JMSLIKE_TEST_{broker.upper()}_MANAGEMENT_URL"), user, password
+    )
+
+
+def _round_trip(factory: jmslike.ConnectionFactory, queue: str) -> list[str]:
+    """Send and receive one message on ``queue`` (a strictly ordered one: Artemis and
+    RabbitMQ declare it through the management API); the reprs of what was used."""
+    with factory.create_connection() as connection:
+        session = connection.create_session()
+        producer = session.create_producer(queue)
+        producer.send(session.create_text_message("hello"))
+        consumer = session.create_consumer(queue)
+        connection.start()
+        message = consumer.receive(timeout=10.0)
+        assert isinstance(message, jmslike.TextMessage) and message.text == "hello"
+        shown = [repr(o) for o in (factory, connection, session, producer, consumer)]
+        return [*shown, repr(message), repr(factory.settings), repr(factory.url)]
+
+
+def _joined(*parts: str) -> str:
+    """A URL query of the non-empty ``parts``, with its ``?``."""
+    query = "&".join(p for p in parts if p)
+    return f"?{query}" if query else ""
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_management_login_or_other_secret_in_logs_errors_reprs_config_or_spans(
+    case: str,
+    logs: _Capture,
+    spans: InMemorySpanExporter,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The other secrets jmslike takes (see the module): the management API's login,
+    accepted and refused, from every source a setting has; a failover member's password;
+    settings that look secret, refused. Searched for as the password is."""
+    url, user, password = _login(case)
+    managed = not case.startswith("activemq")
+    # Artemis and RabbitMQ accept their one login only, whose password is its user name.
+    api_user, api_password = (user, password) if managed else ("jmslike", MANAGEMENT_ACCEPTED)
+    management = _management_url(case, api_user, api_password)
+    refused = _management_url(case, "jmslike-nobody", MANAGEMENT_WRONG)
+    base, _, query = url.partition("?")
+    query = "&".join(p for p in query.split("&") if p and not p.startswith("managementUrl="))
+    scheme, _, rest = base.partition("://")
+    plain = f"{scheme}://{rest.rpartition('@')[2]}"  # no login
+    queues = [f"queue://secrets-{uuid.uuid4().hex[:8]}" for _ in range(5)]
+    texts: list[str] = []
+    try:
+        # Keywords: the connection's login and the management API's.
+        factory = jmslike.ConnectionFactory(
+            plain + _joined(query),
+            user=user,
+            password=password,
+            managementUrl=management,
+            strictly_ordered=queues[0],
+            request_timeout=10.0,
+        )
+        texts += _round_trip(factory, queues[0])
+        # The URL's query, percent-encoded.
+        in_query = base + _joined(query, "managementUrl=" + quote(management, safe=""))
+        factory = jmslike.ConnectionFactory(
+            in_query, strictly_ordered=queues[1], request_timeout=10.0
+        )
+        texts += _round_trip(factory, queues[1])
+        texts += _cli_config(in_query, capsys)
+        # A jmslike.toml factory table: url, user, password and managementUrl.
+        config = tmp_path / "jmslike.toml"
+        config.write_text(
+            "[factories.secrets]\n"
+            f"url = {json.dumps(plain + _joined(query))}\n"
+            f"user = {json.dumps(user)}\n"
+            f"password = {json.dumps(password)}\n"
+            f"managementUrl = {json.dumps(management)}\n"
+            f"strictly_ordered = {json.dumps(queues[2])}\n"
+            "request_timeout = 10.0\n"
+        )
+        texts += _round_trip(
+            jmslike.ConnectionFactory.from_config("secrets", str(config)), queues[2]
+        )
+        texts += _cli_config("", capsys, "secrets", "--file", str(config))
+        # A failover member's password.
+        failover = f"failover:({base}){_joined(query, 'reconnectAttempts=0')}"
+        factory = jmslike.ConnectionFactory(
+            failover, managementUrl=management, strictly_ordered=queues[3], request_timeout=10.0
+        )
+        texts += _round_trip(factory, queues[3])
+        texts += _cli_config(failover, capsys, password=None)
+        # A management login the broker refuses: the refusal does not show it either.
+        factory = jmslike.ConnectionFactory(
+            url, managementUrl=refused, strictly_ordered=queues[4], request_timeout=10.0
+        )
+        with factory.create_connection() as connection:
+            session = connection.create_session()
+            texts += [repr(factory.settings), repr(connection), repr(session)]
+            if managed:
+                with pytest.raises(jmslike.JMSSecurityError) as denied:
+                    session.create_consumer(queues[4])
+                texts += _exception_texts(denied.value)
+        monkeypatch.setenv("JMSLIKE_MANAGEMENT_URL", refused)
+        texts += _cli_config(url, capsys)
+        monkeypatch.delenv("JMSLIKE_MANAGEMENT_URL")
+        # Settings that look secret, which jmslike does not take: refused, value unshown.
+        bad: list[tuple[str, dict[str, Any]]] = [
+            (base + _joined(query, f"accessToken={NOT_TAKEN}"), {}),
+            (url, {"apiKey": NOT_TAKEN}),
+        ]
+        for bad_url, bad_settings in bad:
+            with pytest.raises(jmslike.ConfigurationError) as refusal:
+                jmslike.ConnectionFactory(bad_url, **bad_settings)
+            texts += _exception_texts(refusal.value)
+
+        texts += _recorded(logs, spans)
+        secrets = [*_leak_patterns(user, password), *_leak_patterns(api_user, api_password)]
+        _assert_nowhere(texts, [*secrets, MANAGEMENT_WRONG, NOT_TAKEN])
     finally:
         delete_rabbitmq_queues(case, "secrets-")
 
@@ -238,7 +405,8 @@ def test_amqps_verifies_the_certificate_and_the_host_opt_out_does_not_skip_it(
     with it; trusting the test CA connects (with the host check off, by address)."""
     url = broker_url("JMSLIKE_TEST_ARTEMIS_AMQPS_URL")
     secret_url = _with_password(url, "admin", WRONG)
-    for settings in ({}, {"sslVerifyHost": "false"}):
+    opt_outs: list[dict[str, Any]] = [{}, {"sslVerifyHost": "false"}]
+    for settings in opt_outs:
         with pytest.raises(jmslike.ConnectionFailedError) as refused:
             jmslike.ConnectionFactory(
                 secret_url, request_timeout=10.0, **settings
