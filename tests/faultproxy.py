@@ -32,8 +32,10 @@ SLOW_CHUNK = 1024
 class Relay:
     """127.0.0.1:<port> -> ``target``, with faults to inject."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    def __init__(self, target: tuple[str, int], name: str = "") -> None:
         self.target = target
+        self.name = name
+        """What the relay stands for (a test case's id), for reports."""
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._pairs: list[tuple[socket.socket, socket.socket]] = []

@@ -42,13 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.errors import ConfigurationError, JMSException
 from jmslike.message import Message
-from jmslike.spi.provider import (
-    ConsumerSpec,
-    DeliverySink,
-    ProviderConnection,
-    ProviderConsumer,
-    ProviderSession,
-)
+from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 
 if TYPE_CHECKING:
     from jmslike.partitions.coordinator import Coordinator
@@ -102,12 +96,8 @@ class PartitionedConsumer(ProviderConsumer):
         window: int,
         coordinator: Coordinator,
         report: Callable[[JMSException], None],
-        provider: ProviderConnection | None = None,
     ) -> None:
         self.id = f"{next(_ids):08d}"
-        self.provider = provider
-        """The provider connection its partitions' consumers are on: its socket ends are
-        announced to the group, and it asks the broker to fence a silent member."""
         self.spec = spec
         self._inner = inner
         self._calls = calls

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.errors import ConfigurationError, JMSException
 from jmslike.partitions.assignment import assign, spread
-from jmslike.partitions.membership import Member, Membership, View
+from jmslike.partitions.membership import Membership, View
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -80,8 +80,6 @@ class Coordinator:
                     timeout=self._timeout,
                     on_change=self._changed,
                     on_conflict=self.report,
-                    addresses=self._addresses,
-                    on_silent=self._fence,
                 )
             membership = self._membership
             self._consumers.append(consumer)
@@ -94,51 +92,6 @@ class Coordinator:
             self.unregister(consumer)
             raise
         self._kick()
-
-    def _addresses(self) -> list[str]:
-        """The socket ends of the provider connections this process's consumers use."""
-        with self._lock:
-            providers = {id(c.provider): c.provider for c in self._consumers if c.provider}
-        found: set[str] = set()
-        for provider in providers.values():
-            try:
-                found.update(provider.local_addresses())
-            except Exception as exc:  # a heart-beat goes out regardless
-                log.debug("local addresses of %r: %s", provider, exc)
-        return sorted(found)
-
-    def _fence(self, member: Member) -> None:
-        """A member fell silent (killed, frozen, cut off): have the broker close its
-        connections, so that its partitions go to the others now. A broker that keeps a
-        single active consumer waits for that connection to close, and RabbitMQ never
-        closes a frozen AMQP 1.0 peer's by itself. On a thread of its own: the membership
-        thread must go on beating while the management API answers."""
-        with self._lock:
-            providers = [c.provider for c in self._consumers if c.provider is not None]
-        if not providers or not member.addresses:
-            return
-
-        def fence() -> None:
-            try:
-                closed = providers[0].fence(member.addresses)
-            except JMSException as exc:
-                log.warning(
-                    "member %s of %s is silent; fencing it failed: %s", member.id, self.spec, exc
-                )
-                return
-            if closed:
-                log.warning(
-                    "member %s (%s) of %s is silent: the broker closed its %d connection(s), "
-                    "so its partitions move now",
-                    member.id,
-                    member.process,
-                    self.spec,
-                    closed,
-                )
-
-        threading.Thread(
-            target=fence, name=f"jmslike-partitions-fence-{member.id}", daemon=True
-        ).start()
 
     def set_reporter(
         self, consumer: PartitionedConsumer, report: Callable[[JMSException], None]

@@ -7,12 +7,6 @@ that stays silent for ``partition_timeout`` seconds is gone: killed, frozen, or 
 off. One that closes its last consumer says goodbye, so the others move its
 partitions at once rather than after the timeout.
 
-Each heart-beat also names the client ends (``host:port``) of the process's
-connections that hold its partitions. When a member falls silent, the others' coordinators
-ask the broker to close those connections (fencing, where the provider can: RabbitMQ's
-management API), since a broker that keeps one active consumer per partition waits for
-the old one's connection to close, and a frozen process's may never close by itself.
-
 The topic is an ordinary one on the same broker, so this needs nothing the broker does
 not already do, and works the same over every protocol. The heart-beats carry the
 partition count each process was configured with; a process that disagrees is left out
@@ -54,7 +48,6 @@ _CAPACITY = "jmslikeCapacity"
 _PARTITIONS = "jmslikePartitions"
 _PROCESS = "jmslikeProcess"
 _LEAVING = "jmslikeLeaving"
-_ADDRESSES = "jmslikeAddresses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +57,6 @@ class Member:
     id: str
     capacity: int
     process: str
-    addresses: tuple[str, ...] = ()
-    """The client ends (``host:port``) of its connections to the broker that hold its
-    partitions: what the others have the broker close if it falls silent (fencing)."""
 
 
 View = dict[str, Member]
@@ -85,11 +75,7 @@ class Membership:
         timeout: float,
         on_change: Callable[[View], None],
         on_conflict: Callable[[JMSException], None],
-        addresses: Callable[[], list[str]] = list,
-        on_silent: Callable[[Member], None] | None = None,
     ) -> None:
-        """``addresses`` gives this process's own (announced with each heart-beat);
-        ``on_silent`` is told of each member dropped for silence (not one that left)."""
         self.spec = spec
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.process = f"{socket.gethostname()}:{os.getpid()}"
@@ -98,8 +84,6 @@ class Membership:
         self._timeout = timeout
         self._on_change = on_change
         self._on_conflict = on_conflict
-        self._addresses = addresses
-        self._on_silent = on_silent
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, Member]] = {}
         self._conflicts: dict[str, int] = {}
@@ -182,7 +166,6 @@ class Membership:
         message.set_int_property(_PARTITIONS, self.spec.count)
         message.set_string_property(_PROCESS, self.process)
         message.set_boolean_property(_LEAVING, leaving)
-        message.set_string_property(_ADDRESSES, ",".join(self._addresses()))
         self._producer.send(message)
 
     def _heard(self, prop: Callable[[str], object]) -> None:
@@ -205,34 +188,21 @@ class Membership:
             return
         capacity = prop(_CAPACITY)
         process = prop(_PROCESS)
-        addresses = prop(_ADDRESSES)
         with self._lock:
             self._seen[member] = (
                 time.monotonic(),
-                Member(
-                    member,
-                    capacity if isinstance(capacity, int) else 1,
-                    str(process),
-                    tuple(a for a in addresses.split(",") if a)
-                    if isinstance(addresses, str)
-                    else (),
-                ),
+                Member(member, capacity if isinstance(capacity, int) else 1, str(process)),
             )
 
     def _update(self) -> None:
         """Drop the silent, and tell ``on_change`` if the live set or a capacity changed."""
         cutoff = time.monotonic() - self._timeout
-        silent: list[Member] = []
         with self._lock:
-            for member, (seen_at, last) in list(self._seen.items()):
+            for member, (seen_at, _m) in list(self._seen.items()):
                 if seen_at < cutoff:
                     log.info("member %s of %s is silent: counted as gone", member, self.spec)
                     del self._seen[member]
-                    silent.append(last)
             view: View = {m.id: m for _t, m in self._seen.values()}
-        if self._on_silent is not None:
-            for gone in silent:
-                self._on_silent(gone)
         view[self.id] = Member(self.id, self.capacity, self.process)
         if view != self._view:
             self._view = view

@@ -148,7 +148,6 @@ class PartitionedSession(ProviderSession):
             window=self._settings.prefetch,
             coordinator=coordinator,
             report=self._report,
-            provider=self._connection._provider,
         )
         self._consumers.append(consumer)
         return consumer

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jmslike.config import FactorySettings
@@ -33,14 +33,7 @@ from jmslike.errors import ConfigurationError
 from jmslike.spi.management import ArtemisManagement, RabbitManagement
 from jmslike.spi.perbroker import PerBroker
 
-__all__ = [
-    "ExclusiveQueues",
-    "Exclusivity",
-    "exclusive_queues_for",
-    "exclusivity_for",
-    "fence_through",
-    "socket_end",
-]
+__all__ = ["ExclusiveQueues", "Exclusivity", "exclusive_queues_for", "exclusivity_for"]
 
 log = logging.getLogger("jmslike.spi")
 
@@ -105,9 +98,6 @@ class Exclusivity:
     """Where ``scope`` is "process": the setting that would make it "broker"."""
     depths: Callable[[str], dict[str, int]] | None = None
     """Messages per queue named ``prefix...``, through the management API (None: none)."""
-    fence: Callable[[Sequence[str]], int] | None = None
-    """Close the broker's connections whose client end is one of the addresses (a silent
-    process's), through the management API; returns how many (None: cannot)."""
 
 
 def exclusivity_for(
@@ -130,9 +120,6 @@ def exclusivity_for(
             "broker",
             lambda name: rabbit.declare_single_active(vhost, name),
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
-            fence=lambda addresses: rabbit.close_connections_from(
-                addresses, "jmslike: this process fell silent in its consumer group"
-            ),
         )
     if broker == "artemis" and url:
         artemis = ArtemisManagement(url, user, password, timeout)
@@ -144,18 +131,3 @@ def exclusivity_for(
         else f"{broker} has no exclusive queues jmslike knows how to ask for"
     )
     return Exclusivity("process", None, hint)
-
-
-def fence_through(exclusivity: Exclusivity, addresses: Sequence[str]) -> int:
-    """``ProviderConnection.fence`` for a provider that keeps an :class:`Exclusivity`."""
-    fence = exclusivity.fence
-    return fence(addresses) if fence is not None and addresses else 0
-
-
-def socket_end(sock: object) -> str | None:
-    """``"host:port"`` of a connected socket's own end (None if it has none now)."""
-    try:
-        host, port = sock.getsockname()[:2]  # type: ignore[attr-defined]
-    except (AttributeError, OSError, ValueError):
-        return None
-    return f"{host}:{port}"

@@ -32,7 +32,6 @@ import logging
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -71,17 +70,9 @@ class _Http:
         self._timeout = timeout
 
     def _request(
-        self,
-        method: str,
-        path: str,
-        payload: Any = None,
-        *,
-        allow: tuple[int, ...] = (),
-        why: str = "",
+        self, method: str, path: str, payload: Any = None, *, allow: tuple[int, ...] = ()
     ) -> tuple[int, Any]:
         headers = {"Content-Type": "application/json", "Origin": self._origin}
-        if why:
-            headers["X-Reason"] = why  # RabbitMQ passes it to the connection it closes
         if self._auth:
             headers["Authorization"] = self._auth
         data = json.dumps(payload).encode() if payload is not None else None
@@ -295,28 +286,6 @@ class RabbitManagement(_Http):
                 "anything else uses it: drain and delete it (rabbitmqctl delete_queue), then "
                 "start again"
             )
-
-    def close_connections_from(self, addresses: Sequence[str], reason: str) -> int:
-        """Close every connection whose client end (``peer_host:peer_port``) is one of
-        ``addresses``; returns how many. One already gone is not an error."""
-        wanted = set(addresses)
-        if not wanted:
-            return 0
-        status, reply = self._request(
-            "GET", "api/connections?columns=name,peer_host,peer_port", allow=(404,)
-        )
-        if status != 200 or not isinstance(reply, list):
-            return 0
-        closed = 0
-        for connection in reply:
-            if not isinstance(connection, dict):
-                continue
-            if f"{connection.get('peer_host')}:{connection.get('peer_port')}" not in wanted:
-                continue
-            path = f"api/connections/{quote(str(connection.get('name', '')), safe='')}"
-            status, _reply = self._request("DELETE", path, None, allow=(404,), why=reason)
-            closed += status != 404
-        return closed
 
     def queue_depths(self, vhost: str, prefix: str) -> dict[str, int]:
         """Messages (ready and unacknowledged) of every queue of ``vhost`` whose name

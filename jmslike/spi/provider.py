@@ -326,21 +326,6 @@ class ProviderConnection(abc.ABC):
         find partitions left behind by a smaller partition count."""
         return None
 
-    def local_addresses(self) -> list[str]:
-        """``"host:port"`` of this connection's own ends of its sockets to the broker
-        (the broker's ``peer`` of each): what a process announces with its partition
-        heart-beats, so that the others can have the broker close them (``fence``) if it
-        falls silent. Empty where there is nothing to name."""
-        return []
-
-    def fence(self, addresses: Sequence[str]) -> int:
-        """Ask the broker to close its connections whose client end is one of
-        ``addresses`` (a silent process's: killed, frozen or cut off), so that what it
-        held goes to the others now rather than when the broker notices by itself; a
-        broker that never notices a frozen AMQP 1.0 peer (RabbitMQ) would keep it for
-        ever. Returns how many were closed; 0 where the broker cannot be asked."""
-        return 0
-
     def create_temporary_queue(self) -> TemporaryQueue:
         raise JMSException(f"{type(self).__name__} has no temporary queues")
 

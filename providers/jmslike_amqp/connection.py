@@ -16,7 +16,6 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Message as AmqpMessage
@@ -33,7 +32,7 @@ from jmslike.errors import (
 from jmslike.selector import ARTEMIS_AMQP_FILTER, JMS_SYNTAX, render_selector
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
-from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for, fence_through
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import (
     Capabilities,
     ExceptionCallback,
@@ -348,14 +347,6 @@ class AmqpConnection(ProviderConnection):
     def queue_depths(self, prefix: str) -> dict[str, int] | None:
         depths = self.exclusivity.depths
         return depths(prefix) if depths is not None else None
-
-    def local_addresses(self) -> list[str]:
-        with self._lock:
-            transports = [self.transport, *self._extra_transports]
-        return [a for a in (t.local_address() for t in transports) if a is not None]
-
-    def fence(self, addresses: Sequence[str]) -> int:
-        return fence_through(self.exclusivity, addresses)
 
     def open_transport(self) -> AmqpTransport:
         """Another connection to the same broker, for a consumer that needs its own."""

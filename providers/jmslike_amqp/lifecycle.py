@@ -30,7 +30,6 @@ from proton import Delivery, Endpoint, Link, symbol
 
 from jmslike.errors import ConnectionFailedError, JMSException, SendInDoubtError
 from jmslike.spi.diagnose import wrong_port_hint
-from jmslike.spi.exclusive import socket_end
 from jmslike.spi.reconnect import Reconnect
 from jmslike_amqp.calls import NUMBERS, CallQueue
 from jmslike_amqp.driver import Driver
@@ -345,11 +344,6 @@ class ConnectionLifecycle(CallQueue):
                 self._on_interrupted()
             except Exception:
                 log.exception("AMQP %s: dropping stale deliveries failed", self.address)
-
-    def local_address(self) -> str | None:
-        """This end of the socket (``"host:port"``), None while not connected."""
-        driver = self._driver
-        return socket_end(driver._socket) if driver is not None else None
 
     def _fail_requests(self, error: JMSException) -> None:
         """Fail every request waiting for the broker's answer. A send whose transfer was

@@ -13,7 +13,7 @@ import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
@@ -27,7 +27,7 @@ from jmslike.errors import (
 )
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
-from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for, fence_through
+from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.management import ArtemisManagement
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
 from jmslike.spi.strict import registry_for
@@ -73,8 +73,6 @@ class StompConnection(ProviderConnection):
         self._probes: dict[str, list[Any]] = {}
         """Temporary queue name -> [event, the broker's name for it], while its probe is out."""
         self._extra_transports: set[StompTransport] = set()
-        self._lock = threading.Lock()
-        """Guards ``_extra_transports`` (consumers open and close theirs on any thread)."""
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
@@ -109,14 +107,6 @@ class StompConnection(ProviderConnection):
     def queue_depths(self, prefix: str) -> dict[str, int] | None:
         depths = self.exclusivity.depths
         return depths(prefix) if depths is not None else None
-
-    def local_addresses(self) -> list[str]:
-        with self._lock:
-            transports = [self.transport, *self._extra_transports]
-        return [a for a in (t.local_address() for t in transports) if a is not None]
-
-    def fence(self, addresses: Sequence[str]) -> int:
-        return fence_through(self.exclusivity, addresses)
 
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
@@ -205,13 +195,11 @@ class StompConnection(ProviderConnection):
         that only acknowledges what it receives rarely meets the Nagle stall anyway: the
         broker's next message carries the TCP acknowledgement."""
         transport = self._connect(self.client_id, on_reconnect, on_reconnect, no_delay=False)
-        with self._lock:
-            self._extra_transports.add(transport)
+        self._extra_transports.add(transport)
         return transport
 
     def close_transport(self, transport: StompTransport) -> None:
-        with self._lock:
-            self._extra_transports.discard(transport)
+        self._extra_transports.discard(transport)
         transport.close()
 
     def create_session(self, transacted: bool, acknowledge_mode: int) -> ProviderSession:

@@ -40,7 +40,6 @@ from jmslike.errors import (
     MessageFormatError,
 )
 from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
-from jmslike.spi.exclusive import socket_end
 from jmslike.spi.reconnect import Reconnect
 from jmslike_stomp.wire import Wire, encode_frame, install, parse_header_lines
 
@@ -627,10 +626,6 @@ class StompTransport:
     def no_delay(self) -> bool:
         """Whether frames go out with ``TCP_NODELAY`` (and not held by Nagle's algorithm)."""
         return self._no_delay and self._wire is not None
-
-    def local_address(self) -> str | None:
-        """This end of the socket (``"host:port"``), None while not connected."""
-        return socket_end(getattr(getattr(self._conn, "transport", None), "socket", None))
 
     def set_no_delay(self) -> None:
         """Set ``TCP_NODELAY`` from now on, on this socket and the reconnects' ones."""

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
+from faultreport import record
 
 import jmslike
 from jmslike import ConnectionFactory, DeliveryMode, Session
@@ -48,7 +49,7 @@ def relay_for(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Relay]
     case = request.param
     direct = case_url(case)
     host, port = re.search(r"@?(127\.0\.0\.1):(\d+)", direct).groups()  # type: ignore[union-attr]
-    relay = Relay((host, int(port)))
+    relay = Relay((host, int(port)), name=case)
     yield direct.replace(f"{host}:{port}", f"127.0.0.1:{relay.port}", 1), direct, relay
     relay.close()
 
@@ -85,11 +86,18 @@ def send_groups_on(session: jmslike.Session, queue: str, padding: str = "") -> l
 
 
 def check_after_loss(
-    url: str, queue: str, sent: list[str], handed: list[str], acked_count: int = ACKED
+    url: str,
+    queue: str,
+    sent: list[str],
+    handed: list[str],
+    acked_count: int = ACKED,
+    *,
+    report: tuple[str, str, float] | None = None,
 ) -> None:
     """A fresh connection gets every message not acknowledged (all but the first
     ``acked_count`` handed out), once: each group in send order, the ones handed out
-    before the fault flagged redelivered, nothing lost."""
+    before the fault flagged redelivered, nothing lost. ``report``: (scenario, case,
+    seconds until the loss was told) for the fault report (tests/faultreport.py)."""
     acked = set(handed[:acked_count])
     expected = [t for t in sent if t not in acked]
     got: list[tuple[str, bool]] = []
@@ -110,6 +118,24 @@ def check_after_loss(
     # confirm an acknowledgement (AMQP settles without an answer); STOMP's
     # acknowledge() returns once the broker has it, so there it never comes again.
     again = [(t, redelivered) for t, redelivered in got if t in acked]
+    if report is not None:
+        texts_got = [t for t, _ in got if t not in acked]
+        record(
+            report[0],
+            report[1],
+            sent=len(sent),
+            processed=len(acked | set(texts_got)),
+            lost=len(set(expected) - set(texts_got)),
+            unflagged_duplicates=sum(
+                1 for t, r in got if not r and (t in handed or texts_got.count(t) > 1)
+            ),
+            misordered=sum(
+                1
+                for g in range(GROUPS)
+                if (mine := [t for t in texts_got if t.startswith(f"g{g}:")]) != sorted(mine)
+            ),
+            recover_s=report[2],
+        )
     if url.startswith("stomp"):
         assert not again, f"acknowledged before the fault, delivered again: {again}"
     assert all(redelivered for _t, redelivered in again), again
@@ -136,9 +162,10 @@ def take(consumer: jmslike.MessageConsumer) -> list[jmslike.TextMessage]:
 
 def consume_then_fault(
     url: str, queue: str, fault: Callable[[], object], timeout: float
-) -> list[str]:
+) -> tuple[list[str], float]:
     """Take TAKEN messages (acknowledging the first ACKED), inject ``fault``, and check
-    what the application sees; returns the texts handed out."""
+    what the application sees; returns the texts handed out and the seconds until the
+    loss was told."""
     errors: list[Exception] = []
     lost = threading.Event()
     connection = ConnectionFactory(url).create_connection()
@@ -148,8 +175,10 @@ def consume_then_fault(
     producer = session.create_producer(queue)
     connection.start()
     handed = [str(message.text) for message in take(consumer)]
+    fault_at = time.monotonic()
     fault()
     assert lost.wait(timeout), f"the loss was not reported within {timeout} s"
+    told = time.monotonic() - fault_at
     assert isinstance(errors[0], jmslike.ConnectionFailedError), errors
     # Nothing of what the lost connection had buffered is handed out: every call raises.
     for _ in range(3):
@@ -158,7 +187,7 @@ def consume_then_fault(
     with pytest.raises(jmslike.ConnectionFailedError):
         producer.send(session.create_text_message("after the loss"))
     connection.close()  # does not raise on a lost connection
-    return handed
+    return handed, told
 
 
 @pytest.mark.parametrize("relay_for", CASES, indirect=True)
@@ -168,8 +197,10 @@ def test_connection_cut_while_receiving(relay_for) -> None:
     url, direct, relay = relay_for
     queue = f"queue://faults-cut-{uuid.uuid4().hex[:8]}"
     sent = send_groups(direct, queue)
-    handed = consume_then_fault(url, queue, relay.cut, timeout=10.0)
-    check_after_loss(url, queue, sent, handed)
+    handed, told = consume_then_fault(url, queue, relay.cut, timeout=10.0)
+    check_after_loss(
+        url, queue, sent, handed, report=("connection cut while receiving", relay.name, told)
+    )
 
 
 @pytest.mark.parametrize("relay_for", CASES, indirect=True)
@@ -179,9 +210,15 @@ def test_connection_stalled_while_receiving(relay_for) -> None:
     url, direct, relay = relay_for
     queue = f"queue://faults-stall-{uuid.uuid4().hex[:8]}"
     sent = send_groups(direct, queue)
-    handed = consume_then_fault(keepalive(url), queue, relay.stall, timeout=20.0)
+    handed, told = consume_then_fault(keepalive(url), queue, relay.stall, timeout=20.0)
     relay.cut()  # the broker side of the stalled connection goes too (as it would in time)
-    check_after_loss(url, queue, sent, handed)
+    check_after_loss(
+        url,
+        queue,
+        sent,
+        handed,
+        report=("stalled while receiving (keep-alives 1-2 s)", relay.name, told),
+    )
 
 
 SLOW_RATE = 32 * 1024
@@ -231,8 +268,10 @@ def test_half_closed_while_receiving(relay_for: tuple[str, str, Relay]) -> None:
     url, direct, relay = relay_for
     queue = f"queue://faults-half-{uuid.uuid4().hex[:8]}"
     sent = send_groups(direct, queue)
-    handed = consume_then_fault(url, queue, relay.half_close, timeout=10.0)
-    check_after_loss(url, queue, sent, handed)
+    handed, told = consume_then_fault(url, queue, relay.half_close, timeout=10.0)
+    check_after_loss(
+        url, queue, sent, handed, report=("half-closed while receiving", relay.name, told)
+    )
 
 
 SEND_TIMEOUT = 2.0
@@ -315,8 +354,11 @@ def send_through_fault(
     return [t for t, exc in outcomes if exc is None], [t for t, _exc in failed]
 
 
-def check_sends(url: str, queue: str, returned: list[str], raised: list[str]) -> None:
-    """Every send that returned is stored, once; one that raised at most once; no other."""
+def check_sends(
+    url: str, queue: str, returned: list[str], raised: list[str], report: tuple[str, str]
+) -> None:
+    """Every send that returned is stored, once; one that raised at most once; no other.
+    ``report``: (scenario, case) for the fault report."""
     got: list[str] = []
     with ConnectionFactory(url).create_connection() as connection:
         session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -327,6 +369,17 @@ def check_sends(url: str, queue: str, returned: list[str], raised: list[str]) ->
             got.append(str(message.text))
             message.acknowledge()
     lost = [t for t in returned if t not in got]
+    record(
+        *report,
+        sent=len(returned) + len(raised),
+        confirmed=len(returned),
+        raised=len(raised),
+        raised_but_stored=len(set(raised) & set(got)),
+        processed=len(set(got)),
+        lost=len(lost),
+        unflagged_duplicates=len(got) - len(set(got)),
+        misordered=0,
+    )
     assert not lost, f"sends that returned, never stored: {lost}; got {got}"
     twice = sorted({t for t in got if got.count(t) > 1})
     assert not twice, f"stored twice: {twice}"
@@ -344,7 +397,7 @@ def test_stalled_while_sending(relay_for: tuple[str, str, Relay]) -> None:
     returned, raised = send_through_fault(
         url, queue, relay.stall, stalled=SEND_TIMEOUT + 1.0, then=relay.cut
     )
-    check_sends(direct, queue, returned, raised)
+    check_sends(direct, queue, returned, raised, ("stalled while sending", relay.name))
 
 
 @pytest.mark.parametrize("relay_for", CASES, indirect=True)
@@ -355,7 +408,7 @@ def test_half_closed_while_sending(relay_for: tuple[str, str, Relay]) -> None:
     url, direct, relay = relay_for
     queue = f"queue://faults-half-send-{uuid.uuid4().hex[:8]}"
     returned, raised = send_through_fault(url, queue, relay.half_close)
-    check_sends(direct, queue, returned, raised)
+    check_sends(direct, queue, returned, raised, ("half-closed while sending", relay.name))
 
 
 STOMP_CASES = [case for case in CASES if str(case.id).endswith("-stomp")]
