@@ -226,16 +226,7 @@ def test_no_password_in_logs_errors_reprs_config_or_spans(
     queue = f"queue://secrets-{uuid.uuid4().hex[:8]}"
     try:
         factory = jmslike.ConnectionFactory(url, request_timeout=10.0)
-        with factory.create_connection() as connection:
-            session = connection.create_session()
-            producer = session.create_producer(queue)
-            producer.send(session.create_text_message("hello"))
-            consumer = session.create_consumer(queue)
-            connection.start()
-            message = consumer.receive(timeout=10.0)
-            assert isinstance(message, jmslike.TextMessage) and message.text == "hello"
-            texts += [repr(o) for o in (factory, connection, session, producer, consumer)]
-            texts += [repr(message), str(connection.capabilities)]
+        texts += _round_trip(factory, queue)
 
         # A wrong password: refused by the brokers that check one.
         wrong = _with_password(url.partition("?")[0], user, WRONG)
@@ -275,8 +266,9 @@ def _management_url(case: str, user: str, password: str) -> str:
 
 
 def _round_trip(factory: jmslike.ConnectionFactory, queue: str) -> list[str]:
-    """Send and receive one message on ``queue`` (a strictly ordered one: Artemis and
-    RabbitMQ declare it through the management API); the reprs of what was used."""
+    """Send and receive one message on ``queue`` (the management test passes a strictly
+    ordered one: Artemis and RabbitMQ declare it through the management API); the reprs
+    of what was used."""
     with factory.create_connection() as connection:
         session = connection.create_session()
         producer = session.create_producer(queue)
@@ -286,6 +278,7 @@ def _round_trip(factory: jmslike.ConnectionFactory, queue: str) -> list[str]:
         message = consumer.receive(timeout=10.0)
         assert isinstance(message, jmslike.TextMessage) and message.text == "hello"
         shown = [repr(o) for o in (factory, connection, session, producer, consumer)]
+        shown.append(str(connection.capabilities))
         return [*shown, repr(message), repr(factory.settings), repr(factory.url)]
 
 
