@@ -41,6 +41,9 @@ TESTS = [
 COLUMNS = [
     ("case", "broker x protocol"),
     ("sent", "sent"),
+    ("confirmed", "confirmed"),
+    ("raised", "send raised"),
+    ("raised_but_stored", "raised, stored anyway"),
     ("processed", "processed"),
     ("lost", "lost"),
     ("unflagged_duplicates", "unflagged duplicates"),
@@ -56,12 +59,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         by_scenario[row["scenario"]][row["case"]] = row
     out: list[str] = []
     for scenario in sorted(by_scenario):
+        rows = by_scenario[scenario]
+        # A column no row of the scenario has is left out (the sends' columns, say).
+        columns = [c for c in COLUMNS if any(c[0] in row for row in rows.values())]
         out += [f"**{scenario}**", ""]
-        out.append("| " + " | ".join(title for _key, title in COLUMNS) + " |")
-        out.append("| --- |" + " ---: |" * (len(COLUMNS) - 1))
-        for case in sorted(by_scenario[scenario]):
-            row = by_scenario[scenario][case]
-            out.append("| " + " | ".join(_cell(row.get(key)) for key, _title in COLUMNS) + " |")
+        out.append("| " + " | ".join(title for _key, title in columns) + " |")
+        out.append("| --- |" + " ---: |" * (len(columns) - 1))
+        for case in sorted(rows):
+            row = rows[case]
+            out.append("| " + " | ".join(_cell(row.get(key)) for key, _title in columns) + " |")
         out.append("")
     return "\n".join(out)
 
