@@ -65,9 +65,16 @@ def test_client_id_held_by_another_process_leaves_nothing_open(case: str) -> Non
 
             def attempt() -> None:
                 if case in REFUSED_BY_THE_BROKER:
-                    with pytest.raises(jmslike.InvalidClientIDError) as refused:
+                    # Refused: InvalidClientIDError naming the id, as the broker says; now
+                    # and then ActiveMQ over STOMP closes the socket before its ERROR frame
+                    # is read (seen in CI), and then all jmslike knows is that no CONNECTED
+                    # came: ConnectionFailedError. Either way nothing may stay open.
+                    with pytest.raises(
+                        (jmslike.InvalidClientIDError, jmslike.ConnectionFailedError)
+                    ) as refused:
                         factory.create_connection()
-                    assert client_id in str(refused.value)
+                    if isinstance(refused.value, jmslike.InvalidClientIDError):
+                        assert client_id in str(refused.value)
                 else:
                     factory.create_connection().close()
 
