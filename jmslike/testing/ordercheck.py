@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Findings", "check", "outcomes", "problems"]
+__all__ = ["Findings", "check", "group_of", "outcomes", "problems"]
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,11 @@ def check(records: Iterable[Mapping[str, Any]], sent: Sequence[str]) -> Findings
     ]
     firsts: dict[str, list[str]] = defaultdict(list)
     for record in sorted((c[0] for c in by_text.values()), key=lambda r: r["start"]):
-        firsts[_group(record["text"])].append(record["text"])
+        firsts[group_of(record["text"])].append(record["text"])
     misordered = {name: order for name, order in firsts.items() if order != sorted(order)}
     spans: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in done:
-        spans[_group(record["text"])].append(record)
+        spans[group_of(record["text"])].append(record)
     overlaps: list[str] = []
     for name, group_records in spans.items():
         for before, after in itertools.pairwise(group_records):
@@ -126,5 +126,6 @@ def outcomes(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return list(last.values())
 
 
-def _group(text: str) -> str:
+def group_of(text: str) -> str:
+    """The group of a logged text ``"<group>:<n>"``."""
     return text.rsplit(":", 1)[0]

@@ -44,7 +44,7 @@ from brokerenv import broker_url
 from faultreport import record
 
 from jmslike import ConnectionFactory, DeliveryMode
-from jmslike.testing.ordercheck import check, outcomes, problems
+from jmslike.testing.ordercheck import check, group_of, outcomes, problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -265,19 +265,15 @@ def taken_over_after(group: Fleet, victim: int, at: float) -> float | None:
     last_holder: dict[str, int] = {}
     for r in done:
         if r["start"] < at:
-            last_holder[_group_of(r["text"])] = r["pid"]
+            last_holder[group_of(r["text"])] = r["pid"]
     starts = [
         r["start"]
         for r in done
         if r["start"] >= at
         and r["pid"] != victim
-        and last_holder.get(_group_of(r["text"])) == victim
+        and last_holder.get(group_of(r["text"])) == victim
     ]
     return min(starts) - at if starts else None
-
-
-def _group_of(text: str) -> str:
-    return text.rsplit(":", 1)[0]
 
 
 def assert_kept(group: Fleet, sent: list[str], scenario: str = "", **figures: Any) -> None:
