@@ -41,7 +41,10 @@ jmslike and raw alternates from run to run, so drift on a shared machine hits bo
 
 jmslike-sent frames carry more headers than the raw ones (jmslike's type, message id,
 timestamp, ``persistent``), and that alone costs throughput on both the broker and
-stomp.py's parser: it is part of what the jmslike figures measure.
+stomp.py's parser: it is part of what the jmslike figures measure. The line "send / raw,
+jmslike's headers" sets raw stomp.py (pipelined, non-persistent) sending those same
+headers, made per message as jmslike makes them, beside jmslike: the same frames on the
+wire, so the ratio is jmslike's own cost alone.
 
 Broker URLs come from the environment (``JMSLIKE_TEST_<BROKER>_STOMP_URL``), else from
 ``.brokers/brokers.env`` (written by ``scripts/brokers.sh start``).
@@ -64,7 +67,7 @@ import statistics
 import time
 import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jmslike import DeliveryMode, Session
@@ -155,6 +158,8 @@ class Samples:
     raw_receive: list[float]
     raw_handoff: list[float]
     failures: list[str]
+    raw_jms_headers: list[float] = field(default_factory=list)
+    """Non-persistent pipelined sends carrying the headers jmslike's frames carry."""
 
 
 _REPORTED: set[str] = set()
@@ -238,6 +243,19 @@ def raw_block(
                     broker, q, k
                 ),
             )
+        delete_queue(broker, queue)
+    if not persistent:  # the same frames as jmslike's: what its extra headers cost
+        queue = fresh_queue("raw")
+        declare(broker, queue)
+        if _guarded(
+            samples,
+            samples.raw_jms_headers,
+            "raw pipelined, jmslike's headers, send",
+            broker,
+            queue,
+            lambda q=queue: raw_send(broker, q, count, False, False, jms_headers=True),
+        ):
+            drain(broker, queue)
         delete_queue(broker, queue)
 
 
@@ -347,6 +365,11 @@ def main(argv: list[str] | None = None) -> int:
             lines = [
                 ("send / raw pipelined", s.jms_send, s.raw_pipelined, not persistent),
                 ("send / raw sync (receipt each)", s.jms_send, s.raw_sync, persistent),
+                *(
+                    [("send / raw, jmslike's headers", s.jms_send, s.raw_jms_headers, True)]
+                    if not persistent
+                    else []
+                ),
                 ("recv CLIENT_ACK / raw ack in listener", s.jms_client, s.raw_receive, True),
                 ("recv CLIENT_ACK / raw hand-off + ack", s.jms_client, s.raw_handoff, True),
                 ("recv AUTO_ACK / raw ack in listener", s.jms_auto, s.raw_receive, True),

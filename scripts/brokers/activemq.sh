@@ -124,7 +124,7 @@ activemq_configure() {
       <transportConnector name="stomp" uri="stomp://127.0.0.1:@STOMP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
       <!-- transformer=jms: an AMQP message becomes a JMS message of its type for OpenWire
            consumers (the default, native, hands them a BytesMessage of raw AMQP bytes). -->
-      <transportConnector name="amqp" uri="amqp://127.0.0.1:@AMQP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms"/>
+      <transportConnector name="amqp" uri="amqp://127.0.0.1:@AMQP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms&amp;transport.wireFormat.idleTimeout=6000"/>
     </transportConnectors>
   </broker>
 </beans>

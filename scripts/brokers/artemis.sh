@@ -79,7 +79,7 @@ xml = open(path, encoding="utf-8").read()
 options = (
     'useEpoll=true;tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
     'amqpMinLargeMessageSize=102400;amqpCredits=1000;amqpLowCredits=300;'
-    'amqpDuplicateDetection=true;supportAdvisory=false;'
+    'amqpDuplicateDetection=true;amqpIdleTimeout=6000;supportAdvisory=false;'
     'suppressInternalManagementObjects=false'
 )
 acceptor = (

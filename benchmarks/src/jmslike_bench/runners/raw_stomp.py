@@ -72,6 +72,18 @@ class Broker:
             headers["destination-type"] = "ANYCAST"
         return headers
 
+    def jms_headers(self, persistent: bool, index: int) -> dict[str, str]:
+        """What jmslike's codec adds to a TextMessage's SEND on this broker: a message id,
+        the sender's timestamp (RabbitMQ stamps ``timestamp`` itself, so jmslike's header)
+        and, except on RabbitMQ, an explicit ``persistent``."""
+        headers = self.send_headers(persistent)
+        headers["jmslikeMessageID"] = f"ID:raw:{index}"
+        stamp = "jmslikeTimestamp" if self.name == "rabbitmq" else "timestamp"
+        headers[stamp] = str(int(time.time() * 1000))
+        if not persistent and self.name != "rabbitmq":
+            headers["persistent"] = "false"
+        return headers
+
     def subscribe_headers(self) -> dict[str, str]:
         # As jmslike_stomp's Dialect.prefetch_headers writes them.
         if self.name == "activemq":
@@ -155,9 +167,12 @@ def raw_send(
     sync: bool,
     body: str = BODY,
     groups: int = 0,
+    jms_headers: bool = False,
 ) -> float:
     """msg/s: pipelined (receipt on the last message) or sync (receipt on every one);
-    with ``groups``, round-robin ``JMSXGroupID`` headers."""
+    with ``groups``, round-robin ``JMSXGroupID`` headers; with ``jms_headers``, the
+    per-message headers jmslike's frames carry (``Broker.jms_headers``), made as it makes
+    them, for each message."""
     destination = broker.destination(queue)
     plain = broker.send_headers(persistent)
     grouped = [{**plain, "JMSXGroupID": f"group-{g}"} for g in range(groups)]
@@ -165,6 +180,8 @@ def raw_send(
         started = time.perf_counter()
         for index in range(count):
             headers = grouped[index % groups] if groups else plain
+            if jms_headers:
+                headers = broker.jms_headers(persistent, index)
             if sync or index == count - 1:
                 receipt = f"s{index}"
                 event = listener.expect(receipt)
