@@ -44,6 +44,8 @@ import stomp
 import stomp.exception
 import stomp.utils
 
+from jmslike.spi.tcp import quick_ack
+
 __all__ = [
     "RECV_BYTES",
     "Wire",
@@ -281,6 +283,7 @@ class Wire:
             if sock is None:
                 raise OSError("socket closed")
             chunk = sock.recv(RECV_BYTES)
+            quick_ack(sock)
         except (TimeoutError, BlockingIOError):
             return
         except OSError as exc:
