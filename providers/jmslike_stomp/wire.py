@@ -31,6 +31,7 @@ as stomp.py made it: slower, never wrong.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import re
@@ -43,8 +44,6 @@ from typing import Any
 import stomp
 import stomp.exception
 import stomp.utils
-
-from jmslike.spi.tcp import quick_ack
 
 __all__ = [
     "RECV_BYTES",
@@ -186,6 +185,22 @@ def split_frames(buffer: bytes) -> tuple[list[ParsedFrame], bytes, bool]:
     return frames, buffer[pos:], beat
 
 
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _quick_ack(sock: Any) -> None:
+    """Have the kernel acknowledge what came in at once. ActiveMQ Classic leaves Nagle's
+    algorithm on at its end (its connector's ``tcpNoDelay``): a RECEIPT it writes while
+    its MESSAGE frames are still unacknowledged at the TCP level waits for the client's
+    delayed acknowledgement, up to 40 ms on Linux, so CLIENT_ACKNOWLEDGE (whose
+    ``acknowledge()`` waits for the RECEIPT) made 50 msg/s there (docs/performance.md).
+    Linux clears ``TCP_QUICKACK`` again as it sees fit: it is set after every read.
+    Elsewhere, or on a socket that is not TCP, this does nothing."""
+    if _QUICKACK is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+
 def _set_no_delay(sock: Any) -> None:
     """Frames go out when written. stomp.py leaves Nagle's algorithm on: a small frame
     written while the previous one is unacknowledged waits for the peer's delayed TCP
@@ -283,7 +298,7 @@ class Wire:
             if sock is None:
                 raise OSError("socket closed")
             chunk = sock.recv(RECV_BYTES)
-            quick_ack(sock)
+            _quick_ack(sock)
         except (TimeoutError, BlockingIOError):
             return
         except OSError as exc:

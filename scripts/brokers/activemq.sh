@@ -123,7 +123,9 @@ activemq_configure() {
       <transportConnector name="openwire" uri="tcp://127.0.0.1:@OPENWIRE@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
       <transportConnector name="stomp" uri="stomp://127.0.0.1:@STOMP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600"/>
       <!-- transformer=jms: an AMQP message becomes a JMS message of its type for OpenWire
-           consumers (the default, native, hands them a BytesMessage of raw AMQP bytes). -->
+           consumers (the default, native, hands them a BytesMessage of raw AMQP bytes).
+           idleTimeout 6 s (default 30 s): a frozen AMQP client is dropped, and its groups
+           move, within the tests' 10 s freeze (test_partitions_processes.py). -->
       <transportConnector name="amqp" uri="amqp://127.0.0.1:@AMQP@?maximumConnections=1000&amp;wireFormat.maxFrameSize=104857600&amp;transport.transformer=jms&amp;transport.wireFormat.idleTimeout=6000"/>
     </transportConnectors>
   </broker>

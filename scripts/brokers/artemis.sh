@@ -76,6 +76,8 @@ artemis_acceptors() {
 import re, sys
 path, keystore, port, tls_port = sys.argv[1:5]
 xml = open(path, encoding="utf-8").read()
+# amqpIdleTimeout 6 s (default 60 s): a frozen AMQP client is dropped, and its groups
+# move, within the tests' 10 s freeze (test_partitions_processes.py).
 options = (
     'useEpoll=true;tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;'
     'amqpMinLargeMessageSize=102400;amqpCredits=1000;amqpLowCredits=300;'
