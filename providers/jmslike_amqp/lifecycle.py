@@ -527,18 +527,22 @@ class ConnectionLifecycle(CallQueue):
         except Exception:
             log.exception("AMQP %s: re-attaching link %s failed", self.address, handle.name)
 
-    def _let_go(self, link: Link) -> None:
+    def _let_go(self, link: Link, *, free: bool = True) -> None:
         """Both ends have closed ``link``: drop what refers to it, here on the connection's
-        thread. Deliveries never settled went back to the broker with the link."""
+        thread. Deliveries never settled went back to the broker with the link.
+
+        Proton keeps a closed link (and the record behind its Python wrapper) until it
+        is freed or its connection is: a service replying to a new temporary queue per
+        request grew by a sender link each time (2 KiB of RSS on Artemis), and a
+        connection by a receiver link per consumer closed (docs/reliability.md, Soak).
+        ``free=False`` where events of the link may still wait in the collector (the
+        broker's close read in the same batch as deliveries not yet handed out): those
+        must not meet a freed link, so such a link stays until the connection goes."""
         handle = self._handles.pop(Driver.key_of(link), None)
         if handle is not None:
             handle._release()
-        # Proton keeps a closed link (and the record behind its Python wrapper) until it
-        # is freed or its connection is: a service replying to a new temporary queue per
-        # request grew by a sender link each time (2 KiB of RSS on Artemis), and a
-        # connection by a receiver link per consumer closed (docs/reliability.md, Soak).
-        # Nothing here touches the link again: its handle has just let go of it.
-        link.free()
+        if free:
+            link.free()
 
     def close(self) -> None:
         """Close the connection and let its thread end: once the broker has answered the

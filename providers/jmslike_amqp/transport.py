@@ -482,7 +482,7 @@ class AmqpTransport(ConnectionLifecycle):
             else:
                 link.close()
             if link.state & _REMOTE_CLOSED:
-                self._let_go(link)
+                self._let_go(link, free=False)
             return answered
 
         if handle.is_sender:

@@ -193,11 +193,19 @@ def fleet(
     (jmslike reconnects by itself; else the loss ends the connection for good)."""
     url = case_url(case)
     if heartbeat_ms:
-        # Heart-beats (STOMP) or the idle timeout (AMQP): the broker notices a frozen
-        # process after a few missed ones, closes its connections and hands what it
-        # held (partitions, or the groups it pinned) to another consumer.
-        setting = "heartbeat" if case.endswith("stomp") else "idleTimeout"
-        url += ("&" if "?" in url else "?") + f"{setting}={heartbeat_ms}"
+        if case.endswith("stomp"):
+            # Heart-beats: the broker notices a frozen process after a few missed ones,
+            # closes its connections and hands what it held (partitions, or the groups
+            # it pinned) to another consumer.
+            url += ("&" if "?" in url else "?") + f"heartbeat={heartbeat_ms}"
+        else:
+            # Over AMQP the broker's own idle timeout notices a frozen process (6 s on
+            # the test brokers, none on RabbitMQ); the URL's is how long a process
+            # waits for a silent broker, which ends a woken process's connection on
+            # RabbitMQ. Not under 5 s: with 2 s, a healthy process on the loaded CI
+            # machine once lost its connection (local-idle-timeout expired) and its
+            # partitions stalled.
+            url += ("&" if "?" in url else "?") + f"idleTimeout={max(heartbeat_ms, 5000)}"
     if failover:
         base, _, query = url.partition("?")
         url = f"failover:({base})?" + (f"{query}&" if query else "")
