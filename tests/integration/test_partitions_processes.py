@@ -197,7 +197,7 @@ def fleet(
             # Heart-beats: the broker notices a frozen process after a few missed ones,
             # closes its connections and hands what it held (partitions, or the groups
             # it pinned) to another consumer.
-            url += ("&" if "?" in url else "?") + f"heartbeat={heartbeat_ms}"
+            setting = f"heartbeat={heartbeat_ms}"
         else:
             # Over AMQP the broker's own idle timeout notices a frozen process (6 s on
             # the test brokers, none on RabbitMQ); the URL's is how long a process
@@ -205,7 +205,8 @@ def fleet(
             # RabbitMQ. Not under 5 s: with 2 s, a healthy process on the loaded CI
             # machine once lost its connection (local-idle-timeout expired) and its
             # partitions stalled.
-            url += ("&" if "?" in url else "?") + f"idleTimeout={max(heartbeat_ms, 5000)}"
+            setting = f"idleTimeout={max(heartbeat_ms, 5000)}"
+        url += ("&" if "?" in url else "?") + setting
     if failover:
         base, _, query = url.partition("?")
         url = f"failover:({base})?" + (f"{query}&" if query else "")

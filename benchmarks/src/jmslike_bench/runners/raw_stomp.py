@@ -179,9 +179,10 @@ def raw_send(
     with raw_connection(broker) as (conn, listener):
         started = time.perf_counter()
         for index in range(count):
-            headers = grouped[index % groups] if groups else plain
             if jms_headers:
                 headers = broker.jms_headers(persistent, index)
+            else:
+                headers = grouped[index % groups] if groups else plain
             if sync or index == count - 1:
                 receipt = f"s{index}"
                 event = listener.expect(receipt)
