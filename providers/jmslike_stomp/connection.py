@@ -84,6 +84,7 @@ class StompConnection(ProviderConnection):
         self.dialect: Dialect = dialect_for(self.transport.server)
         if self.dialect.tcp_no_delay:
             self.transport.set_no_delay()
+        self.transport.set_quick_ack(self.dialect.quick_ack)
         management_url = settings.extra.get("managementUrl")
         self.management = (
             ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
@@ -144,11 +145,11 @@ class StompConnection(ProviderConnection):
         no_delay: bool | None = None,
     ) -> StompTransport:
         """A transport; ``no_delay`` None: as the broker's dialect says, once it is known."""
+        dialect: Dialect | None = getattr(self, "dialect", None)
         if no_delay is None:
-            dialect: Dialect | None = getattr(self, "dialect", None)
             no_delay = dialect is not None and dialect.tcp_no_delay
         options = _options(self.url, self.settings)
-        return StompTransport(
+        transport = StompTransport(
             self.url,
             self._user,
             self._password,
@@ -162,6 +163,9 @@ class StompConnection(ProviderConnection):
             ssl_ca_file=options.tls.ca_file,
             no_delay=no_delay,
         )
+        if dialect is not None:
+            transport.set_quick_ack(dialect.quick_ack)
+        return transport
 
     def _lost(self) -> None:
         for consumer in list(self.consumers):

@@ -222,6 +222,9 @@ class StompTransport:
         """``TCP_NODELAY`` on the socket (jmslike's frame writing only; see wire.py). Off
         until the broker is known (:meth:`set_no_delay`), as stomp.py leaves it."""
         self._wire: Wire | None = None
+        self._quick_ack = True
+        """``TCP_QUICKACK`` after every read (wire.py); off once the broker is known not to
+        need it (:meth:`set_quick_ack`)."""
         self._ssl_ca_file = ssl_ca_file
         """``stomp+ssl://``: the CA file to trust (None: the system's)."""
         self.address = ",".join(f"{m.host}:{m.port or 61613}" for m in members)
@@ -282,6 +285,8 @@ class StompTransport:
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
         wire = self._wire = install(conn, link.on_message, no_delay=self._no_delay)
+        if wire is not None:
+            wire.quick_ack = self._quick_ack
         if wire is None:  # stomp.py writes, under its own lock
             _plain_send_lock(conn)
         self._connect_refusal = ""
@@ -632,6 +637,12 @@ class StompTransport:
         self._no_delay = True
         if self._wire is not None:
             self._wire.set_no_delay()
+
+    def set_quick_ack(self, on: bool) -> None:
+        """``TCP_QUICKACK`` after every read, or not, on this socket and the reconnects'."""
+        self._quick_ack = on
+        if self._wire is not None:
+            self._wire.quick_ack = on
 
     def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
         self._subscribe_headers.pop(sub_id, None)

@@ -220,6 +220,9 @@ class Wire:
     ) -> None:
         self._conn = conn
         self._no_delay = no_delay
+        self.quick_ack = True
+        """Set ``TCP_QUICKACK`` after every read (:func:`_quick_ack`): the connection turns
+        it off once CONNECTED names a broker that does not need it."""
         self._transport: Any = conn.transport
         self._on_message = on_message
         self._buffer = b""
@@ -298,7 +301,8 @@ class Wire:
             if sock is None:
                 raise OSError("socket closed")
             chunk = sock.recv(RECV_BYTES)
-            _quick_ack(sock)
+            if self.quick_ack:
+                _quick_ack(sock)
         except (TimeoutError, BlockingIOError):
             return
         except OSError as exc:
