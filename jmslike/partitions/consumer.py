@@ -374,17 +374,45 @@ class PartitionedConsumer(ProviderConsumer):
     # ------------------------------------------------------------------ close
     def lost(self) -> None:
         """The connection is lost for good: this consumer can take nothing more, so it
-        leaves, and its partitions go to the live processes (the broker gave back what
-        it held when the connection dropped). Its own heart-beats come from another
-        connection, which may well be alive: without this, they would keep its share."""
+        leaves, and its partitions go to the live processes. Its own heart-beats come
+        from another connection, which may well be alive: without this, they would keep
+        its share.
+
+        Its partitions' broker consumers are closed first, on a thread of their own
+        (closing waits for the broker; this may run on a provider's thread). Where the
+        broker gave back what they held when the connection dropped, that is all there
+        is to it. But a partition's consumer may have a connection of its own (RabbitMQ
+        over AMQP 1.0, jmslike_amqp/consumer.py), which outlives the lost one: left
+        open, it kept the partition's single active consumer in this process, and the
+        new owner's standby waited until the process closed its connection (1,836 of
+        2,000 processed after 150 s, test_groups_kept_when_a_process_freezes, where a
+        process woke from a freeze to a local idle timeout on its main connection)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            parts = list(self._parts.values())
             self._parts.clear()
             self._surplus.clear()
             self._tokens.clear()
-        self._coordinator.unregister(self)
+        threading.Thread(
+            target=self._let_go,
+            args=(parts,),
+            name=f"jmslike-partitions-lost-{self.id}",
+            daemon=True,
+        ).start()
+
+    def _let_go(self, parts: list[_Part]) -> None:
+        """After :meth:`lost`: close what the partitions still hold (what they had not
+        finished comes again, flagged redelivered), then leave the group."""
+        try:
+            for part in parts:
+                try:
+                    self._close_part(part, [], [])
+                except JMSException as exc:
+                    log.debug("partition %s of a lost consumer: %s", part.index, exc)
+        finally:
+            self._coordinator.unregister(self)
 
     def close(self, delivered: Sequence[Any], undelivered: Sequence[Any]) -> None:
         with self._lock:

@@ -205,6 +205,12 @@ class ConnectionLifecycle(CallQueue):
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address} is closed"))
             self._forget_links()
 
+    @property
+    def gone(self) -> bool:
+        """The connection is lost for good, or closing: nothing sent on it will reach the
+        broker again, so a transaction open on it can never be committed."""
+        return self._closing
+
     def _reconnecting(self) -> bool:
         """A connection that was open is lost, and the policy says to make it again."""
         return (
