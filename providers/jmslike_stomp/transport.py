@@ -284,9 +284,9 @@ class StompTransport:
                 )
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
-        wire = self._wire = install(conn, link.on_message, no_delay=self._no_delay)
-        if wire is not None:
-            wire.quick_ack = self._quick_ack
+        wire = self._wire = install(
+            conn, link.on_message, no_delay=self._no_delay, quick_ack=self._quick_ack
+        )
         if wire is None:  # stomp.py writes, under its own lock
             _plain_send_lock(conn)
         self._connect_refusal = ""

@@ -216,11 +216,16 @@ class Wire:
     """The reading and writing paths of one stomp.py connection (see the module)."""
 
     def __init__(
-        self, conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = False
+        self,
+        conn: stomp.Connection12,
+        on_message: Callable[[Any], None],
+        *,
+        no_delay: bool = False,
+        quick_ack: bool = True,
     ) -> None:
         self._conn = conn
         self._no_delay = no_delay
-        self.quick_ack = True
+        self.quick_ack = quick_ack
         """Set ``TCP_QUICKACK`` after every read (:func:`_quick_ack`): the connection turns
         it off once CONNECTED names a broker that does not need it."""
         self._transport: Any = conn.transport
@@ -332,11 +337,16 @@ class Wire:
 
 
 def install(
-    conn: stomp.Connection12, on_message: Callable[[Any], None], *, no_delay: bool = False
+    conn: stomp.Connection12,
+    on_message: Callable[[Any], None],
+    *,
+    no_delay: bool = False,
+    quick_ack: bool = True,
 ) -> Wire | None:
     """Put a :class:`Wire` on ``conn`` before it connects; None (and stomp.py's own paths
     kept) where its transport is not the kind this module knows. ``no_delay``: set
-    ``TCP_NODELAY`` on the socket (see :func:`_set_no_delay`)."""
+    ``TCP_NODELAY`` on the socket (see :func:`_set_no_delay`); ``quick_ack``: set
+    ``TCP_QUICKACK`` after every read (see :func:`_quick_ack`)."""
     transport: Any = getattr(conn, "transport", None)
     known = (
         transport is not None
@@ -349,7 +359,7 @@ def install(
     if not known:
         log.debug("stomp.py %s: its own frame paths kept", getattr(stomp, "__version__", "?"))
         return None
-    wire = Wire(conn, on_message, no_delay=no_delay)
+    wire = Wire(conn, on_message, no_delay=no_delay, quick_ack=quick_ack)
     setattr(transport, _READ, wire.read_frames)
     transport.send = wire.send
     return wire

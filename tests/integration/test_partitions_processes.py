@@ -203,8 +203,9 @@ def fleet(
             # the test brokers, none on RabbitMQ); the URL's is how long a process
             # waits for a silent broker, which ends a woken process's connection on
             # RabbitMQ. Not under 5 s: with 2 s, a healthy process on the loaded CI
-            # machine once lost its connection (local-idle-timeout expired) and its
-            # partitions stalled.
+            # machine once lost its connection (local-idle-timeout expired). (The
+            # partitions that then stalled were jmslike's doing, fixed since:
+            # PartitionedConsumer.lost, docs/partitions.md.)
             setting = f"idleTimeout={max(heartbeat_ms, 5000)}"
         url += ("&" if "?" in url else "?") + setting
     if failover:
