@@ -4,6 +4,7 @@
 it, as networks and broker restarts do:
 
 * ``cut()``: close both sides at once (a broker restart, a reset connection);
+  ``cut_one(index)`` does it to one connection only (the others stay up);
 * ``stall()`` / ``resume()``: stop moving bytes with both sockets left open (a frozen
   peer, a black-holed route); only heart-beats or idle timeouts can notice it;
 * ``half_close()``: shut the broker-to-client direction only (the client reads EOF while
@@ -86,12 +87,24 @@ class Relay:
         the stall is lifted (new connections then flow), never the other way round."""
         with self._lock:
             pairs, self._pairs = self._pairs, []
+        self._drop(pairs)
+        self._flowing.set()
+
+    def cut_one(self, index: int) -> None:
+        """Drop one connection, both ways: the ``index``-th of those the relay holds, in
+        the order it accepted them (0: the oldest). A client with several connections to
+        one broker loses that one; the others stay up."""
+        with self._lock:
+            pair = self._pairs.pop(index)
+        self._drop([pair])
+
+    @staticmethod
+    def _drop(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
         for pair in pairs:
             for s in pair:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
                 s.close()
-        self._flowing.set()
 
     def stall(self) -> None:
         """Stop forwarding; the sockets stay open and bytes wait (until resume or cut)."""

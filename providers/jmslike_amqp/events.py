@@ -29,6 +29,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     JMSException,
     JMSSecurityError,
+    MessageFormatError,
 )
 from jmslike.spi.diagnose import inequivalent_note, wrong_port_hint
 from jmslike_amqp.codec import IncomingMessage
@@ -301,8 +302,15 @@ class Events:
             return
         if not pn_delivery_readable(pointer) or pn_delivery_partial(pointer):
             return
+        payload = link.recv(pn_delivery_pending(pointer))
+        if not payload:
+            # AMQP 1.0 (3.2) gives every message a body section; Proton hands an empty
+            # transfer over as None, which its decoder took for a TypeError.
+            raise MessageFormatError(
+                f"AMQP delivery on link {handle.name} carried no message (an empty payload)"
+            )
         message = IncomingMessage()
-        message.decode(link.recv(pn_delivery_pending(pointer)))
+        message.decode(payload)
         link.advance()
         callback = handle._on_message
         if callback is None:

@@ -197,7 +197,10 @@ class ConnectionLifecycle(CallQueue):
                         )
                     )
         except Exception as exc:  # the loop must report, not die silently
-            log.exception("AMQP connection thread for %s stopped", self.address)
+            if isinstance(exc, JMSException):  # raised on purpose, its reason in its text
+                log.error("AMQP connection to %s given up: %s", self.address, exc)
+            else:
+                log.exception("AMQP connection thread for %s stopped", self.address)
             self._reconnect = Reconnect()
             self._fail(ConnectionFailedError(f"AMQP connection to {self.address}: {exc}"))
         finally:

@@ -221,11 +221,15 @@ class StompConsumer(ProviderConsumer):
             return
         for token in undelivered:
             self.unfinished.pop(id(token), None)
-        if self._session.transacted and self.unfinished:
+        if self._session.transacted and self.unfinished and not self._session.transport.lost:
             # Its messages belong to the transaction now (ORD-10): an UNSUBSCRIBE would
             # hand them to other consumers before the commit could consume them. (With
             # none of its messages in the transaction it goes at once: a partition handed
-            # over after its last commit must not wait for a commit that may never come.)
+            # over after its last commit must not wait for a commit that may never come.
+            # Nor when the session's connection is lost for good: its transaction can
+            # never end, and a consumer with a connection of its own (RabbitMQ) kept
+            # that connection, and so its partition's single active consumer, as long
+            # as the process lived: tests/integration/test_partitions_lost_connection.py.)
             self._session.zombies.append(self)
             return
         self.detach([*delivered, *undelivered])

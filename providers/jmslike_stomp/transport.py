@@ -259,6 +259,10 @@ class StompTransport:
         self.server = ""
         self.closing = False
         self.connected = False
+        self.lost = False
+        """The connection was lost for good (no failover, or it gave up reconnecting):
+        nothing sent on it reaches the broker again, so a transaction open on it can
+        never be committed."""
         self._connect_refusal = ""
         self._last_error: JMSException | None = None
         self._errors = 0
@@ -442,6 +446,7 @@ class StompTransport:
                 target=self._reconnect_loop, name="jmslike-stomp-reconnect", daemon=True
             ).start()
             return
+        self.lost = True
         self._on_exception(
             ConnectionFailedError(f"STOMP connection to {self.address} was lost{self._why()}")
         )
@@ -475,6 +480,7 @@ class StompTransport:
             if self.on_reconnect is not None:
                 self.on_reconnect()
             return
+        self.lost = True
         self._back.set()
         if not self.closing:
             self._on_exception(

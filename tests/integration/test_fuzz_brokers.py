@@ -329,6 +329,7 @@ PROTOCOL_ERRORS = [
         id="amqp-unknown-performative",
     ),
     pytest.param(AmqpPayload(raw=b"AMQP\x00\x01\x00\x00garbage!"), id="amqp-header-again"),
+    pytest.param(AmqpPayload(delivery=b""), id="amqp-empty-delivery"),
 ]
 
 
@@ -349,6 +350,23 @@ def test_a_protocol_error_closes_the_connection(payload: StompPayload | AmqpPayl
     with broker:
         assert _exercise(broker, url, False, "protocol error") == "connection failed"
     assert not broker.errors
+
+
+def test_an_empty_amqp_delivery_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    """A transfer with no payload (every AMQP message has a body section): the error
+    says so, rather than Proton's "a bytes-like object is required, not 'NoneType'",
+    and it is logged as an error without a traceback."""
+    with FakeAmqpBroker(payload=AmqpPayload(delivery=b"")) as broker:
+        factory = jmslike.ConnectionFactory(_amqp_url(broker), request_timeout=2.0)
+        with factory.create_connection() as connection:
+            session = connection.create_session()
+            consumer = session.create_consumer(session.create_queue("fuzz"))
+            connection.start()
+            with pytest.raises(jmslike.ConnectionFailedError, match="empty payload"):
+                _timed("receive", lambda: consumer.receive(timeout=CALL_LIMIT / 2))
+    assert not broker.errors
+    told = [r for r in caplog.records if r.name == "jmslike.amqp" and "empty" in r.getMessage()]
+    assert told and all(r.levelno == logging.ERROR and not r.exc_info for r in told), told
 
 
 def test_close_returns_when_the_broker_never_answers_disconnect() -> None:
