@@ -199,6 +199,7 @@ class ConnectionLifecycle(CallQueue):
         except Exception as exc:  # the loop must report, not die silently
             if isinstance(exc, JMSException):  # raised on purpose, its reason in its text
                 log.error("AMQP connection to %s given up: %s", self.address, exc)
+                log.debug("where it was raised", exc_info=True)
             else:
                 log.exception("AMQP connection thread for %s stopped", self.address)
             self._reconnect = Reconnect()
