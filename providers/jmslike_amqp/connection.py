@@ -105,7 +105,7 @@ class AmqpConnection(ProviderConnection):
                 user,
                 password,
                 timeout=settings.request_timeout,
-                on_lost=on_exception,
+                on_lost=lambda error: self._transport_lost(cell[0], error),
                 ssl=first.scheme == "amqps",
                 ssl_ca_file=tls.ca_file,
                 ssl_verify_host=tls.verify_host,
@@ -359,6 +359,29 @@ class AmqpConnection(ProviderConnection):
         with self._lock:
             self._extra_transports.discard(transport)
         transport.close()
+
+    def _transport_lost(self, transport: AmqpTransport, error: JMSException) -> None:
+        """A transport is lost for good. When it is the connection's own, the consumers'
+        connections of their own (RabbitMQ's strictly ordered and partitioned queues)
+        are closed too: nothing can be acknowledged or committed through this connection
+        again, and closed, they give back at once what they hold and let a standby of
+        another process take over, where they would otherwise hold it until the
+        application closed the connection (tests/integration/test_faults.py)."""
+        if transport is self.transport:
+            with self._lock:
+                extra = list(self._extra_transports)
+            if extra:
+                threading.Thread(
+                    target=self._close_all, args=(extra,), name="jmslike-amqp-let-go", daemon=True
+                ).start()
+        self._on_exception(error)
+
+    def _close_all(self, transports: list[AmqpTransport]) -> None:
+        for transport in transports:
+            try:
+                self.close_transport(transport)
+            except JMSException as exc:
+                log.debug("AMQP %s: a consumer's connection: %s", transport.address, exc)
 
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,

@@ -156,7 +156,7 @@ class StompConnection(ProviderConnection):
             client_id=client_id,
             heartbeats=options.heartbeats,
             timeout=self.settings.request_timeout,
-            on_exception=self._on_exception,
+            on_exception=self._failed,
             reconnect=options.reconnect,
             on_reconnect=on_reconnect,
             on_lost=on_lost,
@@ -166,6 +166,27 @@ class StompConnection(ProviderConnection):
         if dialect is not None:
             transport.set_quick_ack(dialect.quick_ack)
         return transport
+
+    def _failed(self, exc: JMSException) -> None:
+        """A transport's error, for the application. Once the connection's own transport
+        is lost for good, nothing can be acknowledged or committed through it again, so
+        the consumers' connections of their own (RabbitMQ) are closed too: closed, they
+        give back at once what they hold, where they would otherwise hold it until the
+        application closes the connection (a consumer closed inside a transaction keeps
+        its connection for the commit, which can no longer come)."""
+        main = getattr(self, "transport", None)
+        if main is not None and main.lost and self._extra_transports:
+            threading.Thread(
+                target=self._close_extra, name="jmslike-stomp-let-go", daemon=True
+            ).start()
+        self._on_exception(exc)
+
+    def _close_extra(self) -> None:
+        for transport in list(self._extra_transports):
+            try:
+                self.close_transport(transport)
+            except JMSException as exc:
+                log.debug("STOMP %s: a consumer's connection: %s", transport.address, exc)
 
     def _lost(self) -> None:
         for consumer in list(self.consumers):

@@ -462,3 +462,85 @@ def test_stomp_acknowledge_waits_for_the_receipt(
         assert isinstance(outcome[0], jmslike.ConnectionFailedError), outcome
         connection.close()  # does not raise on a lost connection
         check_after_loss(url, queue, sent, handed)
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_a_consumer_closed_in_a_transaction_lets_go_when_its_connection_is_lost(
+    relay_for: tuple[str, str, Relay],
+) -> None:
+    """A consumer closed with a message in its session's transaction keeps it for the
+    commit (ORD-10). If the connection is then lost for good, that commit can never
+    come: the message goes back to the broker, for another consumer, at once, without
+    the application closing anything. On RabbitMQ over STOMP each consumer has a
+    connection of its own, which outlived the lost one and kept the message until the
+    application closed the connection; the relay cuts the application's connection only
+    (the first one it accepted), so that one stays up here too."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-zombie-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(direct, queue)
+    connection = ConnectionFactory(url).create_connection()
+    try:
+        session = connection.create_session(True, Session.SESSION_TRANSACTED)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        held = consumer.receive(5.0)
+        assert held is not None
+        consumer.close()
+        relay.cut_one(0)
+        got: list[str] = []
+        with ConnectionFactory(direct).create_connection() as other:
+            receiver = other.create_session().create_consumer(queue)
+            other.start()
+            deadline = time.monotonic() + 15.0
+            while len(got) < len(sent) and time.monotonic() < deadline:
+                message = receiver.receive(0.5)
+                if message is not None:
+                    got.append(message.text or "")
+        assert sorted(got) == sorted(sent), (
+            f"{len(got)} of {len(sent)} came back within 15 s; {held.text} was held"
+        )
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_a_strict_standby_takes_over_when_the_holders_connection_is_lost(
+    relay_for: tuple[str, str, Relay],
+) -> None:
+    """ORD-18: the active consumer of a strictly ordered queue (transacted, a message
+    taken and not committed) loses its application's connection; the standby of another
+    connection must take over at once, from the first message, in order. On RabbitMQ the
+    active consumer has a connection of its own, which the relay leaves up (it cuts the
+    first connection it accepted only): left open, it kept the queue's single active
+    consumer, and the standby got nothing in 15 s, over STOMP and AMQP alike."""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-strict-{uuid.uuid4().hex[:8]}"
+    settings = {"strictly_ordered": queue}
+    sent = [str(n) for n in range(10)]
+    with ConnectionFactory(direct, **settings).create_connection() as producing:
+        session = producing.create_session()
+        producer = session.create_producer(queue)
+        for text in sent:
+            producer.send(session.create_text_message(text))
+    holder = ConnectionFactory(url, **settings).create_connection()
+    standby = ConnectionFactory(direct, **settings).create_connection()
+    try:
+        session = holder.create_session(True, Session.SESSION_TRANSACTED)
+        consumer = session.create_consumer(queue)
+        holder.start()
+        first = consumer.receive(5.0)
+        assert first is not None and first.text == "0"
+        waiting = standby.create_session().create_consumer(queue)
+        standby.start()
+        assert waiting.receive(1.0) is None, "the standby took a message from the holder"
+        relay.cut_one(0)
+        got: list[str] = []
+        deadline = time.monotonic() + 15.0
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            message = waiting.receive(0.5)
+            if message is not None:
+                got.append(message.text or "")
+        assert got == sent, f"the standby got {got} in 15 s"
+    finally:
+        holder.close()
+        standby.close()

@@ -24,6 +24,7 @@ in 30 s on RabbitMQ over AMQP; over STOMP, before its fix, 20 of 40.
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -98,6 +99,14 @@ def test_a_lost_connection_lets_its_partitions_go(case: str) -> None:
         for connection in (a, b):
             if connection is not None:
                 connection.close()
+        # The lost consumer leaves its consumer group on a thread of its own (closing
+        # its heart-beat connection, which goes through the relay too): let it finish,
+        # so that closing the relay does not cut that connection under it.
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and any(
+            thread.name.startswith("jmslike-partitions-lost-") for thread in threading.enumerate()
+        ):
+            time.sleep(0.1)
         relay.close()
         delete_rabbitmq_queues(case, queue)
 
