@@ -10,7 +10,6 @@ never confirms, and tells its sessions and consumers when it is lost and back.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -367,17 +366,17 @@ class AmqpConnection(ProviderConnection):
         again, and closed, they give back at once what they hold and let a standby of
         another process take over, where they would otherwise hold it until the
         application closed the connection (tests/integration/test_faults.py)."""
-        if transport is self.transport:
-            with self._lock:
-                extra = list(self._extra_transports)
-            if extra:
-                threading.Thread(
-                    target=self._close_all, args=(extra,), name="jmslike-amqp-let-go", daemon=True
-                ).start()
+        if transport is self.transport and self._extra_transports:
+            threading.Thread(
+                target=self._close_extra, name="jmslike-amqp-let-go", daemon=True
+            ).start()
         self._on_exception(error)
 
-    def _close_all(self, transports: list[AmqpTransport]) -> None:
-        for transport in transports:
+    def _close_extra(self) -> None:
+        """Close the connections opened for consumers (close, or a loss for good)."""
+        with self._lock:
+            extra = list(self._extra_transports)
+        for transport in extra:
             try:
                 self.close_transport(transport)
             except JMSException as exc:
@@ -428,9 +427,7 @@ class AmqpConnection(ProviderConnection):
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self._temporary)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
-        for transport in list(self._extra_transports):
-            with contextlib.suppress(JMSException):
-                self.close_transport(transport)
+        self._close_extra()
         self.transport.close()
 
 

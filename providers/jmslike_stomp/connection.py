@@ -182,6 +182,7 @@ class StompConnection(ProviderConnection):
         self._on_exception(exc)
 
     def _close_extra(self) -> None:
+        """Close the connections opened for consumers (close, or a loss for good)."""
         for transport in list(self._extra_transports):
             try:
                 self.close_transport(transport)
@@ -434,6 +435,5 @@ class StompConnection(ProviderConnection):
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
-        for transport in list(self._extra_transports):
-            self.close_transport(transport)
+        self._close_extra()
         self.transport.close()

@@ -39,6 +39,7 @@ from faultreport import record
 
 import jmslike
 from jmslike import ConnectionFactory, DeliveryMode, Session
+from jmslike.testing.helpers import drain_consumer
 
 GROUPS, PER_GROUP, TAKEN, ACKED = 3, 10, 6, 4
 
@@ -487,15 +488,10 @@ def test_a_consumer_closed_in_a_transaction_lets_go_when_its_connection_is_lost(
         assert held is not None
         consumer.close()
         relay.cut_one(0)
-        got: list[str] = []
         with ConnectionFactory(direct).create_connection() as other:
             receiver = other.create_session().create_consumer(queue)
             other.start()
-            deadline = time.monotonic() + 15.0
-            while len(got) < len(sent) and time.monotonic() < deadline:
-                message = receiver.receive(0.5)
-                if message is not None:
-                    got.append(message.text or "")
+            got = _texts(drain_consumer(receiver, timeout=1.0, first=15.0))
         assert sorted(got) == sorted(sent), (
             f"{len(got)} of {len(sent)} came back within 15 s; {held.text} was held"
         )
@@ -534,13 +530,12 @@ def test_a_strict_standby_takes_over_when_the_holders_connection_is_lost(
         standby.start()
         assert waiting.receive(1.0) is None, "the standby took a message from the holder"
         relay.cut_one(0)
-        got: list[str] = []
-        deadline = time.monotonic() + 15.0
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            message = waiting.receive(0.5)
-            if message is not None:
-                got.append(message.text or "")
+        got = _texts(drain_consumer(waiting, timeout=1.0, first=15.0))
         assert got == sent, f"the standby got {got} in 15 s"
     finally:
         holder.close()
         standby.close()
+
+
+def _texts(messages: list[jmslike.Message]) -> list[str]:
+    return [getattr(message, "text", None) or "" for message in messages]

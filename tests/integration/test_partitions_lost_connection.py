@@ -34,6 +34,7 @@ from brokercases import CASES, case_url, delete_rabbitmq_queues
 from faultproxy import Relay
 
 from jmslike import ConnectionFactory, MessageConsumer, Session
+from jmslike.testing.helpers import drain_consumer
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -84,12 +85,12 @@ def test_a_lost_connection_lets_its_partitions_go(case: str) -> None:
         # B gets the partition A holds nothing of, and all of it; not the other one,
         # where A's transaction holds a message (a hand-over waits for that, ORD-9).
         got: dict[str, list[str]] = defaultdict(list)
-        total = _collect(consumer_b, got, GROUPS * PER_GROUP, 3 * TIMEOUT)
+        total = _take(consumer_b, got, 3 * TIMEOUT)
         held_group = (held.text or "").split(":")[0]
         assert held_group not in got, f"B took {got[held_group]} while A holds {held.text}"
 
         relay.cut_one(0)
-        total += _collect(consumer_b, got, GROUPS * PER_GROUP - total, WITHIN)
+        total += _take(consumer_b, got, WITHIN)
         assert total == GROUPS * PER_GROUP, (
             f"{case}: B got {total} of {GROUPS * PER_GROUP} in {WITHIN} s after A's "
             f"connection was cut (A held {held.text}); B's partitions: {consumer_b.partitions}"
@@ -111,20 +112,11 @@ def test_a_lost_connection_lets_its_partitions_go(case: str) -> None:
         delete_rabbitmq_queues(case, queue)
 
 
-def _collect(
-    consumer: MessageConsumer, got: dict[str, list[str]], wanted: int, within: float
-) -> int:
-    """Receive up to ``wanted`` messages into ``got`` (texts by group) for at most
-    ``within`` seconds, stopping early once a second passes without one after some came."""
-    count, deadline, quiet_since = 0, time.monotonic() + within, 0.0
-    while count < wanted and time.monotonic() < deadline:
-        message = consumer.receive(0.25)
-        if message is None:
-            if count and time.monotonic() - quiet_since > 1.0:
-                break
-            continue
-        quiet_since = time.monotonic()
-        text = message.text or ""
+def _take(consumer: MessageConsumer, got: dict[str, list[str]], first: float) -> int:
+    """Receive into ``got`` (texts by group) until a second passes without a message,
+    waiting up to ``first`` seconds for the first; how many came."""
+    messages = drain_consumer(consumer, timeout=1.0, first=first)
+    for message in messages:
+        text = getattr(message, "text", None) or ""
         got[text.split(":")[0]].append(text)
-        count += 1
-    return count
+    return len(messages)
