@@ -69,7 +69,6 @@ class Credit:
     on one connection, ``ring``."""
 
     __slots__ = (
-        "armed",
         "closed",
         "delay",
         "got",
@@ -81,6 +80,7 @@ class Credit:
         "ring",
         "selective",
         "stamp",
+        "timer",
         "transport",
         "tried",
         "waiters",
@@ -119,8 +119,8 @@ class Credit:
         self.closed = False
         self.delay = FIRST_RECHECK
         """How long a wait with plain credit lasts before the next probe."""
-        self.armed = False
-        """A probe is due later (``_recheck``)."""
+        self.timer = 0
+        """Counts the rechecks armed; only the latest one probes (``_recheck``)."""
         ring.append(self)
 
     # ---------------------------------------------------------------- the API's
@@ -248,21 +248,29 @@ class Credit:
                 self.phase = ASK
                 blocker._poke(self)
                 return
+        self._wait_plain()
+
+    def _wait_plain(self) -> None:
+        """Grant what is wanted plainly and probe again later, in case a blocker's
+        group comes next."""
+        link = self.link
+        if link is None:
+            return
         self.tried.clear()
         self.phase = PLAIN
         self.transport.grant_now(link, self.want)
-        if not self.armed:
-            self.armed = True
-            self.transport.call_later(self.delay, self._recheck)
-            self.delay = min(self.delay * 2, LAST_RECHECK)
+        self.timer += 1
+        timer = self.timer
+        self.transport.call_later(self.delay, lambda: self._recheck(timer))
+        self.delay = min(self.delay * 2, LAST_RECHECK)
 
-    def _recheck(self) -> None:
+    def _recheck(self, timer: int) -> None:
         """Still waiting with plain credit: a message sent since may be held up behind a
         group pinned to a consumer of this connection; probe again."""
-        self.armed = False
         link = self.link
         if (
-            link is None
+            timer != self.timer
+            or link is None
             or self.closed
             or self.phase != PLAIN
             or self.want <= 0
@@ -300,7 +308,12 @@ class Credit:
         if self.want <= 0 or self.closed:
             return
         if got:
-            self._ask()
+            # Not probe again at once: what is next may be nothing yet, and a poke
+            # then hands a message arriving meanwhile, of a new group, to the poked
+            # consumer, which pins that group there. Waiting with plain credit, this
+            # receiver is the only one a new group's message can go to.
+            self.delay = FIRST_RECHECK
+            self._wait_plain()
         else:
             self._poke_next()
 
@@ -329,7 +342,8 @@ class Credit:
         are wanted again on top of what it still wanted."""
         self.want += owed
         self.phase = IDLE
-        self.poking = self.poke_got = self.pinned = self.armed = False
+        self.poking = self.poke_got = self.pinned = False
+        self.timer += 1
         self.waiters = []
         self.tried.clear()
         self.got = 0

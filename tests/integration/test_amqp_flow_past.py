@@ -76,3 +76,62 @@ def test_later_messages_flow_past_a_held_group(variable: str) -> None:
         first.acknowledge()
         nxt = held_by_a.receive(2.0)
         assert nxt is not None and nxt.text == "g:2"
+
+
+@pytest.mark.parametrize("variable", BROKERS)
+def test_each_new_group_flows_past_while_the_held_group_grows(variable: str) -> None:
+    """The same, round after round: while A holds g:1, each round sends g's next message
+    and then a new group's first; B must get every new group's message, and A none.
+
+    A receiver that probed again right after a poke brought g's message poked A once
+    more while the new group's message was still on its way; arriving during that poke,
+    it went to A and pinned its group there. Each round sends when B is about to probe,
+    which makes that race likely (one round in twelve, on Artemis, before the fix). The
+    receiver now waits with plain credit after such a poke (credit.py)."""
+    factory = jmslike.ConnectionFactory(broker_url(variable))
+    queue = f"queue://flow-past-{uuid.uuid4().hex[:8]}"
+    rounds = 12
+    with factory.create_connection() as sending, factory.create_connection() as connection:
+        out = sending.create_session()
+        producer = out.create_producer(queue)
+
+        def send(group: str, text: str) -> None:
+            message = out.create_text_message(text)
+            message.set_string_property("JMSXGroupID", group)
+            producer.send(message)
+
+        send("g", "g:1")
+        a = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        held_by_a, waiting_b = a.create_consumer(queue), b.create_consumer(queue)
+        connection.start()
+        first = held_by_a.receive(2.0)
+        assert first is not None and first.text == "g:1"
+        for number in range(2, rounds + 2):
+            sent_at: list[float] = []
+
+            def send_later(n: int = number) -> None:
+                # B, waiting, probes 20, 60, 140 and 300 ms into its wait: send then
+                time.sleep((0.06, 0.14, 0.3)[n % 3])
+                send("g", f"g:{n}")
+                send(f"h{n}", f"h{n}:1")
+                sent_at.append(time.monotonic())
+
+            sender = threading.Thread(target=send_later)
+            sender.start()
+            got = waiting_b.receive(LAST_RECHECK + 5.0)
+            arrived = time.monotonic()
+            sender.join()
+            assert got is not None, f"round {number}: B got nothing"
+            assert got.text == f"h{number}:1", f"round {number}: B got {got.text}"
+            late = arrived - sent_at[0]
+            assert late < LAST_RECHECK + 0.5, f"h{number}:1 came {late:.2f} s after its send"
+            got.acknowledge()
+        first.acknowledge()
+        texts = []
+        for _ in range(rounds):
+            message = held_by_a.receive(2.0)
+            assert message is not None, f"A got only {texts}"
+            texts.append(message.text)
+            message.acknowledge()
+        assert texts == [f"g:{n}" for n in range(2, rounds + 2)]
