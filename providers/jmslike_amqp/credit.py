@@ -19,8 +19,17 @@ nothing): a drain of 1 on its link. The broker gives it that group's message, if
 group is its own, and nothing otherwise: the dispatch loop stops at the first message it
 cannot hand out, so a poked consumer takes no new group while the blocking message is
 ahead. Whatever the poke brings waits in that consumer's buffer, where it would have gone
-anyway (the group is pinned there), and the waiting receiver probes again. When no
-poke brings anything, it grants its credit plainly and waits.
+anyway (the group is pinned there). When no poke brings anything, the receiver grants
+its credit plainly and waits.
+
+A drain cannot tell an empty queue from a blocked one, and a poke of an empty queue is
+not safe: a message arriving during it goes to the poked consumer, the only one with
+credit, and if it starts a new group, that group is pinned there, behind the group the
+consumer holds. So a receiver pokes only when it has waited with plain credit since it
+last got something (``patient``), and after a poke that brought a message it waits with
+plain credit again rather than probe at once: while it waits, whatever arrives can only
+come to it. A poke still races an arrival when a queue was idle through a whole wait
+and a message comes within the drain's round trip.
 
 Pokes go to one consumer at a time: two consumers poked at once could take the blocking
 message and then, with the other's credit, a new group's first message. The consumer
@@ -73,6 +82,7 @@ class Credit:
         "delay",
         "got",
         "link",
+        "patient",
         "phase",
         "pinned",
         "poke_got",
@@ -119,6 +129,9 @@ class Credit:
         self.closed = False
         self.delay = FIRST_RECHECK
         """How long a wait with plain credit lasts before the next probe."""
+        self.patient = False
+        """It has waited with plain credit since it last got something: only then does
+        an empty probe lead to a poke."""
         self.timer = 0
         """Counts the rechecks armed; only the latest one probes (``_recheck``)."""
         ring.append(self)
@@ -189,6 +202,7 @@ class Credit:
             self.pinned = True
             self.stamp = next(_STAMPS)
         self.delay = FIRST_RECHECK
+        self.patient = False
         used_up = self.transport.credit_now(link) <= 0
         if self.poking:
             self.poke_got = True
@@ -234,6 +248,14 @@ class Credit:
         if self.got > 0:
             self._ask()
             return
+        if not self.patient:
+            # Nothing now may mean an empty queue, where a poke could hand the next
+            # message to arrive to the poked consumer (see _poked): first wait with plain
+            # credit, so that arrivals come here, and poke only if the recheck finds
+            # nothing again.
+            self.delay = FIRST_RECHECK
+            self._wait_plain()
+            return
         self._poke_next()
 
     def _poke_next(self) -> None:
@@ -277,6 +299,7 @@ class Credit:
             or not self._blockers()
         ):
             return
+        self.patient = True
         if self.transport.grant_now(link, 0, drain=True):
             self.phase = PROBE
             self.got = 0
@@ -342,7 +365,7 @@ class Credit:
         are wanted again on top of what it still wanted."""
         self.want += owed
         self.phase = IDLE
-        self.poking = self.poke_got = self.pinned = False
+        self.poking = self.poke_got = self.pinned = self.patient = False
         self.timer += 1
         self.waiters = []
         self.tried.clear()
