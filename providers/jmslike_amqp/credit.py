@@ -48,6 +48,7 @@ posted to it, and deliveries and the broker's flow frames are handled there.
 from __future__ import annotations
 
 import itertools
+import time
 
 from jmslike_amqp.links import LinkHandle
 from jmslike_amqp.transport import AmqpTransport
@@ -80,6 +81,7 @@ class Credit:
     __slots__ = (
         "closed",
         "delay",
+        "due",
         "got",
         "link",
         "patient",
@@ -89,6 +91,7 @@ class Credit:
         "poking",
         "ring",
         "selective",
+        "since",
         "stamp",
         "timer",
         "transport",
@@ -134,6 +137,11 @@ class Credit:
         an empty probe lead to a poke."""
         self.timer = 0
         """Counts the rechecks armed; only the latest one probes (``_recheck``)."""
+        self.due = 0.0
+        """When the pending recheck fires (monotonic), 0 when none is pending: a wait
+        arms a new one only if it must come sooner, not one timer per empty probe."""
+        self.since = 0.0
+        """When the current wait with plain credit began (monotonic)."""
         ring.append(self)
 
     # ---------------------------------------------------------------- the API's
@@ -253,8 +261,7 @@ class Credit:
             # message to arrive to the poked consumer (see _poked): first wait with plain
             # credit, so that arrivals come here, and poke only if the recheck finds
             # nothing again.
-            self.delay = FIRST_RECHECK
-            self._wait_plain()
+            self._wait_plain(soon=True)
             return
         self._poke_next()
 
@@ -272,32 +279,47 @@ class Credit:
                 return
         self._wait_plain()
 
-    def _wait_plain(self) -> None:
+    def _wait_plain(self, *, soon: bool = False) -> None:
         """Grant what is wanted plainly and probe again later, in case a blocker's
-        group comes next."""
+        group comes next; ``soon``: after the shortest pause, not the next longer one."""
         link = self.link
         if link is None:
             return
         self.tried.clear()
         self.phase = PLAIN
         self.transport.grant_now(link, self.want)
+        if soon:
+            self.delay = FIRST_RECHECK
+        self.since = time.monotonic()
+        if self.due and self.due <= self.since + self.delay:
+            return  # the pending recheck comes first (and waits out FIRST_RECHECK)
+        self._arm(self.delay)
+        self.delay = min(self.delay * 2, LAST_RECHECK)
+
+    def _arm(self, delay: float) -> None:
+        self.due = time.monotonic() + delay
         self.timer += 1
         timer = self.timer
-        self.transport.call_later(self.delay, lambda: self._recheck(timer))
-        self.delay = min(self.delay * 2, LAST_RECHECK)
+        self.transport.call_later(delay, lambda: self._recheck(timer))
 
     def _recheck(self, timer: int) -> None:
         """Still waiting with plain credit: a message sent since may be held up behind a
         group pinned to a consumer of this connection; probe again."""
+        if timer != self.timer:
+            return
+        self.due = 0.0
         link = self.link
         if (
-            timer != self.timer
-            or link is None
+            link is None
             or self.closed
             or self.phase != PLAIN
             or self.want <= 0
             or not self._blockers()
         ):
+            return
+        early = self.since + FIRST_RECHECK - time.monotonic()
+        if early > 0:  # a recheck armed for an earlier wait: this one is not over yet
+            self._arm(early)
             return
         self.patient = True
         if self.transport.grant_now(link, 0, drain=True):
@@ -335,8 +357,7 @@ class Credit:
             # then hands a message arriving meanwhile, of a new group, to the poked
             # consumer, which pins that group there. Waiting with plain credit, this
             # receiver is the only one a new group's message can go to.
-            self.delay = FIRST_RECHECK
-            self._wait_plain()
+            self._wait_plain(soon=True)
         else:
             self._poke_next()
 
@@ -367,6 +388,7 @@ class Credit:
         self.phase = IDLE
         self.poking = self.poke_got = self.pinned = self.patient = False
         self.timer += 1
+        self.due = 0.0
         self.waiters = []
         self.tried.clear()
         self.got = 0
