@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
 from cproton import (
     pn_delivery_local,
@@ -52,7 +52,14 @@ from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
 from jmslike_amqp.links import Capability, Coordinator, LinkHandle, MessageCallback
 
-__all__ = ["AmqpTransport", "Capability", "LinkHandle", "MessageCallback"]
+__all__ = ["AmqpTransport", "Capability", "Encodable", "LinkHandle", "MessageCallback"]
+
+
+class Encodable(Protocol):
+    """What can be sent: anything that encodes itself as one AMQP message."""
+
+    def encode(self) -> bytes: ...
+
 
 log = logging.getLogger("jmslike.amqp")
 
@@ -173,10 +180,13 @@ class AmqpTransport(ConnectionLifecycle):
         return self.call(lambda: dict(self.connection.remote_properties or {}))
 
     # ---------------------------------------------------------------- sending
-    def send(self, sender: LinkHandle, message: Message, *, confirm: bool, txn: Any = None) -> None:
-        """Send ``message``; with ``confirm``, wait for the broker's outcome (accepted, or
-        an error naming the refusal). In transaction ``txn`` nothing is waited for: the
-        discharge confirms every transfer of the transaction at once."""
+    def send(
+        self, sender: LinkHandle, message: Encodable, *, confirm: bool, txn: Any = None
+    ) -> None:
+        """Send ``message`` (a ``proton.Message``, or jmslike's own encoding of one); with
+        ``confirm``, wait for the broker's outcome (accepted, or an error naming the
+        refusal). In transaction ``txn`` nothing is waited for: the discharge confirms
+        every transfer of the transaction at once."""
         # Encoded here, not on the connection's thread, which every send and receive of the
         # connection shares.
         data = message.encode()
