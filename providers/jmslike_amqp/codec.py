@@ -21,7 +21,7 @@ Qpid JMS and Artemis implement (docs/providers.md, "On the wire"):
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import proton
 from cproton import (
@@ -53,6 +53,9 @@ from jmslike.spi.messages import (
     update_provider_properties,
 )
 from jmslike_amqp import wire
+
+if TYPE_CHECKING:
+    from jmslike_amqp.received import Incoming
 
 __all__ = ["DEST_TYPE", "MSG_TYPE", "REPLY_TO_TYPE", "decode", "encode", "kind_of"]
 
@@ -277,7 +280,7 @@ def _encode_body(message: Message) -> tuple[object, bytes, bytes]:
 
 
 def decode(
-    incoming: proton.Message, destination: Destination | None, reply_to: Destination | None
+    incoming: Incoming, destination: Destination | None, reply_to: Destination | None
 ) -> Message:
     """The jmslike message for a received AMQP message (redelivery flag and delivery count
     are set by the caller, which also knows ``first-acquirer``)."""
@@ -352,7 +355,7 @@ def decode(
     return message
 
 
-def message_key(incoming: proton.Message) -> str:
+def message_key(incoming: Incoming) -> str:
     """The key jmslike counts deliveries by: the JMS message id, as :func:`decode` reads it."""
     return _id_text(incoming.id) or ""
 
@@ -363,7 +366,7 @@ def _id_text(value: object) -> str | None:
         return None
     if isinstance(value, str):
         return value
-    if isinstance(value, (bytes, bytearray)):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # Proton's getter gives a view
         return "ID:AMQP_BINARY:" + bytes(value).hex().upper()
     if isinstance(value, int):  # proton decodes a ulong id as int
         return f"ID:AMQP_ULONG:{value}"

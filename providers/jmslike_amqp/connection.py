@@ -17,7 +17,6 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from proton import Message as AmqpMessage
 from proton.reactor import LinkOption
 
 from jmslike.config import FactorySettings, ParsedURL
@@ -52,6 +51,7 @@ from jmslike_amqp.transport import AmqpTransport
 
 if TYPE_CHECKING:
     from jmslike_amqp.consumer import AmqpConsumer
+    from jmslike_amqp.received import Incoming
 
 __all__ = ["IDLE_TIMEOUT_MS", "RECENT_ACKS", "AmqpConnection", "idle_timeout_of"]
 
@@ -242,7 +242,7 @@ class AmqpConnection(ProviderConnection):
         if self._acked is not None and key:
             self._acked.append((time.monotonic(), key))
 
-    def count_delivery(self, incoming: AmqpMessage, key: str) -> int:
+    def count_delivery(self, incoming: Incoming, key: str) -> int:
         """JMSXDeliveryCount of a delivery of the message with id ``key``.
 
         RabbitMQ leaves ``delivery-count`` at 0 and says only "not the first acquirer";
@@ -391,7 +391,7 @@ class AmqpConnection(ProviderConnection):
             return self.exclusivity.scope == "broker"
         return self.exclusive_queues.declare(queue.name, declare, required=required)
 
-    def reply_to_of(self, incoming: AmqpMessage) -> Destination | None:
+    def reply_to_of(self, incoming: Incoming) -> Destination | None:
         """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""
         address = incoming.reply_to
         if not address:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
-from proton import Message as AmqpMessage
 from proton.reactor import Selector
 
 from jmslike.destination import Destination
@@ -36,6 +35,7 @@ from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.transport import AmqpTransport
 
 if TYPE_CHECKING:
+    from jmslike_amqp.received import Incoming
     from jmslike_amqp.session import AmqpSession
 
 __all__ = ["AmqpConsumer", "stale"]
@@ -50,7 +50,7 @@ class _Token:
     def __init__(
         self,
         consumer: AmqpConsumer,
-        incoming: AmqpMessage,
+        incoming: Incoming,
         number: int,
         count: int,
         key: str,
@@ -284,7 +284,7 @@ class AmqpConsumer(ProviderConsumer):
             raise IllegalStateError(f"consumer on {self.destination} has no link yet")
         return link
 
-    def _on_message(self, incoming: AmqpMessage, number: int) -> None:
+    def _on_message(self, incoming: Incoming, number: int) -> None:
         """The connection's thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
@@ -382,7 +382,7 @@ class AmqpConsumer(ProviderConsumer):
             connection.counts.returned_unseen(token.key)
             self.transport.settle(self.link, token.number, Delivery.RELEASED)
 
-    def _arrived_late(self, incoming: AmqpMessage) -> None:
+    def _arrived_late(self, incoming: Incoming) -> None:
         """The connection's thread: a transfer the broker sent before it read the detach.
         It was never seen here; where jmslike counts, its redelivery must not count it
         (seen on Classic: such a message came back flagged redelivered, count 2)."""

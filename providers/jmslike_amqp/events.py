@@ -32,9 +32,9 @@ from jmslike.errors import (
     MessageFormatError,
 )
 from jmslike.spi.diagnose import inequivalent_note, wrong_port_hint
-from jmslike_amqp.codec import IncomingMessage
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.links import LinkHandle
+from jmslike_amqp.received import read
 
 if TYPE_CHECKING:
     from jmslike_amqp.lifecycle import ConnectionLifecycle
@@ -309,8 +309,7 @@ class Events:
             raise MessageFormatError(
                 f"AMQP delivery on link {handle.name} carried no message (an empty payload)"
             )
-        message = IncomingMessage()
-        message.decode(payload)
+        message = read(payload)
         link.advance()
         callback = handle._on_message
         if callback is None:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from proton import Data, Delivery, Link, Message, Terminus, symbol
+from proton import Data, Delivery, Link, Terminus, symbol
 from proton.reactor import LinkOption
+
+if TYPE_CHECKING:
+    from jmslike_amqp.received import Incoming
 
 __all__ = ["Capability", "Coordinator", "LinkHandle", "MessageCallback"]
 
-MessageCallback = Callable[[Message, int], None]
+MessageCallback = Callable[["Incoming", int], None]
 """A receiver's callback: the message and its delivery number (for ``settle``)."""
 
 
@@ -72,7 +75,7 @@ class LinkHandle:
         self._on_message = on_message
         self._on_flow = on_flow
         """Receivers: told (on the connection's thread) of each flow frame from the broker."""
-        self._late: Callable[[Message], None] | None = None
+        self._late: Callable[[Incoming], None] | None = None
         """A receiver closed here, not yet by the broker: told of transfers that were on
         their way (they are released unseen)."""
         self._deliveries: dict[int, Any] = {}

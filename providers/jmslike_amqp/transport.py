@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cproton import (
     pn_delivery_local,
@@ -51,6 +51,9 @@ from jmslike_amqp.calls import NUMBERS
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
 from jmslike_amqp.links import Capability, Coordinator, LinkHandle, MessageCallback
+
+if TYPE_CHECKING:
+    from jmslike_amqp.received import Incoming
 
 __all__ = ["AmqpTransport", "Capability", "Encodable", "LinkHandle", "MessageCallback"]
 
@@ -358,14 +361,16 @@ class AmqpTransport(ConnectionLifecycle):
                 pn_delivery_update(pointer, outcome)
         pn_delivery_settle(pointer)
 
-    def browse(self, source: str, options: Sequence[LinkOption], batch: int = 500) -> list[Message]:
+    def browse(
+        self, source: str, options: Sequence[LinkOption], batch: int = 500
+    ) -> list[Incoming]:
         """Every message a ``copy`` receiver sees on ``source`` now, in queue order: grant
         ``batch`` credit in drain mode until a drain ends with fewer messages than that
         (the broker answers a drain at once with what it has)."""
-        seen: list[Message] = []
+        seen: list[Incoming] = []
         cell: list[LinkHandle] = []
 
-        def collect(message: Message, number: int) -> None:
+        def collect(message: Incoming, number: int) -> None:
             seen.append(message)
             # A copy: settling takes nothing from the queue.
             self._settle_now(cell[0], number, Delivery.ACCEPTED, False, None)
@@ -460,7 +465,7 @@ class AmqpTransport(ConnectionLifecycle):
         keep: bool = False,
         wait: bool = False,
         before: Callable[[], None] | None = None,
-        on_late: Callable[[Message], None] | None = None,
+        on_late: Callable[[Incoming], None] | None = None,
     ) -> None:
         """Close a link; with ``keep`` only detach it, so that the broker keeps what the
         link stands for (a durable subscription). With ``wait``, return once the broker

@@ -12,7 +12,15 @@ import pytest
 
 from jmslike import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.destination import Queue, TemporaryQueue, Topic
-from jmslike_amqp.codec import DEST_TYPE, MSG_TYPE, REPLY_TO_TYPE, decode, encode
+from jmslike_amqp.codec import (
+    DEST_TYPE,
+    MSG_TYPE,
+    REPLY_TO_TYPE,
+    IncomingMessage,
+    decode,
+    encode,
+)
+from jmslike_amqp.received import ReceivedMessage, read
 
 
 def _wire(message: proton.Message) -> proton.Message:
@@ -130,6 +138,23 @@ def test_foreign_ids_read_as_qpid_jms_reads_them() -> None:
     incoming = proton.Message(body="x")
     incoming.id = proton.ulong(12)
     assert decode(_wire(incoming), None, None).jms_message_id == "ID:AMQP_ULONG:12"
+
+
+@pytest.mark.parametrize("reader", ["jmslike", "proton"])
+def test_binary_ids_read_as_qpid_jms_reads_them(reader: str) -> None:
+    """A binary id reads as Qpid JMS shows it, whether jmslike's reader or Proton's
+    (which gives a memory view, once shown as ``ID:<memory at ...>``) read it."""
+    sent = proton.Message(body="x", id=b"\x01\xab", correlation_id=b"\xff")
+    data = bytes(sent.encode())
+    incoming = read(data) if reader == "jmslike" else IncomingMessage()
+    if reader == "proton":
+        incoming.decode(data)
+    assert isinstance(incoming, ReceivedMessage) == (reader == "jmslike")
+    got = decode(incoming, None, None)
+    assert (got.jms_message_id, got.jms_correlation_id) == (
+        "ID:AMQP_BINARY:01AB",
+        "ID:AMQP_BINARY:FF",
+    )
 
 
 @pytest.mark.parametrize("sequence", [1, 42, -1, 2**31, 2**40])
