@@ -52,7 +52,7 @@ from jmslike.spi.messages import (
     set_previous_expiration,
     update_provider_properties,
 )
-from jmslike_amqp import wire
+from jmslike_amqp import encoding
 
 if TYPE_CHECKING:
     from jmslike_amqp.received import Incoming
@@ -68,9 +68,9 @@ PREV_EXPIRATION = proton.symbol("x-opt-jmslike-group-prev-expires")
 need not wait for a predecessor that has expired (ORD-13; the STOMP provider's
 ``jmslikeGroupPrevExpires`` header)."""
 OCTET_STREAM = proton.symbol("application/octet-stream")
-_OCTET_STREAM = wire.encoded(OCTET_STREAM)
-_NULL = wire.encoded(None)
-_TRUE = wire.encoded(True)
+_OCTET_STREAM = encoding.encoded(OCTET_STREAM)
+_NULL = encoding.encoded(None)
+_TRUE = encoding.encoded(True)
 
 _TYPE_CODES = {"message": 0, "map": 2, "bytes": 3, "text": 5}
 _UINT_MAX = 0xFFFFFFFF
@@ -169,20 +169,20 @@ def encode(
     every new binding of a producer starts at 1, ORD-8a) ``group-sequence`` stays unset
     and the sequence travels in ``jmslikeGroupSeq``, as over STOMP (ORD-4).
 
-    The sections are written by :mod:`jmslike_amqp.wire`, not through a Proton message,
+    The sections are written by :mod:`jmslike_amqp.encoding`, not through a Proton message,
     which cost a quarter of a send (docs/performance.md)."""
     timestamp = message.jms_timestamp
     expiration = message.jms_expiration
     priority = message.jms_priority if wire_priority else 4
     ttl = max(1, expiration - timestamp) if expiration and timestamp else 0
-    header = wire.described(
-        wire.HEADER,
+    header = encoding.described(
+        encoding.HEADER,
         [
             _TRUE if message.jms_delivery_mode == DeliveryMode.PERSISTENT else _NULL,
             b"\x50" + bytes((priority,)) if priority != 4 else _NULL,
             # A TTL that does not fit AMQP's uint (49 days) is left to the absolute
             # expiry time, as Qpid JMS leaves it.
-            wire.encoded(proton.uint(ttl)) if 0 < ttl <= _UINT_MAX else _NULL,
+            encoding.encoded(proton.uint(ttl)) if 0 < ttl <= _UINT_MAX else _NULL,
         ],
     )
     annotations = [_MSG_TYPES[_TYPE_CODES.get(message.type_name, 0)]]
@@ -211,7 +211,7 @@ def encode(
         sequence = message.group_sequence
         if sequence is not None:
             if wire_group_seq:
-                group_sequence = wire.encoded(proton.uint(sequence & _UINT_MAX))
+                group_sequence = encoding.encoded(proton.uint(sequence & _UINT_MAX))
             elif -(2**31) <= sequence < 2**31:
                 properties[SEQ_PROPERTY] = proton.int32(sequence)  # getIntProperty in Java
             else:
@@ -219,13 +219,13 @@ def encode(
     body, body_section, content_type = _encode_body(message)
     sections = [
         header,
-        wire.MESSAGE_ANNOTATIONS + wire.map_of(annotations),
-        wire.described(
-            wire.PROPERTIES,
+        encoding.MESSAGE_ANNOTATIONS + encoding.map_of(annotations),
+        encoding.described(
+            encoding.PROPERTIES,
             [
                 _text_or_null(message.jms_message_id or None),  # "ID:..." read back as is
                 _NULL,  # user-id
-                wire.encoded(address),
+                encoding.encoded(address),
                 _text_or_null(message.jms_type),
                 _text_or_null(reply_to),
                 _text_or_null(message.jms_correlation_id),
@@ -239,13 +239,13 @@ def encode(
         ),
     ]
     if properties:
-        sections.append(wire.APPLICATION_PROPERTIES + wire.encoded(properties))
+        sections.append(encoding.APPLICATION_PROPERTIES + encoding.encoded(properties))
     sections.append(body_section)
     return OutgoingMessage(b"".join(sections), body)
 
 
 def _pair(key: proton.symbol, value: object) -> bytes:
-    return wire.encoded(key) + wire.encoded(value)
+    return encoding.encoded(key) + encoding.encoded(value)
 
 
 _MSG_TYPES = {code: _pair(MSG_TYPE, proton.byte(code)) for code in _TYPE_CODES.values()}
@@ -255,28 +255,28 @@ _REPLY_TO_TYPES = [_pair(REPLY_TO_TYPE, proton.byte(kind)) for kind in range(4)]
 
 
 def _text_or_null(text: str | None) -> bytes:
-    return _NULL if text is None else wire.encoded(text)
+    return _NULL if text is None else encoding.encoded(text)
 
 
 def _timestamp(millis: int) -> bytes:
-    return wire.encoded(proton.timestamp(millis)) if millis else _NULL
+    return encoding.encoded(proton.timestamp(millis)) if millis else _NULL
 
 
 def _encode_body(message: Message) -> tuple[object, bytes, bytes]:
     """(body, its section, the content type field) of ``message``."""
     if isinstance(message, TextMessage):
         text = message.text
-        return text, wire.VALUE + wire.encoded(text), _NULL
+        return text, encoding.VALUE + encoding.encoded(text), _NULL
     if isinstance(message, BytesMessage):
         # bytes as a data section, not an amqp-value binary, typed as Qpid JMS types it
         body = bytes(message.body)
-        return body, wire.DATA + wire.encoded(body), _OCTET_STREAM
+        return body, encoding.DATA + encoding.encoded(body), _OCTET_STREAM
     if isinstance(message, MapMessage):
         mapping = message.body
-        return mapping, wire.VALUE + wire.encoded(mapping), _NULL
+        return mapping, encoding.VALUE + encoding.encoded(mapping), _NULL
     # No body at all is not a valid AMQP message (RabbitMQ drops it without a word): an
     # empty data section; the type annotation (0, plain JMS message) says what it is.
-    return b"", wire.DATA + wire.encoded(b""), _NULL
+    return b"", encoding.DATA + encoding.encoded(b""), _NULL
 
 
 def decode(

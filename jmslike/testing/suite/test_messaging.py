@@ -537,6 +537,22 @@ def test_time_to_live_expired_never_delivered(connection, unique, drain, require
     assert [m.text for m in drain(session.create_consumer(queue))] == ["forever"]
 
 
+def test_a_long_time_to_live_is_sent_and_kept(connection, unique, require) -> None:
+    """API ``producer.time_to_live`` of 60 days: more milliseconds than AMQP's header
+    field holds (a uint, 49 days), sent all the same with its expiration (it raised a
+    bare OverflowError over AMQP 1.0 before)."""
+    require(connection, "time_to_live")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    sixty_days = 60 * 86_400.0
+    producer = session.create_producer(queue)
+    producer.send(session.create_text_message("kept"), time_to_live=sixty_days)
+    connection.start()
+    got = session.create_consumer(queue).receive(5.0)
+    assert got is not None and got.text == "kept"
+    assert abs(got.jms_expiration - got.jms_timestamp - sixty_days * 1000) < 5_000
+
+
 # ---------------------------------------------------------- temporary queue, reply
 
 

@@ -10,7 +10,7 @@ Only the common value types are encoded here. Anything else (a UUID, a decimal, 
 described value or an array, which no JMS message holds but a map body could in theory)
 goes through ``proton.Data``, so the encoding stays the library's where this module has
 no rule of its own. Receivers read every section with Proton's decoder as before, and
-``tests/unit/test_amqp_wire.py`` checks that Proton reads back exactly what Proton's own
+``tests/unit/test_amqp_encoding.py`` checks that Proton reads back exactly what Proton's own
 encoder would have written.
 
 Encodings (AMQP 1.0 part 1, "Types"): each section is a described value, ``0x00`` then

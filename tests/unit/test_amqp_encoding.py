@@ -1,4 +1,4 @@
-"""jmslike writes its AMQP messages without a Proton message (providers/jmslike_amqp/wire.py,
+"""jmslike writes its AMQP messages without a Proton message (providers/jmslike_amqp/encoding.py,
 docs/performance.md): what it writes must read back, through Proton's decoder as every
 broker and Qpid JMS decode it, as exactly what Proton's own encoder would have written.
 
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from jmslike import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.destination import Queue, TemporaryQueue, TemporaryTopic, Topic
-from jmslike_amqp import codec, wire
+from jmslike_amqp import codec, encoding
 
 _SCALARS = st.one_of(
     st.none(),
@@ -87,7 +87,7 @@ def _copied(value: Any) -> Any:
 def test_a_value_reads_back_as_protons_own_encoding(value: Any) -> None:
     """Proton reads our bytes as the value it would itself have written: re-encoded by
     Proton, both are the same bytes (which compares types too, and NaN by its bits)."""
-    ours = wire.encoded(value)
+    ours = encoding.encoded(value)
     assert _proton_bytes(_read(ours)) == _proton_bytes(_read(_proton_bytes(value)))
 
 
