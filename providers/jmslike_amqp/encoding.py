@@ -31,9 +31,18 @@ import proton
 __all__ = [
     "APPLICATION_PROPERTIES",
     "DATA",
+    "F32",
+    "F64",
     "HEADER",
+    "I8",
+    "I16",
+    "I32",
+    "I64",
     "MESSAGE_ANNOTATIONS",
     "PROPERTIES",
+    "U16",
+    "U32",
+    "U64",
     "VALUE",
     "described",
     "encoded",
@@ -50,15 +59,9 @@ VALUE = b"\x00\x53\x77"
 _NULL = b"\x40"
 _TRUE = b"\x41"
 _FALSE = b"\x42"
-_u16 = struct.Struct(">H").pack
-_u32 = struct.Struct(">I").pack
-_i8 = struct.Struct(">b").pack
-_i16 = struct.Struct(">h").pack
-_i32 = struct.Struct(">i").pack
-_i64 = struct.Struct(">q").pack
-_u64 = struct.Struct(">Q").pack
-_f32 = struct.Struct(">f").pack
-_f64 = struct.Struct(">d").pack
+U16, U32, U64, I8, I16, I32, I64, F32, F64 = (struct.Struct(">" + c) for c in "HIQbhiqfd")
+"""AMQP's fixed-width numbers (network order), for writing here and reading
+(``received.py``)."""
 
 Encoder = Callable[[Any], bytes]
 
@@ -68,7 +71,7 @@ def _variable(small: int, large: int, raw: bytes) -> bytes:
     size = len(raw)
     if size < 256:
         return bytes((small, size)) + raw
-    return bytes((large,)) + _u32(size) + raw
+    return bytes((large,)) + U32.pack(size) + raw
 
 
 def _string(value: str) -> bytes:
@@ -85,14 +88,14 @@ def _binary(value: bytes | bytearray | memoryview) -> bytes:
 
 def _long(value: int) -> bytes:
     if -128 <= value < 128:
-        return b"\x55" + _i8(value)
-    return b"\x81" + _i64(value)
+        return b"\x55" + I8.pack(value)
+    return b"\x81" + I64.pack(value)
 
 
 def _int(value: int) -> bytes:
     if -128 <= value < 128:
-        return b"\x54" + _i8(value)
-    return b"\x71" + _i32(value)
+        return b"\x54" + I8.pack(value)
+    return b"\x71" + I32.pack(value)
 
 
 def _uint(value: int) -> bytes:
@@ -100,7 +103,7 @@ def _uint(value: int) -> bytes:
         return b"\x43"
     if value < 256:
         return b"\x52" + bytes((value,))
-    return b"\x70" + _u32(value)
+    return b"\x70" + U32.pack(value)
 
 
 def _ulong(value: int) -> bytes:
@@ -108,21 +111,21 @@ def _ulong(value: int) -> bytes:
         return b"\x44"
     if value < 256:
         return b"\x53" + bytes((value,))
-    return b"\x80" + _u64(value)
+    return b"\x80" + U64.pack(value)
 
 
 def _float(value: float) -> bytes:
     try:
-        return b"\x72" + _f32(value)
+        return b"\x72" + F32.pack(value)
     except OverflowError:  # too large for 32 bits: infinity, as C's conversion in Proton
-        return b"\x72" + _f32(math.copysign(math.inf, value))
+        return b"\x72" + F32.pack(math.copysign(math.inf, value))
 
 
 def _compound(small: int, large: int, count: int, body: bytes) -> bytes:
     """A list or a map: its byte size (counting the count field) and element count."""
     if len(body) + 1 < 256 and count < 256:
         return bytes((small, len(body) + 1, count)) + body
-    return bytes((large,)) + _u32(len(body) + 4) + _u32(count) + body
+    return bytes((large,)) + U32.pack(len(body) + 4) + U32.pack(count) + body
 
 
 def _list(values: list[Any] | tuple[Any, ...]) -> bytes:
@@ -157,14 +160,14 @@ _ENCODERS: dict[type, Encoder] = {
     memoryview: _binary,
     int: _long,  # as Proton maps a Python int: an AMQP long
     proton.int32: _int,
-    proton.short: lambda value: b"\x61" + _i16(value),
-    proton.byte: lambda value: b"\x51" + _i8(value),
+    proton.short: lambda value: b"\x61" + I16.pack(value),
+    proton.byte: lambda value: b"\x51" + I8.pack(value),
     proton.ubyte: lambda value: b"\x50" + bytes((value,)),
-    proton.ushort: lambda value: b"\x60" + _u16(value),
+    proton.ushort: lambda value: b"\x60" + U16.pack(value),
     proton.uint: _uint,
     proton.ulong: _ulong,
-    proton.timestamp: lambda value: b"\x83" + _i64(value),
-    float: lambda value: b"\x82" + _f64(value),
+    proton.timestamp: lambda value: b"\x83" + I64.pack(value),
+    float: lambda value: b"\x82" + F64.pack(value),
     proton.float32: _float,
     list: _list,
     tuple: _list,

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import proton
 
 from jmslike_amqp.codec import IncomingMessage
+from jmslike_amqp.encoding import F32, F64, I8, I16, I32, I64, U16, U32, U64
 
 __all__ = ["Incoming", "ReceivedMessage", "read"]
 
@@ -116,15 +117,6 @@ _COMPOUND = (0xC0, 0xC1, 0xD0, 0xD1)  # and list32, map32
 _MAPS = (0xC1, 0xD1)
 _BINARY = (0xA0, 0xB0)  # vbin8, vbin32
 _LONG_TEXT = (0xB1, 0xB3)  # str32, sym32
-_u16 = struct.Struct(">H").unpack_from
-_u32 = struct.Struct(">I").unpack_from
-_u64 = struct.Struct(">Q").unpack_from
-_i8 = struct.Struct(">b").unpack_from
-_i16 = struct.Struct(">h").unpack_from
-_i32 = struct.Struct(">i").unpack_from
-_i64 = struct.Struct(">q").unpack_from
-_f32 = struct.Struct(">f").unpack_from
-_f64 = struct.Struct(">d").unpack_from
 _BROKEN = (IndexError, struct.error, UnicodeDecodeError, ValueError, TypeError, RecursionError)
 """What reading broken bytes raises here (a TypeError: a list as a map's key): Proton
 is then asked, and says why."""
@@ -291,7 +283,8 @@ def _value(buf: bytes, at: int) -> tuple[Any, int]:
             size, count, first = buf[at], buf[at + 1], at + 2
             stop = at + 1 + size
         else:
-            size, count, first = _u32(buf, at)[0], _u32(buf, at + 4)[0], at + 8
+            size, count = U32.unpack_from(buf, at)[0], U32.unpack_from(buf, at + 4)[0]
+            first = at + 8
             stop = at + 4 + size
         value: Any
         if code in _MAPS:
@@ -305,10 +298,10 @@ def _value(buf: bytes, at: int) -> tuple[Any, int]:
         if code == 0xA0:
             size, at = buf[at], at + 1
         else:
-            size, at = _u32(buf, at)[0], at + 4
+            size, at = U32.unpack_from(buf, at)[0], at + 4
         return buf[at : at + size], _within(buf, at + size)
     if code in _LONG_TEXT:
-        size = _u32(buf, at)[0]
+        size = U32.unpack_from(buf, at)[0]
         at += 4
         text = buf[at : at + size].decode("utf-8" if code == 0xB1 else "ascii")
         return (text if code == 0xB1 else proton.symbol(text)), _within(buf, at + size)
@@ -363,22 +356,22 @@ _FIXED: dict[int, tuple[int, Any]] = {
     0x56: (1, lambda buf, at: _boolean(buf[at])),
     0x45: (0, lambda buf, at: []),
     0x50: (1, lambda buf, at: proton.ubyte(buf[at])),
-    0x60: (2, lambda buf, at: proton.ushort(_u16(buf, at)[0])),
-    0x70: (4, lambda buf, at: proton.uint(_u32(buf, at)[0])),
+    0x60: (2, lambda buf, at: proton.ushort(U16.unpack_from(buf, at)[0])),
+    0x70: (4, lambda buf, at: proton.uint(U32.unpack_from(buf, at)[0])),
     0x52: (1, lambda buf, at: proton.uint(buf[at])),
     0x43: (0, lambda buf, at: proton.uint(0)),
-    0x80: (8, lambda buf, at: proton.ulong(_u64(buf, at)[0])),
+    0x80: (8, lambda buf, at: proton.ulong(U64.unpack_from(buf, at)[0])),
     0x53: (1, lambda buf, at: proton.ulong(buf[at])),
     0x44: (0, lambda buf, at: proton.ulong(0)),
-    0x51: (1, lambda buf, at: proton.byte(_i8(buf, at)[0])),
-    0x61: (2, lambda buf, at: proton.short(_i16(buf, at)[0])),
-    0x71: (4, lambda buf, at: proton.int32(_i32(buf, at)[0])),
-    0x54: (1, lambda buf, at: proton.int32(_i8(buf, at)[0])),
-    0x81: (8, lambda buf, at: _i64(buf, at)[0]),
-    0x55: (1, lambda buf, at: _i8(buf, at)[0]),
-    0x72: (4, lambda buf, at: proton.float32(_f32(buf, at)[0])),
-    0x82: (8, lambda buf, at: _f64(buf, at)[0]),
-    0x83: (8, lambda buf, at: proton.timestamp(_i64(buf, at)[0])),
+    0x51: (1, lambda buf, at: proton.byte(I8.unpack_from(buf, at)[0])),
+    0x61: (2, lambda buf, at: proton.short(I16.unpack_from(buf, at)[0])),
+    0x71: (4, lambda buf, at: proton.int32(I32.unpack_from(buf, at)[0])),
+    0x54: (1, lambda buf, at: proton.int32(I8.unpack_from(buf, at)[0])),
+    0x81: (8, lambda buf, at: I64.unpack_from(buf, at)[0]),
+    0x55: (1, lambda buf, at: I8.unpack_from(buf, at)[0]),
+    0x72: (4, lambda buf, at: proton.float32(F32.unpack_from(buf, at)[0])),
+    0x82: (8, lambda buf, at: F64.unpack_from(buf, at)[0]),
+    0x83: (8, lambda buf, at: proton.timestamp(I64.unpack_from(buf, at)[0])),
     0x98: (16, lambda buf, at: uuid.UUID(bytes=bytes(buf[at : at + 16]))),
 }
 """Fixed-width types: (width, reader)."""

@@ -17,41 +17,15 @@ import uuid
 from typing import Any
 
 import proton
-from hypothesis import example, given, settings
+from amqpvalues import amqp_values
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from jmslike import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.destination import Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike_amqp import codec, encoding
 
-_SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.integers(0, 2**64 - 1).map(proton.ulong),
-    st.integers(0, 2**32 - 1).map(proton.uint),
-    st.integers(0, 2**16 - 1).map(proton.ushort),
-    st.integers(0, 255).map(proton.ubyte),
-    st.integers(-128, 127).map(proton.byte),
-    st.integers(-(2**15), 2**15 - 1).map(proton.short),
-    st.integers(-(2**31), 2**31 - 1).map(proton.int32),
-    st.floats(),
-    st.floats().map(proton.float32),  # wider than 32 bits too: rounded, or infinite
-    st.integers(-(2**62), 2**62).map(proton.timestamp),
-    st.text(max_size=300),
-    st.text(st.characters(max_codepoint=127), max_size=300).map(proton.symbol),
-    st.binary(max_size=300),
-    st.binary(max_size=3).map(bytearray),
-    st.just(uuid.UUID(int=7)),  # no rule of its own: encoded by Proton
-)
-_VALUES = st.recursive(
-    _SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=40),
-        st.dictionaries(st.text(max_size=5), inner, max_size=40),
-    ),
-    max_leaves=60,
-)
+_VALUES = amqp_values(text_size=300, container_size=40, leaves=60)
 
 
 def _proton_bytes(value: Any) -> bytes:
@@ -87,8 +61,12 @@ def _copied(value: Any) -> Any:
 def test_a_value_reads_back_as_protons_own_encoding(value: Any) -> None:
     """Proton reads our bytes as the value it would itself have written: re-encoded by
     Proton, both are the same bytes (which compares types too, and NaN by its bits)."""
+    try:
+        theirs = _proton_bytes(value)
+    except UnicodeEncodeError:
+        assume(False)  # a symbol Proton refuses (not ASCII): nobody sends it
     ours = encoding.encoded(value)
-    assert _proton_bytes(_read(ours)) == _proton_bytes(_read(_proton_bytes(value)))
+    assert _proton_bytes(_read(ours)) == _proton_bytes(_read(theirs))
 
 
 # ---------------------------------------------------------------- whole messages

@@ -22,6 +22,7 @@ from typing import Any
 
 import proton
 import pytest
+from amqpvalues import amqp_values
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -108,32 +109,8 @@ def test_stomp_decode_gives_a_message_or_a_typed_error(
 
 # ------------------------------------------------------------------------------------- AMQP
 
-_SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.integers(0, 2**64 - 1).map(proton.ulong),
-    st.integers(0, 2**32 - 1).map(proton.uint),
-    st.integers(-128, 127).map(proton.byte),
-    st.integers(-(2**15), 2**15 - 1).map(proton.short),
-    st.integers(-(2**31), 2**31 - 1).map(proton.int32),
-    st.integers(0, 255).map(proton.ubyte),
-    st.floats(allow_nan=True),
-    st.floats(width=32).map(proton.float32),
-    st.integers(-(2**62), 2**62).map(proton.timestamp),
-    st.text(max_size=12),
-    st.text(max_size=12).map(proton.symbol),
-    st.binary(max_size=12),
-    st.just(uuid.UUID(int=7)),
-)
-_VALUES = st.recursive(
-    _SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    ),
-    max_leaves=6,
-)
+_SCALARS = amqp_values(text_size=12, container_size=0, leaves=1)
+_VALUES = amqp_values(text_size=12, container_size=3, leaves=6)
 _ANNOTATION_KEYS = st.one_of(
     st.sampled_from(
         [amqp_codec.MSG_TYPE, amqp_codec.DEST_TYPE, amqp_codec.REPLY_TO_TYPE,
