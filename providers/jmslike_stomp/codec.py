@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 TYPE_HEADER = "jmslikeType"
+NO_TEXT = "text-null"
+"""The type header's value for a TextMessage whose text is None (not "")."""
 TYPES_HEADER = "jmslikeTypes"
 ID_HEADER = "jmslikeMessageID"
 GROUP_HEADER = "jmslikeGroupID"
@@ -274,6 +276,10 @@ def encode(
         # TextMessage, as in the broker's own JMS mapping; where the broker keeps that
         # absence, the commonest message needs no type header (each header costs speed).
         headers[TYPE_HEADER] = message.type_name
+    if isinstance(message, TextMessage) and message.text is None:
+        # A frame's body cannot say "no text" (JMS getText() gives null): the type says
+        # it; others read the empty body as empty text.
+        headers[TYPE_HEADER] = NO_TEXT
     return headers, body
 
 
@@ -321,6 +327,8 @@ def decode(
         message = BytesMessage(body)
     elif kind == "message":
         message = Message()
+    elif kind == NO_TEXT:
+        message = TextMessage(None)
     else:
         message = TextMessage(body.decode("utf-8", errors="replace"))
     # jmslike's own id first: the broker's ``message-id`` is its own on Classic and Artemis

@@ -151,15 +151,17 @@ def _check_all_properties(msg: Message) -> None:
     assert {"s", "flag", "b", "sh", "i", "l", "f", "d", "o", "os"} <= set(msg.property_names())
 
 
-@pytest.mark.parametrize("kind", ["text", "bytes", "map", "plain"])
+@pytest.mark.parametrize("kind", ["text", "no-text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
-    """API: Text/Bytes/Map/plain messages; typed properties; headers ``jms_correlation_id``,
-    ``jms_reply_to``, ``jms_type``, ``jms_priority``, ``jms_delivery_mode``,
-    ``jms_timestamp``, ``jms_expiration``, ``jms_destination``, ``jms_message_id``."""
+    """API: Text (with and without text)/Bytes/Map/plain messages; typed properties;
+    headers ``jms_correlation_id``, ``jms_reply_to``, ``jms_type``, ``jms_priority``,
+    ``jms_delivery_mode``, ``jms_timestamp``, ``jms_expiration``, ``jms_destination``,
+    ``jms_message_id``."""
     name = unique("q")
     session = connection.create_session()
     bodies = {
         "text": (session.create_text_message, "héllo\n", "text"),
+        "no-text": (session.create_text_message, None, "text"),
         "bytes": (session.create_bytes_message, bytes(range(256)), "body"),
         "map": (
             session.create_map_message,
