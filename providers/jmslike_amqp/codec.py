@@ -179,7 +179,7 @@ def encode(
         encoding.HEADER,
         [
             _TRUE if message.jms_delivery_mode == DeliveryMode.PERSISTENT else _NULL,
-            b"\x50" + bytes((priority,)) if priority != 4 else _NULL,
+            encoding.encoded(proton.ubyte(priority)) if priority != 4 else _NULL,
             # A TTL that does not fit AMQP's uint (49 days) is left to the absolute
             # expiry time, as Qpid JMS leaves it.
             encoding.encoded(proton.uint(ttl)) if 0 < ttl <= _UINT_MAX else _NULL,
