@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
-from proton.reactor import Selector
+from proton.reactor import Copy, Selector
 
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, JMSException
@@ -163,7 +163,14 @@ class AmqpConsumer(ProviderConsumer):
         """Where the broker stops a queue at a blocked group (Artemis): this receiver's
         credit among the others of the queue on this connection (credit.py)."""
         if ring is not None:
-            self._credit = Credit(self.transport, ring, selective=selector is not None)
+            self._credit = Credit(
+                self.transport,
+                ring,
+                selective=selector is not None,
+                # A queue's head can be looked at before a poke; a shared subscription's
+                # queue has no address here.
+                look=None if destination.is_topic else self._look,
+            )
         on_flow = self._credit.flowed if self._credit is not None else None
 
         def attach() -> LinkHandle:
@@ -301,7 +308,12 @@ class AmqpConsumer(ProviderConsumer):
         self.outstanding[number] = token
         self._sink(message, token)
         if self._credit is not None:
-            self._credit.delivered(incoming.group_id is not None)
+            self._credit.delivered(incoming.group_id)
+
+    def _look(self, done: Callable[[Incoming | None, bool], None]) -> None:
+        """The connection's thread: the head of this consumer's queue, for credit.py."""
+        address = self._session.connection.address_of(self.destination)
+        self.transport.peek_now(address, [Capability("queue"), Copy()], done)
 
     def _retire(self) -> None:
         """Leave the queue's ring of receivers (credit.py), on the connection's thread."""

@@ -389,6 +389,49 @@ class AmqpTransport(ConnectionLifecycle):
         finally:
             self.close_link(cell[0])
 
+    def peek_now(
+        self,
+        source: str,
+        options: Sequence[LinkOption],
+        done: Callable[[Incoming | None, bool], None],
+    ) -> None:
+        """The connection's thread only: look at the first message of ``source`` without
+        taking it, and tell ``done(head, answered)`` there: a ``copy`` receiver with a
+        drain of 1, closed as soon as the broker answers. ``head`` None is an empty
+        queue; ``answered`` False means no answer within the timeout (or the connection
+        went), so nothing is known."""
+        cell: list[LinkHandle] = []
+        first: list[Incoming] = []
+
+        def finish(answered: bool) -> None:
+            handle = cell[0]
+            if handle._closed:
+                return  # told already
+            handle._closed = True
+            handle._on_message = handle._on_flow = None
+            link = handle._link
+            if link is not None:
+                self._attaching.pop(link, None)  # nobody waits for the attach
+                link.close()
+                if link.state & _REMOTE_CLOSED:
+                    self._let_go(link, free=False)
+            done(first[0] if first else None, answered)
+
+        def collect(message: Incoming, number: int) -> None:
+            first.append(message)
+            self._settle_now(cell[0], number, Delivery.ACCEPTED, False, None)  # a copy
+            finish(True)  # its one credit is used
+
+        def flowed() -> None:
+            if self.credit_now(cell[0]) <= 0:
+                finish(True)  # the drain's answer: nothing to send
+
+        receiver = self._engine.create_link(True, source, self.link_name("peek"), list(options))
+        handle, _attached = self._track(receiver, source, collect, flowed)
+        cell.append(handle)
+        receiver.drain(1)  # sent after the attach: a receiver may grant credit at once
+        self.call_later(self._timeout, lambda: finish(False))
+
     # ----------------------------------------------------------- transactions
     def open_coordinator(self) -> LinkHandle:
         """A link to the broker's transaction coordinator (one per JMS session, as Qpid

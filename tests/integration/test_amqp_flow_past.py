@@ -19,13 +19,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from brokerenv import broker_url
 
 import jmslike
 from jmslike import Message, MessageConsumer, MessageProducer, Session
-from jmslike_amqp.credit import LAST_RECHECK
+from jmslike_amqp.credit import LAST_RECHECK, Credit
 
 pytestmark = pytest.mark.amqp
 
@@ -181,3 +182,41 @@ def test_a_steady_stream_of_other_groups_all_flows_past(variable: str) -> None:
         missing = total - len(got)
         assert missing == 0, f"{missing} of {total} did not reach B (pinned to A?)"
         first.acknowledge()
+
+
+@pytest.mark.artemis
+def test_nobody_is_poked_while_the_queue_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While A holds g:1 and the queue is empty, B waits 3 s in receive(): B looks at the
+    queue's head before each poke, finds nothing, and pokes nobody.
+
+    A poke of an empty queue (a drain of 1 on A's link) hands a message arriving within
+    its round trip to A, where a new group would be pinned behind g:1; without the look,
+    B poked A after every empty recheck of its wait (credit.py). Then g:2 is sent: now the
+    head is A's group, so B pokes A, and A's next receive after it acknowledges g:1 finds
+    g:2 already there."""
+    pokes: list[frozenset[str]] = []
+    looks: list[str | None] = []
+    poke, looked = Credit._poke, Credit._looked
+
+    def counted_poke(self: Credit, waiter: Credit) -> None:
+        pokes.append(frozenset(self.groups))
+        poke(self, waiter)
+
+    def counted_look(self: Credit, number: int, head: Any, answered: bool) -> None:
+        looks.append(head.group_id if head is not None else None)
+        looked(self, number, head, answered)
+
+    monkeypatch.setattr(Credit, "_poke", counted_poke)
+    monkeypatch.setattr(Credit, "_looked", counted_look)
+    with a_holds_g1("JMSLIKE_TEST_ARTEMIS_AMQP_URL") as held:
+        assert held.waiting_b.receive(3.0) is None
+        assert looks, "B never looked at the queue's head while it waited"
+        assert set(looks) == {None}, f"looks saw {looks} in an empty queue"
+        assert pokes == [], f"B poked {len(pokes)} times while the queue was empty"
+        held.send("g", "g:2")
+        assert held.waiting_b.receive(3.0) is None  # g:2 is A's group's
+        assert "g" in looks, f"B never saw g:2 at the head: {looks}"
+        assert pokes and all("g" in groups for groups in pokes), pokes
+        held.first.acknowledge()
+        nxt = held.held_by_a.receive(2.0)
+        assert nxt is not None and nxt.text == "g:2"
