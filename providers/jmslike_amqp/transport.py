@@ -408,13 +408,10 @@ class AmqpTransport(ConnectionLifecycle):
             if handle._closed:
                 return  # told already
             handle._closed = True
-            handle._on_message = handle._on_flow = None
             link = handle._link
             if link is not None:
                 self._attaching.pop(link, None)  # nobody waits for the attach
-                link.close()
-                if link.state & _REMOTE_CLOSED:
-                    self._let_go(link, free=False)
+                self._close_now(handle, link)
             done(first[0] if first else None, answered)
 
         def collect(message: Incoming, number: int) -> None:
@@ -501,6 +498,19 @@ class AmqpTransport(ConnectionLifecycle):
             )
 
     # ---------------------------------------------------------------- closing
+    def _close_now(self, handle: LinkHandle, link: Link, *, keep: bool = False) -> None:
+        """The connection's thread: close (``keep``: only detach) ``handle``'s link; it
+        hears of nothing more, and is let go of at once if the broker closed it first."""
+        handle._closed = True
+        handle._on_message = None
+        handle._on_flow = None
+        if keep:
+            link.detach()
+        else:
+            link.close()
+        if link.state & _REMOTE_CLOSED:
+            self._let_go(link, free=False)
+
     def close_link(
         self,
         handle: LinkHandle,
@@ -528,19 +538,11 @@ class AmqpTransport(ConnectionLifecycle):
                 return None
             if before is not None:
                 before()
-            handle._closed = True
-            handle._on_message = None
-            handle._on_flow = None
             handle._late = on_late
             answered: Future[None] | None = None
             if wait and not link.state & _REMOTE_CLOSED:
                 answered = self._detaching[link] = Future()
-            if keep:
-                link.detach()
-            else:
-                link.close()
-            if link.state & _REMOTE_CLOSED:
-                self._let_go(link, free=False)
+            self._close_now(handle, link, keep=keep)
             return answered
 
         if handle.is_sender:
