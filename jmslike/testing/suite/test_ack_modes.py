@@ -302,7 +302,8 @@ def test_redelivered_messages_given_back_unseen_stay_redelivered(
     its consumer closes while the redelivery waits in its buffer, the message goes back to
     the broker, and the next consumer gets it marked redelivered with its count raised past
     every count the application saw. (Issue 16: Artemis over AMQP 1.0 handed it out again
-    as new, count 1, and a message seen twice came back with count 2.)"""
+    as new, count 1, and a message seen twice came back with count 2.) A message the
+    application never saw comes after them, in order, new or flagged once."""
     # The listener's redelivery waits out a long delay, so that it is still buffered
     # when the consumer closes.
     conn = make_connection(make_factory(redelivery_delay=30.0 if how == "listener" else 0.0))
@@ -323,7 +324,7 @@ def test_redelivered_messages_given_back_unseen_stay_redelivered(
         conn.start()
         assert raised.wait(5.0)
         consumer.close()
-        expected = [("a", True, 2), ("b", False, 1), ("c", False, 1)]
+        seen = [("a", True, 2)]
     else:
         transacted = how == "rollback"
         session = conn.create_session(transacted, Session.CLIENT_ACKNOWLEDGE)
@@ -340,10 +341,19 @@ def test_redelivered_messages_given_back_unseen_stay_redelivered(
         consumer.close()
         if transacted:
             session.commit()  # the closed consumer's messages leave with the transaction
-        expected = [("a", True, 3), ("b", True, 3), ("c", False, 1)]
+        seen = [("a", True, 3), ("b", True, 3)]
     other = make_connection()
     other.start()
-    assert _flags(drain(other.create_session().create_consumer(queue), 1.0)) == expected
+    flags = _flags(drain(other.create_session().create_consumer(queue), 1.0))
+    assert flags[: len(seen)] == seen
+    never_seen = flags[len(seen) :]
+    assert [text for text, _, _ in never_seen] == ["a", "b", "c"][len(seen) :]
+    for text, redelivered, count in never_seen:
+        # The application never saw it, but the broker may have dispatched it to the
+        # closing consumer: JMS 2.0 (3.4.7) lets a message that may have been delivered
+        # carry the flag. Seen in CI, about once in 4,300 tests on one case or another
+        # (Classic over STOMP, and over AMQP); never in 15 x 12 cases run alone here.
+        assert (redelivered, count) == (False, 1) or (redelivered and count == 2), text
 
 
 # ------------------------------------------------------------------ redelivery policy
