@@ -426,7 +426,7 @@ class MessageConsumer:
                     mutex.release()
                 session._finish_last(self, self._provider, ask)
             else:
-                session._finish_last(self)
+                session._finish_last(self, more=bool(self._buffer))
         deadline = None if timeout is None else time.monotonic() + timeout
         buffer = self._buffer
         connection = self._connection

@@ -13,16 +13,21 @@ from jmslike.errors import ConfigurationError
 from jmslike.spi.reconnect import RECONNECT_SETTINGS, Reconnect, reconnect_policy
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 
-__all__ = ["CLIENT_WINDOW", "SETTING_NAMES", "_Options", "_heartbeats", "_options"]
+__all__ = ["ACK_BATCH", "CLIENT_WINDOW", "SETTING_NAMES", "_Options", "_heartbeats", "_options"]
 
 CLIENT_WINDOW = 1000
 """Broker window of CLIENT_ACKNOWLEDGE and transacted consumers (setting ``clientWindow``):
 how many unacknowledged messages such a session may hold before receive() waits."""
 
+ACK_BATCH = 16
+"""The most ACKs of an AUTO/DUPS_OK consumer written together (setting ``ackBatch``; 0 or
+1: each on its own); never more than a quarter of the consumer's window."""
+
 SETTING_NAMES = frozenset(
     {
         "heartbeat",
         "clientWindow",
+        "ackBatch",
         "managementUrl",
         *RECONNECT_SETTINGS,
         *TLS_SETTINGS,

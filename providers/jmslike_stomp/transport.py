@@ -521,6 +521,23 @@ class StompTransport:
                 return
             raise  # a confirmed ACK (CLIENT_ACKNOWLEDGE) says it was lost: the caller tells
 
+    def hold_ack(self, ack_id: str, batch: int) -> None:
+        """An ACK nobody waits for that may wait for company (``Wire.hold``): it goes
+        with the next frame written, with ``batch`` held ones, or ``ACK_DELAY`` later.
+        Where stomp.py writes (no wire) or the connection is down, as :meth:`frame`."""
+        wire = self._wire
+        if wire is None or not wire.writes or not self.connected:
+            self.frame("ACK", {"id": ack_id}, confirm=False)
+            return
+        try:
+            wire.hold(encode_frame("ACK", {"id": ack_id}), batch)
+        except (NotConnectedException, OSError, AttributeError) as exc:
+            if self.reconnects:
+                return  # as frame(): the broker delivers it again, flagged
+            raise ConnectionFailedError(
+                f"STOMP ACK to {self.address} failed: {exc}"
+            ) from exc
+
     @property
     def reconnects(self) -> bool:
         """Whether a lost connection is made again (a ``failover:`` URL)."""

@@ -22,6 +22,10 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   (anything stomp.py sends, a SEND, a frame with a receipt) waits until it is written.
   One outbox keeps the order frames were queued in, so an ACK still goes before the
   UNSUBSCRIBE or NACK that follows it.
+* **Holding**: an AUTO or DUPS_OK receive loop that has more messages waiting in its
+  buffer *holds* its ACK (:meth:`Wire.hold`): the frame waits in the outbox for company
+  and goes with the next frame written, once a few are held, or :data:`ACK_DELAY` later
+  (:class:`_Flusher`). A ``sendall`` per message was a sixth of a receive loop's time.
 
 :func:`encode_frame` builds the same bytes as stomp.py 1.2's ``send_frame`` (values
 escaped, headers sorted; tests compare the two). Where stomp.py's internals are not the
@@ -37,6 +41,7 @@ import logging
 import re
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +51,7 @@ import stomp.exception
 import stomp.utils
 
 __all__ = [
+    "ACK_DELAY",
     "RECV_BYTES",
     "Wire",
     "encode_frame",
@@ -58,6 +64,13 @@ log = logging.getLogger("jmslike.stomp.wire")
 
 RECV_BYTES = 65536
 """Bytes asked of one ``recv``: many MESSAGE frames at once under load (stomp.py: 1 KiB)."""
+
+ACK_DELAY = 0.002
+"""Seconds a held frame (:meth:`Wire.hold`) waits at most for others to go with it.
+
+Short beside any broker's redelivery or heart-beat times, long beside the 30 to 40 µs a
+receive loop spends per message, so that a loop going at speed writes its ACKs several
+at a time and one that stops leaves none behind for long."""
 
 _READ = "_BaseTransport__read_frames"
 """stomp.py's receiver loop calls this (name-mangled ``__read_frames``) for more frames."""
@@ -234,6 +247,8 @@ class Wire:
         self._outbox: deque[bytes] = deque()
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
+        self._due = False
+        """Frames are held and the flusher knows (set by hold, cleared by the flusher)."""
         self._tuned: Any = None
         """The socket ``TCP_NODELAY`` was looked at for (stomp.py makes one per connect)."""
         self._stomp_read: Callable[[], None] = getattr(self._transport, _READ)
@@ -262,6 +277,29 @@ class Wire:
             finally:
                 self._writing.release()
             wait = False  # ours is written: only help with what came meanwhile
+
+    def hold(self, data: bytes, batch: int) -> None:
+        """Queue ``data`` (an ACK nobody waits for) without writing it, unless ``batch``
+        frames now wait: it goes with the next frame written, or :data:`ACK_DELAY` from
+        now. Order holds as for :meth:`write`: whatever is written next goes after it."""
+        outbox = self._outbox
+        outbox.append(data)  # (before _due is read: see _Flusher.run)
+        if len(outbox) >= batch:
+            self.write_held()
+        elif not self._due:
+            self._due = True
+            _FLUSHER.add(self)
+
+    def write_held(self) -> None:
+        """Write what the outbox holds, unless another thread is writing (it writes the
+        outbox again before it lets go)."""
+        while self._outbox:
+            if not self._writing.acquire(blocking=False):
+                return
+            try:
+                self._flush()
+            finally:
+                self._writing.release()
 
     def _flush(self) -> None:
         chunks: list[bytes] = []
@@ -334,6 +372,54 @@ class Wire:
                 level = logging.WARNING if transport.is_connected() else logging.DEBUG
                 log.log(level, "STOMP: the broker sent %r, not a STOMP frame", command[:40])
                 raise stomp.exception.ConnectionClosedException()
+
+
+class _Flusher:
+    """One thread for the process: writes the frames wires hold (:meth:`Wire.hold`)
+    :data:`ACK_DELAY` after the first of them was held. It ends after a second with
+    nothing to do, and the next hold starts it again."""
+
+    IDLE = 1.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition(threading.Lock())
+        self._wires: list[Wire] = []
+        self._thread: threading.Thread | None = None
+
+    def add(self, wire: Wire) -> None:
+        with self._lock:
+            self._wires.append(wire)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self.run, name="jmslike-stomp-acks", daemon=True
+                )
+                self._thread.start()
+            elif len(self._wires) == 1:
+                self._lock.notify()
+
+    def run(self) -> None:
+        lock = self._lock
+        while True:
+            with lock:
+                if not self._wires:
+                    lock.wait(self.IDLE)
+                    if not self._wires:
+                        self._thread = None
+                        return
+            time.sleep(ACK_DELAY)
+            with lock:
+                wires, self._wires = self._wires, []
+            for wire in wires:
+                # Cleared before the outbox is read: a frame held after this line sees
+                # _due False and comes back here; one held before it is in the outbox.
+                wire._due = False
+                try:
+                    wire.write_held()
+                except Exception as exc:  # the connection went: its reader says so
+                    log.debug("STOMP: held frames not written: %r", exc)
+
+
+_FLUSHER = _Flusher()
 
 
 def install(

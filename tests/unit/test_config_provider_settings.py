@@ -229,6 +229,15 @@ def test_bad_stomp_heartbeat_names_the_value(value: str) -> None:
     assert f"heartbeat={value!r}" in str(info.value)
 
 
+@pytest.mark.parametrize("value", ["many", "-1", "1.5", ""])
+def test_bad_stomp_ack_batch_names_the_value(value: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConnectionFactory(STOMP, ackBatch=value)
+    assert f"ackBatch={value!r}" in str(info.value)
+    assert "every ACK on its own" in str(info.value)
+    ConnectionFactory(f"{STOMP}?ackBatch=0")  # 0 turns batching off: accepted
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [(True, True), ("yes", True), ("ON", True), (" 1 ", True), (False, False), ("off", False)],

@@ -4,6 +4,7 @@ generated frames), and its outbox loses no frame and keeps their order."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -136,6 +137,29 @@ def test_outbox_keeps_order_and_loses_nothing_while_a_write_is_under_way() -> No
     first.join(5)
     waited.join(5)
     assert b"".join(conn.transport.socket.written) == b"123456"
+    assert not w._outbox
+
+
+def test_held_frames_go_with_the_next_write_a_full_batch_or_the_flusher() -> None:
+    """Wire.hold: an ACK held back is written with the next frame, in order; a batch of
+    held frames goes in one write; a lone one goes within ACK_DELAY (the flusher)."""
+    conn = _Conn()
+    conn.transport.socket.gate.set()
+    written = conn.transport.socket.written
+    w = wire.Wire(conn, lambda frame: None)
+    w.hold(b"a", 3)
+    w.hold(b"b", 3)
+    assert written == []
+    w.write(b"c")
+    assert written == [b"abc"]
+    for data in (b"d", b"e", b"f"):
+        w.hold(data, 3)
+    assert written == [b"abc", b"def"]
+    w.hold(b"g", 3)
+    deadline = time.monotonic() + 5
+    while written[-1] != b"g" and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert written == [b"abc", b"def", b"g"]
     assert not w._outbox
 
 

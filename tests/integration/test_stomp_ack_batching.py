@@ -1,0 +1,179 @@
+"""ACKs written several at a time over STOMP: what holding them back must never change.
+
+An AUTO_ACKNOWLEDGE or DUPS_OK consumer whose buffer still holds messages lets the ACK
+of the message it finished wait in the connection's outbox (``Wire.hold`` in
+``jmslike_stomp/wire.py``): it goes with the next frame written, once a quarter of the
+window is held, or ``ACK_DELAY`` (2 ms) later, written by a flusher thread. A write per
+message was a sixth of a receive loop's time on ActiveMQ Classic (docs/performance.md).
+
+Each case runs on a real broker with a window of 32 (so 8 ACKs go together), through
+tests/faultproxy.py's relay, which the test cuts to see what the broker has:
+
+* **The application stops** (a ``receive()`` loop that no longer calls ``receive``, a
+  listener that blocks): the finished messages' ACKs reach the broker anyway. Cut half
+  a second later, a fresh consumer gets exactly the messages not finished. Without the
+  flusher the last few ACKs stayed in the outbox and those messages came again.
+* **The consumer closes at once**: the held ACKs go before the UNSUBSCRIBE (one outbox,
+  in order), so nothing finished comes again.
+
+Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_ack_batching.py -v``
+(needs the brokers of ``scripts/brokers.sh start``; a missing broker fails, never skips).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from brokercases import CASES, case_url
+from faultproxy import Relay
+
+from jmslike import ConnectionFactory, DeliveryMode, Message, Session
+
+STOMP_CASES = [case for case in CASES if str(case.values[0]).endswith("stomp")]
+
+WINDOW = 32
+"""The consumer's prefetch: ACKs go 8 at a time (a quarter of it)."""
+SENT, FINISHED = 40, 11
+"""Messages queued; messages the application finishes before it stops (with the next
+one handed out and not finished): 8 ACKs go as a batch, 3 wait for the flusher."""
+
+MODES = [
+    pytest.param(Session.AUTO_ACKNOWLEDGE, id="auto"),
+    pytest.param(Session.DUPS_OK_ACKNOWLEDGE, id="dups_ok"),
+]
+
+
+@pytest.fixture
+def relayed(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Relay]]:
+    """(URL through a relay, direct URL, relay) for the case."""
+    direct = case_url(request.param)
+    host, port = re.search(r"@?(127\.0\.0\.1):(\d+)", direct).groups()  # type: ignore[union-attr]
+    relay = Relay((host, int(port)), name=request.param)
+    yield direct.replace(f"{host}:{port}", f"127.0.0.1:{relay.port}", 1), direct, relay
+    relay.close()
+
+
+def _fill(url: str, queue: str) -> list[str]:
+    texts = [f"m{index:02d}" for index in range(SENT)]
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session()
+        producer = session.create_producer(session.create_queue(queue))
+        producer.delivery_mode = DeliveryMode.PERSISTENT
+        for text in texts:
+            producer.send(session.create_text_message(text))
+    return texts
+
+
+def _left(url: str, queue: str, expected: int) -> list[str]:
+    """What a fresh consumer finds on ``queue`` (through the relay's new connection, so
+    that delivery counts are kept per broker address as before)."""
+    got: list[str] = []
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(session.create_queue(queue))
+        connection.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.receive(1.0 if len(got) < expected else 0.5)
+            if message is None:
+                if len(got) >= expected:
+                    break
+                continue
+            got.append(str(message.text))
+            message.acknowledge()
+    return got
+
+
+def _cut_and_close(relay: Relay, connection: object) -> None:
+    relay.cut()
+    time.sleep(0.2)
+    connection.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
+def test_acks_held_by_a_receive_loop_reach_the_broker_when_it_stops(
+    relayed: tuple[str, str, Relay], mode: int
+) -> None:
+    url, direct, relay = relayed
+    queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
+    sent = _fill(direct, queue)
+    connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
+    try:
+        session = connection.create_session(False, mode)
+        consumer = session.create_consumer(session.create_queue(queue))
+        connection.start()
+        handed: list[str] = []
+        for _ in range(FINISHED + 1):
+            message = consumer.receive(10.0)
+            assert message is not None, f"only {len(handed)} came"
+            handed.append(str(message.text))
+        assert handed == sent[: FINISHED + 1]
+        time.sleep(0.5)  # the application does something else; its ACKs go meanwhile
+    finally:
+        _cut_and_close(relay, connection)
+    left = _left(url, queue, SENT - FINISHED)
+    assert sorted(left) == sent[FINISHED:], (
+        f"finished and then back: {sorted(set(left) & set(sent[:FINISHED]))}"
+    )
+
+
+@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
+def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
+    relayed: tuple[str, str, Relay],
+) -> None:
+    url, direct, relay = relayed
+    queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
+    sent = _fill(direct, queue)
+    handed: list[str] = []
+    blocked, release = threading.Event(), threading.Event()
+
+    def on_message(message: Message) -> None:
+        handed.append(str(message.text))
+        if len(handed) == FINISHED + 1:
+            blocked.set()
+            release.wait(10)
+
+    connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
+    try:
+        session = connection.create_session()
+        consumer = session.create_consumer(session.create_queue(queue))
+        consumer.set_message_listener(on_message)
+        connection.start()
+        assert blocked.wait(10), f"only {len(handed)} came"
+        time.sleep(0.5)
+        relay.cut()
+        time.sleep(0.2)
+    finally:
+        release.set()
+        connection.close()
+    assert handed[: FINISHED + 1] == sent[: FINISHED + 1]
+    left = _left(url, queue, SENT - FINISHED)
+    assert sorted(left) == sent[FINISHED:], (
+        f"finished and then back: {sorted(set(left) & set(sent[:FINISHED]))}"
+    )
+
+
+@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
+def test_acks_held_go_before_the_unsubscribe_of_a_close(relayed: tuple[str, str, Relay]) -> None:
+    url, direct, _relay = relayed
+    queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
+    sent = _fill(direct, queue)
+    with ConnectionFactory(url, prefetch=WINDOW).create_connection() as connection:
+        session = connection.create_session()
+        consumer = session.create_consumer(session.create_queue(queue))
+        connection.start()
+        handed: list[str] = []
+        for _ in range(FINISHED + 1):
+            message = consumer.receive(10.0)
+            assert message is not None
+            handed.append(str(message.text))
+        consumer.close()  # finishes the last one too (ORD-10)
+    assert handed == sent[: FINISHED + 1]
+    left = _left(url, queue, SENT - FINISHED - 1)
+    assert sorted(left) == sent[FINISHED + 1 :]
