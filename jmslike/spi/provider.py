@@ -252,11 +252,12 @@ class ProviderSession(abc.ABC):
         """The application finished these deliveries: remove them from the broker."""
 
     def acknowledge_soon(self, tokens: Sequence[Any]) -> None:
-        """As :meth:`acknowledge`, for an AUTO/DUPS_OK ``receive()`` loop whose consumer
-        has more messages buffered: the provider may hold the acknowledgement back a
-        moment and write it with the next ones (a write per message is a large part of
-        a receive's cost). It must still reach the broker within milliseconds, and
-        before any later frame of the same connection. Default: at once."""
+        """As :meth:`acknowledge`, for an AUTO/DUPS_OK consumer (a ``receive()`` loop or a
+        listener) whose buffer holds more messages: the provider may hold the
+        acknowledgement back a moment and write it with the next ones (a write per
+        message is a large part of a receive's cost). It must still reach the broker
+        within milliseconds, and before any later frame of the same connection.
+        Default: at once."""
         self.acknowledge(tokens)
 
     def acknowledge_and_flow(
