@@ -484,10 +484,8 @@ class Session:
         consumer._last = None
         done = [held] if held is not None and self._held.pop(held, False) is None else []
         if provider_consumer is None:
-            if more and done:
-                self._acknowledge_one(done[0], more=True)
-            else:
-                self._acknowledge(done)
+            if done:
+                self._acknowledge_one(done[0], more=more)
             return
         if done and (self._gate is not None or consumer._feed is not None):
             self._gate_finished(done)

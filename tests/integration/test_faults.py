@@ -26,14 +26,13 @@ come again, flagged redelivered.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from brokercases import CASES, case_url
+from brokercases import CASES
 from faultproxy import Relay
 from faultreport import record
 
@@ -42,17 +41,6 @@ from jmslike import ConnectionFactory, DeliveryMode, Session
 from jmslike.testing.helpers import drain_consumer
 
 GROUPS, PER_GROUP, TAKEN, ACKED = 3, 10, 6, 4
-
-
-@pytest.fixture
-def relay_for(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Relay]]:
-    """(URL through a relay, direct URL, relay) for the case."""
-    case = request.param
-    direct = case_url(case)
-    host, port = re.search(r"@?(127\.0\.0\.1):(\d+)", direct).groups()  # type: ignore[union-attr]
-    relay = Relay((host, int(port)), name=case)
-    yield direct.replace(f"{host}:{port}", f"127.0.0.1:{relay.port}", 1), direct, relay
-    relay.close()
 
 
 def keepalive(url: str) -> str:

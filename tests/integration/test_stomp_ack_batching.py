@@ -22,14 +22,12 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_ack_batching.py -
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from brokercases import CASES, case_url
+from brokercases import CASES
 from faultproxy import Relay
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, Session
@@ -46,16 +44,6 @@ MODES = [
     pytest.param(Session.AUTO_ACKNOWLEDGE, id="auto"),
     pytest.param(Session.DUPS_OK_ACKNOWLEDGE, id="dups_ok"),
 ]
-
-
-@pytest.fixture
-def relayed(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Relay]]:
-    """(URL through a relay, direct URL, relay) for the case."""
-    direct = case_url(request.param)
-    host, port = re.search(r"@?(127\.0\.0\.1):(\d+)", direct).groups()  # type: ignore[union-attr]
-    relay = Relay((host, int(port)), name=request.param)
-    yield direct.replace(f"{host}:{port}", f"127.0.0.1:{relay.port}", 1), direct, relay
-    relay.close()
 
 
 def _fill(url: str, queue: str) -> list[str]:
@@ -89,18 +77,12 @@ def _left(url: str, queue: str, expected: int) -> list[str]:
     return got
 
 
-def _cut_and_close(relay: Relay, connection: object) -> None:
-    relay.cut()
-    time.sleep(0.2)
-    connection.close()  # type: ignore[attr-defined]
-
-
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
+@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
 def test_acks_held_by_a_receive_loop_reach_the_broker_when_it_stops(
-    relayed: tuple[str, str, Relay], mode: int
+    relay_for: tuple[str, str, Relay], mode: int
 ) -> None:
-    url, direct, relay = relayed
+    url, direct, relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
     sent = _fill(direct, queue)
     connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
@@ -116,18 +98,20 @@ def test_acks_held_by_a_receive_loop_reach_the_broker_when_it_stops(
         assert handed == sent[: FINISHED + 1]
         time.sleep(0.5)  # the application does something else; its ACKs go meanwhile
     finally:
-        _cut_and_close(relay, connection)
+        relay.cut()
+        time.sleep(0.2)
+        connection.close()
     left = _left(url, queue, SENT - FINISHED)
     assert sorted(left) == sent[FINISHED:], (
         f"finished and then back: {sorted(set(left) & set(sent[:FINISHED]))}"
     )
 
 
-@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
+@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
 def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
-    relayed: tuple[str, str, Relay],
+    relay_for: tuple[str, str, Relay],
 ) -> None:
-    url, direct, relay = relayed
+    url, direct, relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
     sent = _fill(direct, queue)
     handed: list[str] = []
@@ -159,9 +143,9 @@ def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
     )
 
 
-@pytest.mark.parametrize("relayed", STOMP_CASES, indirect=True)
-def test_acks_held_go_before_the_unsubscribe_of_a_close(relayed: tuple[str, str, Relay]) -> None:
-    url, direct, _relay = relayed
+@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
+def test_acks_held_go_before_the_unsubscribe_of_a_close(relay_for: tuple[str, str, Relay]) -> None:
+    url, direct, _relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
     sent = _fill(direct, queue)
     with ConnectionFactory(url, prefetch=WINDOW).create_connection() as connection:
