@@ -439,7 +439,18 @@ class Channel:
             waiting = state.waiting
             waiting.popleft()
             if waiting:
-                self._place_head(state, now)
+                head = waiting[0]
+                if head.due > now:  # _place_head for a held group, inlined
+                    self._delay(head)
+                else:
+                    mine = self.held.get(holder)
+                    if mine is None:
+                        mine = self.held[holder] = KeyQueue()
+                    fifo = mine.fifo  # KeyQueue.push, inlined
+                    if not fifo or head.key > fifo[-1]:
+                        fifo.append(head.key)
+                    else:
+                        heapq.heappush(mine.heap, head.key)
 
     def _serve(self, slot: ConsumerSlot, now: float) -> bool:
         """Give ``slot`` one message if it may take one; False if there is none for it.
@@ -507,17 +518,33 @@ class Channel:
         if entry.row is not None and self.store is not None:
             self.store.remove((entry.row,))
         group = entry.group
-        if group is not None:
-            state = self.groups._groups[group]
-            holder = state.holder
-            if self.groups.finish(group, state) and state.waiting:
-                # take() put the group's next head in the holder's keys; free now, it
-                # goes to the ready keys, and the holder's copy would only be skipped
-                # (one lookup per delivery, on the profile of a grouped backlog).
-                mine = self.held.get(holder)
-                if mine is not None and mine.fifo and mine.fifo[-1] == state.waiting[0].key:
-                    mine.fifo.pop()
-                self._place_head(state, now)
+        if group is None:
+            return
+        state = self.groups._groups[group]
+        state.unfinished -= 1  # GroupTable.finish, inlined on the hot path
+        if state.unfinished > 0:
+            return
+        state.unfinished = 0
+        holder, state.holder = state.holder, None
+        waiting = state.waiting
+        if not waiting:
+            del self.groups._groups[group]
+            return
+        # take() put the group's next head in the holder's keys; free now, it goes to
+        # the ready keys, and the holder's copy would only be skipped (one lookup per
+        # delivery, on the profile of a grouped backlog).
+        head = waiting[0]
+        mine = self.held.get(holder)
+        if mine is not None and mine.fifo and mine.fifo[-1] == head.key:
+            mine.fifo.pop()
+        if head.due > now:  # _place_head for a free group, inlined
+            self._delay(head)
+        else:
+            fifo = self.ready.fifo
+            if not fifo or head.key > fifo[-1]:
+                fifo.append(head.key)
+            else:
+                heapq.heappush(self.ready.heap, head.key)
 
     def give_back(self, entries: Iterable[Entry], delivered: bool, now: float) -> None:
         """Return in-flight entries, in their original order, ahead of later messages of

@@ -93,3 +93,44 @@ def test_listener_grows_then_idle_takes_it_back() -> None:
         while consumer.request_size != 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert consumer.request_size == 1, "the idle listener kept its grown request"
+
+
+def test_grouped_listener_acknowledges_and_asks_again_in_one_call() -> None:
+    """At the default prefetch a grouped listener's buffer is empty after each message
+    (ORD-9: it may hold only the group it is processing), so finishing one and asking for
+    the next go to the provider together: one broker round a message, as for receive()."""
+    factory = ConnectionFactory("embedded://requests-grouped-listener")
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producers = [session.create_producer("queue://grouped") for _ in range(10)]
+        for index, producer in enumerate(producers):
+            producer.enable_ordering_group(f"g{index}")
+        for n in range(200):
+            producers[n % 10].send(session.create_text_message(f"{n % 10}:{n // 10}"))
+        listening = conn.create_session()
+        consumer = listening.create_consumer("queue://grouped")
+        provider = listening._provider
+        calls = {"acknowledge": 0, "acknowledge_and_flow": 0}
+        for name in calls:
+
+            def counted(*args: object, _name: str = name, _real: object = getattr(provider, name)):
+                calls[_name] += 1
+                return _real(*args)  # type: ignore[operator]
+
+            setattr(provider, name, counted)
+        seen: dict[str, list[int]] = {}
+        done = threading.Event()
+
+        def listener(message: jmslike.Message) -> None:
+            group, number = str(message.text).split(":")
+            seen.setdefault(group, []).append(int(number))
+            if sum(map(len, seen.values())) == 200:
+                done.set()
+
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert done.wait(10.0)
+        assert all(numbers == list(range(20)) for numbers in seen.values()), seen
+        assert consumer.request_limit > 1 and consumer.request_size == 1
+        assert calls["acknowledge_and_flow"] >= 190, calls
+        assert calls["acknowledge"] <= 10, calls
