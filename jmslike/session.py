@@ -542,9 +542,7 @@ class Session:
                 ask = consumer._listener_ask()
                 if ask:  # the buffer is empty: acknowledge and ask again in one call
                     try:
-                        self._provider.acknowledge_and_flow(
-                            [held.token], consumer._provider, ask
-                        )
+                        self._provider.acknowledge_and_flow([held.token], consumer._provider, ask)
                     except BaseException:
                         consumer._not_asked(ask)
                         raise
@@ -555,17 +553,26 @@ class Session:
     def _acknowledge_one(self, held: _Held, *, more: bool) -> None:
         """AUTO/DUPS_OK: one message finished. ``more``: its consumer has more buffered,
         so the provider may write the acknowledgement with the next ones
-        (``acknowledge_soon``); not where a client gate or a container's feed keeps the
-        message's group, whose next message another session may take once this one is
-        finished: that session's acknowledgement must not reach the broker first."""
-        if (
-            more
-            and held.consumer._feed is None
-            and (self._gate is None or GROUP_ID not in held.props)
-        ):
+        (``acknowledge_soon``). Where a client gate keeps the message's group, the gate
+        frees the group only once the acknowledgement is written (``written``): another
+        session may then take the group's next message, and its acknowledgement must
+        not reach the broker first. Not for a container's feed, whose sessions take the
+        group's next message from the feed at once."""
+        if not more or held.consumer._feed is not None:
+            self._acknowledge([held])
+        elif self._gate is None or GROUP_ID not in held.props:
             self._provider.acknowledge_soon([held.token])
         else:
-            self._acknowledge([held])
+            self._provider.acknowledge_soon([held.token], lambda ok: self._gate_written(held, ok))
+
+    def _gate_written(self, held: _Held, ok: bool) -> None:
+        """A held acknowledgement of a gated group went (``ok``) or was lost with the
+        connection: the gate frees the group, or keeps its place until the broker
+        delivers the message again (as ``_acknowledge`` does)."""
+        if ok:
+            self._gate_finished([held])
+        else:
+            self._gate_in_doubt([held])
 
     def _acknowledge_from(self, message: Message) -> None:
         """``message.acknowledge()``: in CLIENT mode, everything this session consumed."""

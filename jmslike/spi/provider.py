@@ -31,7 +31,7 @@ from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
-from jmslike.errors import JMSException
+from jmslike.errors import ConnectionFailedError, JMSException
 from jmslike.message import Message
 
 __all__ = [
@@ -251,14 +251,29 @@ class ProviderSession(abc.ABC):
     def acknowledge(self, tokens: Sequence[Any]) -> None:
         """The application finished these deliveries: remove them from the broker."""
 
-    def acknowledge_soon(self, tokens: Sequence[Any]) -> None:
+    def acknowledge_soon(
+        self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None
+    ) -> None:
         """As :meth:`acknowledge`, for an AUTO/DUPS_OK consumer (a ``receive()`` loop or a
         listener) whose buffer holds more messages: the provider may hold the
         acknowledgement back a moment and write it with the next ones (a write per
         message is a large part of a receive's cost). It must still reach the broker
         within milliseconds, and before any later frame of the same connection.
-        Default: at once."""
-        self.acknowledge(tokens)
+
+        ``written``, if given, is called once the acknowledgement has gone to the broker
+        (True) or was lost with the connection (False), on a thread that holds none of
+        jmslike's locks: the client gate frees a group only then, so another session's
+        acknowledgement of the group's next message cannot overtake it (ORD-9, ORD-16).
+        Default: at once, and ``written`` right after."""
+        if written is None:
+            self.acknowledge(tokens)
+            return
+        try:
+            self.acknowledge(tokens)
+        except ConnectionFailedError:
+            written(False)
+            raise
+        written(True)
 
     def acknowledge_and_flow(
         self, tokens: Sequence[Any], consumer: ProviderConsumer, credit: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination, Queue
@@ -259,19 +259,26 @@ class StompSession(ProviderSession):
                 "their work may be done twice"
             )
 
-    def acknowledge_soon(self, tokens: Sequence[Any]) -> None:
+    def acknowledge_soon(
+        self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None
+    ) -> None:
         """AUTO/DUPS_OK with more messages buffered: the ACKs may wait a moment in the
-        outbox and go several to one write (``Wire.hold``)."""
+        outbox and go several to one write (``Wire.hold``); ``written`` is called once
+        they went."""
         batch = self.ack_batch
         if batch < 2:
-            self.acknowledge(tokens)
+            super().acknowledge_soon(tokens, written)
             return
-        for token in tokens:
+        last = len(tokens) - 1
+        for number, token in enumerate(tokens):
             consumer = token.consumer
             consumer.unfinished.pop(id(token), None)
             ack_id = token.ack_id
+            after = written if number == last else None
             if ack_id:
-                consumer.transport.hold_ack(ack_id, batch)
+                consumer.transport.hold_ack(ack_id, batch, after)
+            elif after is not None:
+                after(True)  # nothing to write for it (RabbitMQ's auto ack)
             self.connection.forget(token.key)
 
     def redeliver(self, token: Any) -> Message:

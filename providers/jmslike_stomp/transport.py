@@ -521,16 +521,26 @@ class StompTransport:
                 return
             raise  # a confirmed ACK (CLIENT_ACKNOWLEDGE) says it was lost: the caller tells
 
-    def hold_ack(self, ack_id: str, batch: int) -> None:
+    def hold_ack(
+        self, ack_id: str, batch: int, written: Callable[[bool], None] | None = None
+    ) -> None:
         """An ACK nobody waits for that may wait for company (``Wire.hold``): it goes
-        with the next frame written, with ``batch`` held ones, or ``ACK_DELAY`` later.
-        Where stomp.py writes (no wire) or the connection is down, as :meth:`frame`."""
+        with the next frame written, with ``batch`` held ones, or ``ACK_DELAY`` later;
+        then ``written(ok)`` is called (``Wire.hold``). Where stomp.py writes (no wire)
+        or the connection is down, as :meth:`frame`, and ``written`` right after."""
         wire = self._wire
         if wire is None or not wire.writes or not self.connected:
-            self.frame("ACK", {"id": ack_id}, confirm=False)
+            try:
+                self.frame("ACK", {"id": ack_id}, confirm=False)
+            except ConnectionFailedError:
+                if written is not None:
+                    written(False)
+                raise
+            if written is not None:
+                written(True)
             return
         try:
-            wire.hold(encode_frame("ACK", {"id": ack_id}), batch)
+            wire.hold(encode_frame("ACK", {"id": ack_id}), batch, written)
         except (NotConnectedException, OSError, AttributeError) as exc:
             if self.reconnects:
                 return  # as frame(): the broker delivers it again, flagged

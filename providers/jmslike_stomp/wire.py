@@ -26,6 +26,11 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   buffer *holds* its ACK (:meth:`Wire.hold`): the frame waits in the outbox for company
   and goes with the next frame written, once a few are held, or :data:`ACK_DELAY` later
   (:class:`_Flusher`). A ``sendall`` per message was a sixth of a receive loop's time.
+  A held frame may come with a ``written`` callback (the client gate frees the group of
+  the message acknowledged only once its ACK is written): it is called after the
+  ``sendall`` that carried the frame, but only by the thread that held a frame or by
+  the flusher, never by another writer (an application's SEND, stomp.py's heart-beat,
+  a close), which may hold locks the callback needs.
 
 :func:`encode_frame` builds the same bytes as stomp.py 1.2's ``send_frame`` (values
 escaped, headers sorted; tests compare the two). Where stomp.py's internals are not the
@@ -245,6 +250,11 @@ class Wire:
         self._on_message = on_message
         self._buffer = b""
         self._outbox: deque[bytes] = deque()
+        self._written: deque[Callable[[bool], None]] = deque()
+        """Callbacks of held frames (:meth:`hold`), each queued after its frame."""
+        self._done: deque[tuple[Callable[[bool], None], bool]] = deque()
+        """Callbacks whose frames went (True) or failed (False), to be called by
+        :meth:`write_held` (see the module's docstring)."""
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
         self._due = False
@@ -269,53 +279,87 @@ class Wire:
         thread writing now, which writes the outbox again before it lets go."""
         outbox = self._outbox
         outbox.append(data)
-        while outbox:
-            if not self._writing.acquire(blocking=wait):
-                return  # the writer re-checks the outbox after letting go
-            try:
-                self._flush()
-            finally:
-                self._writing.release()
-            wait = False  # ours is written: only help with what came meanwhile
+        try:
+            while outbox:
+                if not self._writing.acquire(blocking=wait):
+                    return  # the writer re-checks the outbox after letting go
+                try:
+                    self._flush()
+                finally:
+                    self._writing.release()
+                wait = False  # ours is written: only help with what came meanwhile
+        finally:
+            if self._done:  # held frames went with ours: the flusher calls their callbacks
+                self._schedule()
 
-    def hold(self, data: bytes, batch: int) -> None:
+    def hold(self, data: bytes, batch: int, written: Callable[[bool], None] | None = None) -> None:
         """Queue ``data`` (an ACK nobody waits for) without writing it, unless ``batch``
         frames now wait: it goes with the next frame written, or :data:`ACK_DELAY` from
-        now. Order holds as for :meth:`write`: whatever is written next goes after it."""
+        now. Order holds as for :meth:`write`: whatever is written next goes after it.
+        ``written(ok)`` is called once it went (True) or failed (False), by this thread
+        or the flusher."""
         outbox = self._outbox
         outbox.append(data)  # (before _due is read: see _Flusher.run)
+        if written is not None:
+            self._written.append(written)  # after its frame: see _flush
         if len(outbox) >= batch:
             self.write_held()
-        elif not self._due:
+        else:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._due:
             self._due = True
             _FLUSHER.add(self)
 
     def write_held(self) -> None:
         """Write what the outbox holds, unless another thread is writing (it writes the
-        outbox again before it lets go)."""
-        while self._outbox:
-            if not self._writing.acquire(blocking=False):
-                return
-            try:
-                self._flush()
-            finally:
-                self._writing.release()
+        outbox again before it lets go; the flusher calls the callbacks its frames
+        carried), then call the callbacks of the frames written."""
+        try:
+            while self._outbox or self._written:
+                if not self._writing.acquire(blocking=False):
+                    self._schedule()  # the writer does not call callbacks: come back
+                    return
+                try:
+                    self._flush()
+                finally:
+                    self._writing.release()
+        finally:
+            done = self._done
+            while done:
+                callback, ok = done.popleft()
+                try:
+                    callback(ok)
+                except Exception:  # one consumer's bookkeeping must not stop the others'
+                    log.exception("STOMP: callback of a held frame failed")
 
     def _flush(self) -> None:
+        written = self._written
+        taken = [written.popleft() for _ in range(len(written))]
+        # Taken before the outbox is read: each callback was queued after its frame, so
+        # its frame is in the outbox now, or went with an earlier write.
         chunks: list[bytes] = []
         outbox = self._outbox
         while outbox:
             chunks.append(outbox.popleft())
-        if not chunks:
-            return
         sock = self._transport.socket
-        if sock is None:
-            raise stomp.exception.NotConnectedException()
-        if sock is not self._tuned:
-            self._tuned = sock
-            if self._no_delay:
-                _set_no_delay(sock)
-        sock.sendall(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if not chunks:
+            self._done.extend((callback, sock is not None) for callback in taken)
+            return
+        try:
+            if sock is None:
+                raise stomp.exception.NotConnectedException()
+            if sock is not self._tuned:
+                self._tuned = sock
+                if self._no_delay:
+                    _set_no_delay(sock)
+            sock.sendall(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        except BaseException:
+            self._done.extend((callback, False) for callback in taken)
+            raise
+        if taken:
+            self._done.extend((callback, True) for callback in taken)
 
     def set_no_delay(self) -> None:
         """Set ``TCP_NODELAY`` from the next write on (the connection learns from CONNECTED

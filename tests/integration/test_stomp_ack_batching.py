@@ -15,6 +15,10 @@ tests/faultproxy.py's relay, which the test cuts to see what the broker has:
   flusher the last few ACKs stayed in the outbox and those messages came again.
 * **The consumer closes at once**: the held ACKs go before the UNSUBSCRIBE (one outbox,
   in order), so nothing finished comes again.
+* **Grouped messages** are held too. Where jmslike keeps the groups (RabbitMQ's client
+  gate), the gate frees a group only once its ACK is written, so two sessions on two
+  connections still never have one group's messages in progress at once, in order
+  (ORD-9), and nothing finished comes again after a cut.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_ack_batching.py -v``
 (needs the brokers of ``scripts/brokers.sh start``; a missing broker fails, never skips).
@@ -27,7 +31,7 @@ import time
 import uuid
 
 import pytest
-from brokercases import CASES
+from brokercases import CASES, case_url
 from faultproxy import Relay
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, Session
@@ -46,12 +50,14 @@ MODES = [
 ]
 
 
-def _fill(url: str, queue: str) -> list[str]:
+def _fill(url: str, queue: str, group: str | None = None) -> list[str]:
     texts = [f"m{index:02d}" for index in range(SENT)]
     with ConnectionFactory(url).create_connection() as connection:
         session = connection.create_session()
         producer = session.create_producer(session.create_queue(queue))
         producer.delivery_mode = DeliveryMode.PERSISTENT
+        if group is not None:
+            producer.enable_ordering_group(group)
         for text in texts:
             producer.send(session.create_text_message(text))
     return texts
@@ -77,14 +83,15 @@ def _left(url: str, queue: str, expected: int) -> list[str]:
     return got
 
 
+@pytest.mark.parametrize("group", [None, "g1"], ids=["ungrouped", "grouped"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
 def test_acks_held_by_a_receive_loop_reach_the_broker_when_it_stops(
-    relay_for: tuple[str, str, Relay], mode: int
+    relay_for: tuple[str, str, Relay], mode: int, group: str | None
 ) -> None:
     url, direct, relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
-    sent = _fill(direct, queue)
+    sent = _fill(direct, queue, group)
     connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
     try:
         session = connection.create_session(False, mode)
@@ -161,3 +168,57 @@ def test_acks_held_go_before_the_unsubscribe_of_a_close(relay_for: tuple[str, st
     assert handed == sent[: FINISHED + 1]
     left = _left(url, queue, SENT - FINISHED - 1)
     assert sorted(left) == sent[FINISHED + 1 :]
+
+
+@pytest.mark.parametrize("case", STOMP_CASES)
+def test_held_acks_keep_groups_whole_across_connections(case: str) -> None:
+    """ORD-9 with held ACKs: two listeners on two connections (two outboxes), a window of
+    32, 8 groups x 30 messages and a little work per message: each group is processed in
+    order and never by both at once. Where the client gate keeps the groups (RabbitMQ),
+    a group is freed only once its ACK is written; freed before, the other connection's
+    ACK of the group's next message could reach the broker first."""
+    url = case_url(case)
+    queue = f"ack-groups-{uuid.uuid4().hex[:8]}"
+    groups, per_group = 8, 30
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session()
+        producers = [session.create_producer(session.create_queue(queue)) for _ in range(groups)]
+        for index, producer in enumerate(producers):
+            producer.enable_ordering_group(f"g{index}")
+        for number in range(per_group):
+            for index, producer in enumerate(producers):
+                producer.send(session.create_text_message(f"g{index}:{number:02d}"))
+    lock = threading.Lock()
+    busy: set[str] = set()
+    seen: dict[str, list[int]] = {}
+    overlaps: list[str] = []
+    done = threading.Event()
+
+    def on_message(message: Message) -> None:
+        group, number = str(message.text).split(":")
+        with lock:
+            if group in busy:
+                overlaps.append(str(message.text))
+            busy.add(group)
+        time.sleep(0.001)
+        with lock:
+            busy.discard(group)
+            seen.setdefault(group, []).append(int(number))
+            if sum(map(len, seen.values())) >= groups * per_group:
+                done.set()
+
+    factory = ConnectionFactory(url, prefetch=WINDOW)
+    connections = [factory.create_connection() for _ in range(2)]
+    try:
+        for connection in connections:
+            session = connection.create_session()
+            session.create_consumer(session.create_queue(queue)).set_message_listener(on_message)
+        for connection in connections:
+            connection.start()
+        assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
+    finally:
+        for connection in connections:
+            connection.close()
+    assert not overlaps, f"a group in progress in two sessions at once: {overlaps[:5]}"
+    for group, numbers in seen.items():
+        assert numbers == list(range(per_group)), f"{group} out of order: {numbers}"

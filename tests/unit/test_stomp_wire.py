@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -161,6 +162,48 @@ def test_held_frames_go_with_the_next_write_a_full_batch_or_the_flusher() -> Non
         time.sleep(0.001)
     assert written == [b"abc", b"def", b"g"]
     assert not w._outbox
+
+
+def test_a_held_frames_callback_comes_after_its_write_from_the_holder_or_the_flusher() -> None:
+    """Wire.hold's ``written``: called once the frame went, never before; by the thread
+    that fills a batch, or by the flusher, never by another writer (which may hold locks
+    the callback needs); False when the write failed."""
+    conn = _Conn()
+    socket = conn.transport.socket
+    socket.gate.set()
+    w = wire.Wire(conn, lambda frame: None)
+    calls: list[tuple[bytes, bool, str]] = []
+
+    def note(data: bytes) -> Callable[[bool], None]:
+        def written(ok: bool) -> None:
+            assert data in b"".join(socket.written) or not ok
+            calls.append((data, ok, threading.current_thread().name))
+
+        return written
+
+    def settled(count: int) -> None:
+        deadline = time.monotonic() + 5
+        while len(calls) < count and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    w.hold(b"a", 2, note(b"a"))
+    w.hold(b"b", 2, note(b"b"))  # a full batch: written and called here
+    assert calls == [(b"a", True, "MainThread"), (b"b", True, "MainThread")]
+    w.hold(b"c", 3, note(b"c"))
+    other = threading.Thread(target=w.write, args=(b"d",), name="an-application-send")
+    other.start()
+    other.join(5)
+    assert socket.written[-1] == b"cd"
+    settled(3)  # the SEND carried it; the flusher calls back
+    assert calls[2] == (b"c", True, "jmslike-stomp-acks")
+    w.hold(b"e", 3, note(b"e"))
+    settled(4)  # alone: the flusher writes it and calls back
+    assert calls[3] == (b"e", True, "jmslike-stomp-acks")
+    conn.transport.socket = None  # the connection went
+    w.hold(b"f", 3, note(b"f"))
+    settled(5)
+    assert calls[4] == (b"f", False, "jmslike-stomp-acks")
+    assert not w._written and not w._done
 
 
 @settings(max_examples=500, deadline=None)
