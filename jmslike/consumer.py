@@ -356,7 +356,13 @@ class MessageConsumer:
         granted; 0 if none. The caller sends it, alone (``_pump``) or with the
         acknowledgement of the message just finished (``Session._run_listener``: one
         broker round instead of two, as ``receive()`` does), then calls ``_asked``."""
-        if self._closed or self._listener is None or not self._connection._started:
+        if (
+            self._buffer  # at a glance first: only this thread takes from the buffer
+            or self._credit > 0
+            or self._closed
+            or self._listener is None
+            or not self._connection._started
+        ):
             return 0
         with self._cond:
             if self._buffer or self._credit > 0:
