@@ -319,7 +319,8 @@ class Wire:
         try:
             while self._outbox or self._written:
                 if not self._writing.acquire(blocking=False):
-                    self._schedule()  # the writer does not call callbacks: come back
+                    if self._written or self._done:
+                        self._schedule()  # the writer calls no callbacks: come back
                     return
                 try:
                     self._flush()
@@ -328,7 +329,10 @@ class Wire:
         finally:
             done = self._done
             while done:
-                callback, ok = done.popleft()
+                try:
+                    callback, ok = done.popleft()
+                except IndexError:  # the flusher (or a holder) took the last one
+                    break
                 try:
                     callback(ok)
                 except Exception:  # one consumer's bookkeeping must not stop the others'
