@@ -346,16 +346,13 @@ class MessageConsumer:
 
     def _pump(self) -> None:
         """Keep a listener supplied: ask for more once the buffer is empty."""
-        ask = self._listener_ask()
-        if ask:
-            self._provider.flow(ask)
-            self._asked(ask)
+        self._ask_for_more(self._provider.flow)
 
-    def _listener_ask(self) -> int:
-        """The credit a listener needs now (its buffer empty, nothing asked), counted as
-        granted; 0 if none. The caller sends it, alone (``_pump``) or with the
-        acknowledgement of the message just finished (``Session._run_listener``: one
-        broker round instead of two, as ``receive()`` does), then calls ``_asked``."""
+    def _ask_for_more(self, send: Callable[[int], None]) -> bool:
+        """A listener whose buffer is empty and who has asked for nothing asks now:
+        ``send(credit)`` carries the request, alone (``_pump``) or with the acknowledgement
+        of the message just finished (``Session._run_listener``: one broker round instead
+        of two, as ``receive()`` does). False if nothing was needed."""
         if (
             self._buffer  # at a glance first: only this thread takes from the buffer
             or self._credit > 0
@@ -363,24 +360,22 @@ class MessageConsumer:
             or self._listener is None
             or not self._connection._started
         ):
-            return 0
+            return False
         with self._cond:
             if self._buffer or self._credit > 0:
-                return 0
+                return False
         ask = self._next_ask()
         with self._mutex:
             self._credit += ask
-        return ask
-
-    def _not_asked(self, ask: int) -> None:
-        """Sending ``ask`` failed: it was never granted."""
-        with self._mutex:
-            self._credit -= ask
-
-    def _asked(self, ask: int) -> None:
-        """``ask`` was sent: a grown request is watched, to be taken back if idle."""
+        try:
+            send(ask)
+        except BaseException:
+            with self._mutex:  # never granted
+                self._credit -= ask
+            raise
         if ask > self._prefetch:
-            self._watch_request(self._credit)
+            self._watch_request(self._credit)  # a grown request, taken back if idle
+        return True
 
     def _watch_request(self, credit: int) -> None:
         """A listener's grown request: if none of it arrives within the idle time, take it

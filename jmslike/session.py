@@ -538,16 +538,16 @@ class Session:
                 self._redeliver([held])
             return
         if self._auto and held is not None and self._held.pop(held, False) is None:
-            if self._gate is None and consumer._feed is None:
-                ask = consumer._listener_ask()
-                if ask:  # the buffer is empty: acknowledge and ask again in one call
-                    try:
-                        self._provider.acknowledge_and_flow([held.token], consumer._provider, ask)
-                    except BaseException:
-                        consumer._not_asked(ask)
-                        raise
-                    consumer._asked(ask)
-                    return
+            if (
+                self._gate is None
+                and consumer._feed is None
+                and consumer._ask_for_more(  # the buffer is empty: both in one call
+                    lambda ask: self._provider.acknowledge_and_flow(
+                        [held.token], consumer._provider, ask
+                    )
+                )
+            ):
+                return
             self._acknowledge_one(held, more=bool(consumer._buffer))
 
     def _acknowledge_one(self, held: _Held, *, more: bool) -> None:

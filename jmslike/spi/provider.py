@@ -265,15 +265,14 @@ class ProviderSession(abc.ABC):
         jmslike's locks: the client gate frees a group only then, so another session's
         acknowledgement of the group's next message cannot overtake it (ORD-9, ORD-16).
         Default: at once, and ``written`` right after."""
-        if written is None:
-            self.acknowledge(tokens)
-            return
         try:
             self.acknowledge(tokens)
         except ConnectionFailedError:
-            written(False)
+            if written is not None:
+                written(False)
             raise
-        written(True)
+        if written is not None:
+            written(True)
 
     def acknowledge_and_flow(
         self, tokens: Sequence[Any], consumer: ProviderConsumer, credit: int
