@@ -487,11 +487,19 @@ class Session:
             if done:
                 self._acknowledge_one(done[0], more=more)
             return
-        if done and (self._gate is not None or consumer._feed is not None):
-            self._gate_finished(done)
-        self._provider.acknowledge_and_flow(
-            [done[0].token] if done else [], provider_consumer, credit
-        )
+        if not done or (self._gate is None and consumer._feed is None):
+            self._provider.acknowledge_and_flow(
+                [done[0].token] if done else [], provider_consumer, credit
+            )
+            return
+        # The acknowledgement first, then the gate: as in _acknowledge, the group's next
+        # message must not be processed while this one could still come back.
+        try:
+            self._provider.acknowledge_and_flow([done[0].token], provider_consumer, credit)
+        except ConnectionFailedError:
+            self._gate_in_doubt(done)
+            raise
+        self._gate_finished(done)
 
     def _redeliver_last(self, consumer: MessageConsumer) -> None:
         """AUTO/DUPS_OK: the message ``consumer`` returned last is not finished but given

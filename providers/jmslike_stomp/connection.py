@@ -181,6 +181,10 @@ class StompConnection(ProviderConnection):
             ).start()
         self._on_exception(exc)
 
+    def report(self, exc: JMSException) -> None:
+        """An error that no call of the application returns: for its exception listener."""
+        self._failed(exc)
+
     def _close_extra(self) -> None:
         """Close the connections opened for consumers (close, or a loss for good)."""
         for transport in list(self._extra_transports):

@@ -258,6 +258,10 @@ class StompTransport:
         self.generation = 0
         self.server = ""
         self.closing = False
+        self.quiet = False
+        """Its loss is the caller's business alone: a connection opened for a SUBSCRIBE
+        that may be refused (see StompConsumer.promote) holds nothing yet, and the
+        refusal reaches the caller that sent it."""
         self.connected = False
         self.lost = False
         """The connection was lost for good (no failover, or it gave up reconnecting):
@@ -436,6 +440,10 @@ class StompTransport:
             waiter.event.set()
         if not was or self.closing:
             return
+        if self.quiet:
+            self.lost = True
+            log.debug("STOMP connection to %s lost%s", self.address, self._why())
+            return
         if self._reconnect.attempts != 0:
             log.warning("STOMP connection to %s lost: reconnecting", self.address)
             self._back.clear()
@@ -544,9 +552,7 @@ class StompTransport:
         except (NotConnectedException, OSError, AttributeError) as exc:
             if self.reconnects:
                 return  # as frame(): the broker delivers it again, flagged
-            raise ConnectionFailedError(
-                f"STOMP ACK to {self.address} failed: {exc}"
-            ) from exc
+            raise ConnectionFailedError(f"STOMP ACK to {self.address} failed: {exc}") from exc
 
     @property
     def reconnects(self) -> bool:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from jmslike import ConnectionFactory, Session, TransactionInDoubtError
+from jmslike import ConnectionFactory, ConnectionFailedError, Session, TransactionInDoubtError
 from jmslike.message import TextMessage
 from jmslike.ordering import ClientGroupGate, GroupBinding
 
@@ -143,14 +144,17 @@ def test_groups_and_destinations_are_independent() -> None:
     assert out == ["A:a", "B:b", "B:h"]
 
 
-def _two_sessions(connection: Any, a_transacted: bool = False) -> tuple[Any, ...]:
+def _two_sessions(
+    connection: Any, a_transacted: bool = False, a_mode: int = Session.CLIENT_ACKNOWLEDGE
+) -> tuple[Any, ...]:
     """On a broker that ignores groups: ``send(text)`` to group g of queue://q, and
-    sessions A and B (CLIENT_ACKNOWLEDGE; A transacted if asked) with a consumer each."""
+    sessions A and B (CLIENT_ACKNOWLEDGE; A transacted, or in ``a_mode``, if asked) with
+    a consumer each."""
     sender = connection.create_session()
     producer = sender.create_producer("queue://q")
     producer.enable_ordering_group("g")
     a = connection.create_session(
-        a_transacted, Session.SESSION_TRANSACTED if a_transacted else Session.CLIENT_ACKNOWLEDGE
+        a_transacted, Session.SESSION_TRANSACTED if a_transacted else a_mode
     )
     b = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     ca, cb = a.create_consumer("queue://q"), b.create_consumer("queue://q")
@@ -208,14 +212,20 @@ def test_through_the_api_a_reconnect_frees_the_groups_of_what_was_buffered() -> 
         again.acknowledge()
 
 
-def test_through_the_api_an_in_doubt_commit_keeps_its_messages_place() -> None:
-    """A commit whose answer was lost (TransactionInDoubtError) may not have happened: the
-    broker then hands its messages out again, maybe to another session. Until they come
-    back, the group's later messages wait behind them (issue 18: RabbitMQ restarted
-    under a transacted consumer, and its in-doubt g007:40 came again after 41 to 66)."""
+def _lost_answer_keeps_g1_place(
+    error: Exception,
+    method: str,
+    finish: Callable[[Any, Any], object],
+    *,
+    a_transacted: bool = False,
+    a_mode: int = Session.CLIENT_ACKNOWLEDGE,
+) -> None:
+    """A holds g:1 while g:2 is parked at B; the provider's ``method`` then fails with
+    ``error`` while ``finish(a, ca)`` finishes g:1 (it may or may not have reached the
+    broker). g:2 must wait until the broker hands g:1 out again."""
     url = f"embedded://gate-{uuid.uuid4().hex}?nativeGroups=false"
     with ConnectionFactory(url).create_connection() as connection:
-        send, a, ca, cb = _two_sessions(connection, a_transacted=True)
+        send, a, ca, cb = _two_sessions(connection, a_transacted, a_mode)
         send("g:1")
         first = ca.receive(1.0)
         assert first is not None and first.text == "g:1"
@@ -223,20 +233,47 @@ def test_through_the_api_an_in_doubt_commit_keeps_its_messages_place() -> None:
         assert cb.receive(0.2) is None, "g:2 is parked at B while A holds g"
         taken: list[object] = []
 
-        def in_doubt(tokens: list[object]) -> None:
+        def failing(tokens: list[object], *_rest: object) -> None:
             taken.extend(tokens)
-            raise TransactionInDoubtError("the answer to COMMIT was lost")
+            raise error
 
-        a._provider.commit = in_doubt  # type: ignore[method-assign]
-        with pytest.raises(TransactionInDoubtError):
-            a.commit()
-        assert cb.receive(0.3) is None, "g:2 went ahead of g:1, whose commit may not be done"
+        setattr(a._provider, method, failing)
+        with pytest.raises(type(error)):
+            finish(a, ca)
+        assert len(taken) == 1
+        assert cb.receive(0.3) is None, f"g:2 went ahead of g:1, whose {method} may not be done"
         a._provider.release(taken)  # it was not: the broker hands g:1 out again
         again = cb.receive(2.0)
         assert again is not None and (again.text, again.jms_redelivered) == ("g:1", True)
         again.acknowledge()
         second = cb.receive(1.0)
         assert second is not None and second.text == "g:2"
+
+
+def test_through_the_api_an_in_doubt_commit_keeps_its_messages_place() -> None:
+    """A commit whose answer was lost (TransactionInDoubtError) may not have happened: the
+    broker then hands its messages out again, maybe to another session. Until they come
+    back, the group's later messages wait behind them (issue 18: RabbitMQ restarted
+    under a transacted consumer, and its in-doubt g007:40 came again after 41 to 66)."""
+    _lost_answer_keeps_g1_place(
+        TransactionInDoubtError("the answer to COMMIT was lost"),
+        "commit",
+        lambda a, _ca: a.commit(),
+        a_transacted=True,
+    )
+
+
+def test_through_the_api_an_auto_acknowledgement_lost_with_the_connection_keeps_its_place() -> None:
+    """ORD-10 in the AUTO receive loop, which acknowledges the last message and asks for
+    the next in one provider call: the group is freed only once that acknowledgement is
+    written. If the connection is lost while it is written, the broker hands the message
+    out again, and the group's later messages wait behind it."""
+    _lost_answer_keeps_g1_place(
+        ConnectionFailedError("the connection was lost while writing the ACK"),
+        "acknowledge_and_flow",
+        lambda _a, ca: ca.receive(0.1),  # finishes g:1 first
+        a_mode=Session.AUTO_ACKNOWLEDGE,
+    )
 
 
 # ---------------------------------------------- arrival order is not broker order
