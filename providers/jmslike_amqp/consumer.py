@@ -87,9 +87,12 @@ def stale(token: Any) -> bool:
 class AmqpConsumer(ProviderConsumer):
     """One receiver link; credit is what the API asked for.
 
-    A standby of a strictly ordered destination (ORD-18) attaches no link until the
-    active consumer has given its messages back and detached (``promote``): credit asked
-    for meanwhile is kept and granted then.
+    A standby of a strictly ordered destination (ORD-18) gets no credit until the active
+    consumer has given its messages back and detached (``promote``): credit asked for
+    meanwhile is kept and granted then. It attaches no link until then either, except on
+    a non-durable shared subscription (``hold_subscription``): the broker ends that with
+    its last link, and with it what it held (Artemis: the standby found an empty queue,
+    8 of 10 messages gone), so the standby's link, attached with no credit, keeps it.
 
     On RabbitMQ a strictly ordered queue (or a partition) is a single-active-consumer
     quorum queue, and such a queue puts what a *link* gives back (settled RELEASED, or
@@ -111,6 +114,7 @@ class AmqpConsumer(ProviderConsumer):
         subscription: str | None = None,
         claim: Claim | None = None,
         ring: list[Credit] | None = None,
+        hold_subscription: bool = False,
     ) -> None:
         self._session = session
         self.claim = claim
@@ -128,6 +132,7 @@ class AmqpConsumer(ProviderConsumer):
         self._lock = threading.Lock()
         self._credit_waiting = 0
         """Credit asked for while a standby, granted once promoted."""
+        self._standing_by = claim is not None and claim.waiting
         self._closed = False
         self._subscription = subscription
         """A durable subscription's name: closing detaches the link, which keeps it."""
@@ -187,7 +192,7 @@ class AmqpConsumer(ProviderConsumer):
         self._attach = attach
         try:
             self._link: LinkHandle | None = (
-                None if claim is not None and claim.waiting else attach()
+                None if self._standing_by and not hold_subscription else attach()
             )
         except BaseException:
             self._retire()
@@ -239,7 +244,7 @@ class AmqpConsumer(ProviderConsumer):
         """The connection's thread, once the link is attached again: the credit the API
         layer had asked for and not got is granted on the new link."""
         link, owed, self._owed = self._link, self._owed, 0
-        if link is None or self._closed:
+        if link is None or self._closed or self._standing_by:
             return
         if self._credit is not None:
             self._credit.restart(owed)
@@ -250,11 +255,14 @@ class AmqpConsumer(ProviderConsumer):
 
     def promote(self) -> None:
         """The active consumer of the strictly ordered destination is gone: attach now
-        and grant what was asked for meanwhile (ORD-18)."""
+        (unless the link already holds the subscription) and grant what was asked for
+        meanwhile (ORD-18)."""
         with self._lock:
-            if self._closed or self._link is not None:
+            if self._closed or not self._standing_by:
                 return
-            self._link = self._attach()
+            self._standing_by = False
+            if self._link is None:
+                self._link = self._attach()
             credit, self._credit_waiting = self._credit_waiting, 0
         if credit > 0:
             self.flow(credit)
@@ -265,7 +273,7 @@ class AmqpConsumer(ProviderConsumer):
         while a drain is on its way still counts: AMQP's flow arithmetic adds it to
         whatever the drain leaves."""
         with self._lock:
-            if self._link is None:  # a standby: keep the credit for later
+            if self._standing_by or self._link is None:  # a standby: keep it for later
                 self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
                 return
             link = self._link

@@ -176,6 +176,7 @@ class AmqpSession(ProviderSession):
                 "source_options": options,
                 "capabilities": source_capabilities,
                 "subscription": name if durable else None,
+                "hold_subscription": shared and not durable,
             }
         # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
         # a subscription of its own). The broker keeps no exclusivity over AMQP here,

@@ -44,6 +44,12 @@ __all__ = ["PROBE_HEADER", "StompConnection"]
 
 log = logging.getLogger("jmslike.stomp")
 
+STRICT_SHARED_EXPIRES_MS = 10_000
+"""How long RabbitMQ keeps a strictly ordered non-durable shared subscription's queue
+once it has no consumer (``StompConnection.strict_shared_headers``): long enough for a
+standby to take over, short enough that a subscription the application ended stops
+collecting messages soon."""
+
 PROBE_HEADER = "jmslikeTemporaryProbe"
 """Names the temporary queue a probe was sent for (see ``StompConnection._declare``)."""
 
@@ -316,6 +322,19 @@ class StompConnection(ProviderConnection):
         headers["x-queue-name"] = f"jmslike-shared-{queue}"
         if durable:
             self.rabbit_durables[name] = dict(headers)
+
+    def strict_shared_headers(self, headers: dict[str, str]) -> None:
+        """A strictly ordered non-durable shared subscription (ORD-18) outlives the
+        hand-over from its active consumer to a standby.
+
+        RabbitMQ deletes an auto-delete queue with its last consumer, with whatever it
+        holds: when the active consumer closed, its standby subscribed to a new, empty
+        queue, and everything still queued was lost (8 of 10 messages, seen here). So the
+        queue is not auto-delete; it goes once nobody has used it for
+        ``STRICT_SHARED_EXPIRES_MS`` (RabbitMQ's ``x-expires``)."""
+        if self.dialect.shared_subscription == "rabbitmq":
+            headers["auto-delete"] = "false"
+            headers["x-expires"] = str(STRICT_SHARED_EXPIRES_MS)
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
         return {}

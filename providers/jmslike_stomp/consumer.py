@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
-from jmslike.errors import InvalidDestinationError, JMSException
+from jmslike.errors import JMSException
 from jmslike.message import DELIVERY_COUNT, Message
 from jmslike.selector import Selector, message_lookup
 from jmslike.spi.messages import set_provider_property
@@ -31,11 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["StompConsumer", "_Token"]
 
 log = logging.getLogger("jmslike.stomp")
-
-_TAKE_OVER_ATTEMPTS = 5
-_TAKE_OVER_PAUSE = 0.02
-"""Seconds before the second SUBSCRIBE of a take-over; twice that before the third, and
-so on (RabbitMQ's queue deletion took milliseconds here)."""
 
 
 class _Token:
@@ -169,8 +163,11 @@ class StompConsumer(ProviderConsumer):
             wanted = self._wanted and not self._closed
         if not wanted:
             return
+        # A refused SUBSCRIBE (RabbitMQ then drops the connection) reaches this call; on
+        # a connection of its own, that loss is not the jmslike connection's.
+        self._transport.quiet = self.own_connection
         try:
-            self._take_over()
+            self.subscribe()
         except JMSException as exc:
             log.warning(
                 "STOMP %s: standby of %s not subscribed: %s",
@@ -179,40 +176,8 @@ class StompConsumer(ProviderConsumer):
                 exc,
             )
             self._session.connection.report(exc)
-
-    def _take_over(self) -> None:
-        """Subscribe; on RabbitMQ's shared subscriptions, again on a new connection while
-        the broker is still deleting the subscription's queue.
-
-        RabbitMQ deletes a non-durable shared subscription's queue with its last consumer,
-        a moment after the active consumer's connection closed. A SUBSCRIBE in that moment
-        finds the queue half gone: NOT_FOUND, and the broker drops the connection (seen
-        in about one CI run in twelve, in test_ord18_topic_is_strict_per_subscription).
-        Once the deletion is done, a SUBSCRIBE declares the queue anew."""
-        if not (self.own_connection and self.destination.is_topic):
-            self.subscribe()
-            return
-        for attempt in range(1, _TAKE_OVER_ATTEMPTS + 1):
-            self._transport.quiet = True  # a refusal here reaches this call, nobody else
-            try:
-                self.subscribe()
-            except InvalidDestinationError as exc:
-                if attempt == _TAKE_OVER_ATTEMPTS or self._closed:
-                    raise
-                log.debug(
-                    "STOMP %s: take-over of %s, attempt %d: %s",
-                    self._transport.address,
-                    self.destination,
-                    attempt,
-                    exc,
-                )
-            else:
-                self._transport.quiet = False
-                return
-            time.sleep(_TAKE_OVER_PAUSE * attempt)
-            connection, old = self._session.connection, self._transport
-            self._transport = connection.open_transport(self.revoke_stale)
-            connection.close_transport(old)
+        else:
+            self._transport.quiet = False
 
     def _on_frame(self, headers: dict[str, str], body: bytes) -> None:
         """stomp.py's receiver thread (for what waited in a temporary queue's inbox, the

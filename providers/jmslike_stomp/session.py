@@ -186,6 +186,8 @@ class StompSession(ProviderSession):
                 headers["destination"] = connection.wire_name(destination)
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
+            if shared and not durable:
+                connection.strict_shared_headers(headers)
             if dialect.exclusive_header:
                 headers[dialect.exclusive_header] = "true"
         try:

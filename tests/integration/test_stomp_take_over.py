@@ -1,23 +1,25 @@
-"""A standby's take-over of a strictly ordered shared subscription on RabbitMQ (ORD-18).
+"""A strictly ordered non-durable shared subscription on RabbitMQ over STOMP (ORD-18).
 
-When the active consumer of a non-durable shared subscription closes, RabbitMQ deletes
-the subscription's queue with it, a moment after the consumer's own connection closed.
-The standby subscribes at once, on the closing thread. Seen in CI (about one full run in
-twelve, in ``test_ord18_topic_is_strict_per_subscription[rabbitmq-stomp]``): the
-SUBSCRIBE came while the queue was half deleted, RabbitMQ answered ``ERROR
-message:not_found`` and dropped the standby's connection, and the error came out of the
-*closing* call, then reached the exception listener a second time as a lost connection.
+RabbitMQ makes a shared subscription a named queue bound to the topic. Declared
+auto-delete, as a non-durable one was before, it went with the active consumer's
+connection, and everything it held went with it: the standby subscribed to a new, empty
+queue (the contract case ``test_ord18_standby_of_a_shared_subscription_takes_what_the_active_left``
+got none of m2..m6). Worse, a SUBSCRIBE that came while the broker was still deleting the
+queue got ``ERROR message:not_found``: RabbitMQ dropped the standby's connection, and
+the error came out of the *closing* call, then reached the exception listener a second
+time as a lost connection (about one full CI run in twelve, in
+``test_ord18_topic_is_strict_per_subscription[rabbitmq-stomp]``).
 
-The race itself takes a loaded machine to hit, so these cases make RabbitMQ refuse for
-real in the same way: the standby's first SUBSCRIBE names a queue that does not exist
-(``/amq/queue/...``), which gets the same ``not_found`` and the same dropped connection.
-What they check:
+Now such a queue is declared without auto-delete and with ``x-expires``, so it outlives
+the hand-over and goes once nobody has used it for a while. These cases check, on the
+real broker:
 
-* the standby subscribes again on a new connection and receives what is sent next;
-* the close that handed over returns normally, and nothing reaches the exception
-  listener;
-* when every attempt is refused, the close still returns, and the exception listener
-  hears once why the standby has no subscription.
+* that the queue goes away once its consumers have all closed (the test shortens the
+  expiry from 10 s to 1 s), so an ended subscription does not collect messages for ever;
+* that a take-over the broker refuses anyway does not make the handing-over ``close()``
+  raise, and reaches the exception listener once. The refusal is made real: the
+  standby's SUBSCRIBE names a queue that does not exist (``/amq/queue/...``), which gets
+  the same ``not_found`` and the same dropped connection.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_take_over.py -v``
 (needs the brokers of ``scripts/brokers.sh start``; a missing broker fails, never skips).
@@ -33,73 +35,77 @@ import pytest
 from brokerenv import broker_url
 
 import jmslike
+import jmslike_stomp.connection
 from jmslike import ConnectionFactory
+from jmslike.spi.management import RabbitManagement
 
 pytestmark = [pytest.mark.stomp, pytest.mark.rabbitmq]
 
 
-def _refuse_first(standby: Any, refusals: int) -> list[str]:
-    """Make the standby's next ``refusals`` SUBSCRIBEs name a missing queue; returns the
-    destinations each SUBSCRIBE named."""
-    provider = standby._provider
-    real = dict(provider._headers)
-    missing = f"/amq/queue/jmslike-missing-{uuid.uuid4().hex[:8]}"
-    named: list[str] = []
-    subscribe = type(provider).subscribe
-
-    def refusing(self: Any) -> None:
-        self._headers = dict(real, destination=missing) if len(named) < refusals else real
-        named.append(self._headers["destination"])
-        subscribe(self)
-
-    provider.subscribe = refusing.__get__(provider)
-    return named
-
-
-def _setup(refusals: int) -> tuple[Any, Any, Any, Any, list[str], list[BaseException]]:
-    topic = f"topic://take-over-{uuid.uuid4().hex[:8]}"
+def _connect(topic: str) -> tuple[Any, list[BaseException]]:
     factory = ConnectionFactory(
         broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"), strictly_ordered=topic
     )
     connection = factory.create_connection()
     heard: list[BaseException] = []
     connection.exception_listener = heard.append
-    active = connection.create_session().create_shared_consumer(topic, "s")
-    standby = connection.create_session().create_shared_consumer(topic, "s", standby=True)
-    connection.start()
-    assert standby.receive(0.05) is None  # asked for messages: it subscribes once promoted
-    named = _refuse_first(standby, refusals)
-    return connection, topic, active, standby, named, heard
+    return connection, heard
 
 
-def test_standby_subscribes_again_after_a_refusal() -> None:
-    connection, topic, active, standby, named, heard = _setup(refusals=2)
+def _wait_for(check: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_the_subscription_queue_outlives_a_hand_over_and_then_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(jmslike_stomp.connection, "STRICT_SHARED_EXPIRES_MS", 1000)
+    management = RabbitManagement(
+        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
+    )
+    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    queue = f"jmslike-shared-{name}"
+    connection, heard = _connect(topic)
     try:
-        active.close()  # returns: the refusals are the standby's business
-        assert len(named) == 3
-        assert named[0] == named[1] != named[2]
-        session = connection.create_session()
-        session.create_producer(session.create_topic(topic.removeprefix("topic://"))).send(
-            session.create_text_message("after")
-        )
-        message = standby.receive(5.0)
-        assert message is not None and message.text == "after"
-        assert heard == []
+        active = connection.create_session().create_shared_consumer(topic, name)
+        standby = connection.create_session().create_shared_consumer(topic, name, standby=True)
+        connection.start()
+        assert standby.receive(0.05) is None
+        declared = management.queue("/", queue)
+        assert declared is not None
+        assert (declared["auto_delete"], declared["arguments"]) == (False, {"x-expires": 1000})
+        active.close()
+        assert standby.receive(0.05) is None
+        assert management.queue("/", queue) is not None, "gone with the active consumer"
     finally:
         connection.close()
+    assert _wait_for(lambda: management.queue("/", queue) is None, 10.0), (
+        f"{queue} still there 10 s after its consumers closed"
+    )
+    assert heard == []
 
 
-def test_a_standby_refused_for_good_is_reported_not_raised_by_the_close() -> None:
-    connection, _topic, active, _standby, named, heard = _setup(refusals=100)
+def test_a_refused_take_over_is_reported_not_raised_by_the_close() -> None:
+    topic = f"topic://take-over-{uuid.uuid4().hex[:8]}"
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    connection, heard = _connect(topic)
     try:
-        active.close()
-        assert len(named) == 5
-        deadline = time.monotonic() + 5.0
-        while not heard and time.monotonic() < deadline:  # a notifier thread tells it
-            time.sleep(0.01)
-        time.sleep(0.2)  # and only once
+        active = connection.create_session().create_shared_consumer(topic, name)
+        standby = connection.create_session().create_shared_consumer(topic, name, standby=True)
+        connection.start()
+        assert standby.receive(0.05) is None  # asked for messages: subscribes once promoted
+        headers = standby._provider._headers
+        headers["destination"] = f"/amq/queue/jmslike-missing-{uuid.uuid4().hex[:8]}"
+        active.close()  # returns: the refusal is the standby's
+        assert _wait_for(lambda: bool(heard), 5.0), "the exception listener heard nothing"
+        time.sleep(0.2)  # and hears it only once
         assert len(heard) == 1, heard
         assert isinstance(heard[0], jmslike.InvalidDestinationError)
-        assert "not_found" in str(heard[0]) or "NOT_FOUND" in str(heard[0]), heard[0]
+        assert "not_found" in str(heard[0]), heard[0]
     finally:
         connection.close()

@@ -250,8 +250,9 @@ def test_ord3_ord9_shared_subscription_holds_group(
     topic = f"topic://{unique('t')}"
     x = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     y = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-    cx = x.create_shared_consumer(topic, "s")
-    cy = y.create_shared_consumer(topic, "s")
+    name = unique("s")  # RabbitMQ names the subscription's queue after it alone
+    cx = x.create_shared_consumer(topic, name)
+    cy = y.create_shared_consumer(topic, name)
     conn.start()
     _send(make_connection().create_session(), topic, ["g:1", "g:2", "u1"])
     first = cx.receive(2.0)

@@ -145,17 +145,17 @@ def test_ord18_topic_is_strict_per_subscription(make_factory, unique, drain, req
     """ORD-18: on a strictly ordered topic each subscription has at most one active
     consumer: a second consumer of the same shared subscription is refused (or waits with
     standby=True), while other subscriptions of the topic get their own copies."""
-    topic = f"topic://{unique('t')}"
+    topic, name = f"topic://{unique('t')}", unique("s")
     factory = make_factory(strictly_ordered=topic)
     with factory.create_connection() as conn:
         require(conn, "shared_subscriptions")
-        shared = conn.create_session().create_shared_consumer(topic, "s")
+        shared = conn.create_session().create_shared_consumer(topic, name)
         assert shared.strictly_ordered
         with pytest.raises(jmslike.IllegalStateError) as info:
-            conn.create_session().create_shared_consumer(topic, "s")
+            conn.create_session().create_shared_consumer(topic, name)
         assert topic in str(info.value)
-        assert "'s'" in str(info.value)
-        standby = conn.create_session().create_shared_consumer(topic, "s", standby=True)
+        assert f"'{name}'" in str(info.value)
+        standby = conn.create_session().create_shared_consumer(topic, name, standby=True)
         plain = conn.create_session().create_consumer(topic)
         _send(conn.create_session(), topic, ["m1", "m2", "m3"])
         conn.start()
@@ -163,6 +163,35 @@ def test_ord18_topic_is_strict_per_subscription(make_factory, unique, drain, req
         assert [m.text for m in drain(shared, 0.1)] == ["m1", "m2", "m3"]
         assert [m.text for m in drain(plain, 0.1)] == ["m1", "m2", "m3"]
         assert drain(standby, 0.05) == []
+
+
+def test_ord18_standby_of_a_shared_subscription_takes_what_the_active_left(
+    make_factory, unique, drain, require
+) -> None:
+    """ORD-18 on a non-durable shared subscription: the standby starts with what the
+    active consumer left unfinished, in order and flagged redelivered, then the rest.
+    The subscription lives on through the hand-over: RabbitMQ (STOMP) and Artemis (AMQP)
+    ended it with the active consumer's subscription, with everything it held (the
+    standby got nothing of m2..m6)."""
+    topic, name = f"topic://{unique('t')}", unique("s")
+    factory = make_factory(strictly_ordered=topic)
+    with factory.create_connection() as conn:
+        require(conn, "shared_subscriptions")
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        active = session.create_shared_consumer(topic, name)
+        standby = conn.create_session().create_shared_consumer(topic, name, standby=True)
+        conn.start()
+        assert standby.receive(0.05) is None
+        _send(conn.create_session(), topic, [f"m{n}" for n in range(1, 7)])
+        first = active.receive(2.0)
+        assert first is not None and first.text == "m1"
+        first.acknowledge()
+        held = [active.receive(2.0) for _ in range(2)]
+        assert [m.text for m in held if m is not None] == ["m2", "m3"]
+        active.close()  # m2 and m3 unfinished: back to the subscription
+        rest = drain(standby, 0.5)
+        assert [m.text for m in rest] == ["m2", "m3", "m4", "m5", "m6"]
+        assert [m.jms_redelivered for m in rest[:2]] == [True, True]
 
 
 def test_ord18_declaration_is_sticky(make_connection, unique, drain) -> None:
