@@ -259,8 +259,8 @@ class StompTransport:
         self.server = ""
         self.closing = False
         self.quiet = False
-        """Its loss is the caller's business alone: a connection opened for a SUBSCRIBE
-        that may be refused (see StompConsumer.promote) holds nothing yet, and the
+        """Its loss is the caller's business alone: a standby's own connection while its
+        SUBSCRIBE may be refused (StompConsumer.promote) holds nothing yet, and the
         refusal reaches the caller that sent it."""
         self.connected = False
         self.lost = False
