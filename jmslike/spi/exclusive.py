@@ -98,6 +98,20 @@ class Exclusivity:
     """Where ``scope`` is "process": the setting that would make it "broker"."""
     depths: Callable[[str], dict[str, int]] | None = None
     """Messages per queue named ``prefix...``, through the management API (None: none)."""
+    declare_subscription: Callable[[str, str, int], None] | None = None
+    """Declare ``queue``, a non-durable shared subscription of ``topic`` that RabbitMQ
+    deletes ``expires_ms`` after its last use, held to one consumer (None: cannot)."""
+    declare_topic: Callable[[str], None] | None = None
+    """Have the broker hold every subscription made from now on of a topic to one
+    consumer (Artemis; None: cannot)."""
+
+    def hold_topic(self, declared: ExclusiveQueues, topic: str) -> bool:
+        """ORD-18 on ``topic``: each of its subscriptions gets one active consumer across
+        processes, once per process (``declared`` remembers it as ``topic://<name>``)."""
+        declare = self.declare_topic
+        if declare is None:
+            return False
+        return declared.declare(f"topic://{topic}", lambda _key: declare(topic), required=False)
 
 
 def exclusivity_for(
@@ -116,14 +130,25 @@ def exclusivity_for(
         return Exclusivity("broker", None)
     if broker == "rabbitmq":
         rabbit = RabbitManagement(url or f"http://{host}:15672", user, password, timeout)
+
+        def declare_subscription(queue: str, topic: str, expires_ms: int) -> None:
+            rabbit.declare_single_active(vhost, queue, expires_ms=expires_ms)
+            rabbit.bind_to_topic(vhost, queue, topic)
+
         return Exclusivity(
             "broker",
             lambda name: rabbit.declare_single_active(vhost, name),
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
+            declare_subscription=declare_subscription,
         )
     if broker == "artemis" and url:
         artemis = ArtemisManagement(url, user, password, timeout)
-        return Exclusivity("broker", artemis.declare_exclusive, depths=artemis.queue_depths)
+        return Exclusivity(
+            "broker",
+            artemis.declare_exclusive,
+            depths=artemis.queue_depths,
+            declare_topic=artemis.declare_exclusive_address,
+        )
     hint = (
         f"set managementUrl to Artemis' Jolokia endpoint (http://{host}:8161/console/jolokia "
         "by default) so that jmslike can make the queue exclusive"

@@ -158,6 +158,21 @@ class ArtemisManagement(_Http):
         )
         log.info("Artemis queue %s made exclusive", queue)
 
+    def declare_exclusive_address(self, address: str) -> None:
+        """Make every queue created on ``address`` from now on exclusive, whatever
+        protocol creates it: a topic's subscription queues are made by the SUBSCRIBE or
+        the attach, which cannot ask for it (address settings, merged with the broker's
+        own for that address)."""
+        self._call(
+            {
+                "type": "exec",
+                "mbean": f"org.apache.activemq.artemis:broker={self._broker_name()}",
+                "operation": "addAddressSettings(java.lang.String,java.lang.String)",
+                "arguments": [address, json.dumps({"defaultExclusiveQueue": True})],
+            }
+        )
+        log.info("Artemis address %s: its queues made exclusive from now on", address)
+
     def _broker_name(self) -> str:
         if self._broker is None:
             found = self._call({"type": "search", "mbean": "org.apache.activemq.artemis:broker=*"})
@@ -259,10 +274,13 @@ class RabbitManagement(_Http):
 
     product = "RabbitMQ management"
 
-    def declare_single_active(self, vhost: str, queue: str) -> None:
+    def declare_single_active(
+        self, vhost: str, queue: str, *, expires_ms: int | None = None
+    ) -> None:
         """Declare ``queue`` a durable quorum queue with ``x-single-active-consumer``
         (idempotent). A queue that exists without it cannot be changed: that is a
-        ConfigurationError saying so, and nothing is touched.
+        ConfigurationError saying so, and nothing is touched. ``expires_ms``: RabbitMQ
+        deletes the queue once nobody has used it that long (``x-expires``).
 
         Quorum, not classic: RabbitMQ before 3.10.13 and 3.11.5 crashes a classic
         single-active-consumer queue when a message is published just as a waiting
@@ -271,11 +289,10 @@ class RabbitManagement(_Http):
         the queue down with it). A quorum queue has no such path, and it also counts
         deliveries (``x-delivery-count``)."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
-        body = {
-            "durable": True,
-            "auto_delete": False,
-            "arguments": {"x-single-active-consumer": True, "x-queue-type": "quorum"},
-        }
+        arguments: dict[str, Any] = {"x-single-active-consumer": True, "x-queue-type": "quorum"}
+        if expires_ms is not None:
+            arguments["x-expires"] = expires_ms
+        body = {"durable": True, "auto_delete": False, "arguments": arguments}
         status, reply = self._request("PUT", path, body, allow=(400,))
         if status == 400:
             reason = reply.get("reason", reply) if isinstance(reply, dict) else reply
@@ -286,6 +303,12 @@ class RabbitManagement(_Http):
                 "anything else uses it: drain and delete it (rabbitmqctl delete_queue), then "
                 "start again"
             )
+
+    def bind_to_topic(self, vhost: str, queue: str, topic: str) -> None:
+        """Bind ``queue`` to ``amq.topic`` with the routing key ``topic``, where RabbitMQ's
+        STOMP plugin sends what goes to ``/topic/<topic>`` (idempotent)."""
+        path = f"api/bindings/{quote(vhost, safe='')}/e/amq.topic/q/{quote(queue, safe='')}"
+        self._request("POST", path, {"routing_key": topic})
 
     def queue_depths(self, vhost: str, prefix: str) -> dict[str, int]:
         """Messages (ready and unacknowledged) of every queue of ``vhost`` whose name

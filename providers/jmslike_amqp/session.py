@@ -179,8 +179,9 @@ class AmqpSession(ProviderSession):
                 "hold_subscription": shared and not durable,
             }
         # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
-        # a subscription of its own). The broker keeps no exclusivity over AMQP here,
-        # so jmslike keeps it for the process, as over STOMP (jmslike/spi/strict.py).
+        # a subscription of its own): jmslike keeps it within the process, as over STOMP
+        # (jmslike/spi/strict.py), and the broker across processes where it can
+        # (jmslike/spi/exclusive.py).
         promote = Promotion()  # bound to the consumer once made
 
         # Receivers that compete for one queue (or one shared subscription) on a broker
@@ -200,6 +201,8 @@ class AmqpSession(ProviderSession):
         if claim.strict and not (destination.is_topic or destination.is_temporary):
             # ORD-18 across processes: the broker itself holds the queue to one consumer.
             connection.declare_exclusive_queue(destination, required=False)
+        elif claim.strict and destination.is_topic:
+            connection.exclusivity.hold_topic(connection.exclusive_queues, destination.name)
         try:
             consumer = AmqpConsumer(
                 self, destination, sink, spec.selector, claim=claim, ring=ring, **extra

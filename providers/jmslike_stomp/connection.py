@@ -46,9 +46,10 @@ log = logging.getLogger("jmslike.stomp")
 
 STRICT_SHARED_EXPIRES_MS = 10_000
 """How long RabbitMQ keeps a strictly ordered non-durable shared subscription's queue
-once it has no consumer (``StompConnection.strict_shared_headers``): long enough for a
+once nobody uses it (``StompConnection.strict_shared_headers``): long enough for a
 standby to take over, short enough that a subscription the application ended stops
-collecting messages soon."""
+collecting messages soon (RabbitMQ checks a quorum queue's expiry late: it went 10 to
+20 s after a 5 s expiry here)."""
 
 PROBE_HEADER = "jmslikeTemporaryProbe"
 """Names the temporary queue a probe was sent for (see ``StompConnection._declare``)."""
@@ -323,18 +324,33 @@ class StompConnection(ProviderConnection):
         if durable:
             self.rabbit_durables[name] = dict(headers)
 
-    def strict_shared_headers(self, headers: dict[str, str]) -> None:
-        """A strictly ordered non-durable shared subscription (ORD-18) outlives the
-        hand-over from its active consumer to a standby.
+    def strict_shared_headers(self, topic: Destination, headers: dict[str, str]) -> None:
+        """A strictly ordered non-durable shared subscription (ORD-18): one active
+        consumer across processes, and a queue that outlives the hand-over to a standby.
 
-        RabbitMQ deletes an auto-delete queue with its last consumer, with whatever it
-        holds: when the active consumer closed, its standby subscribed to a new, empty
-        queue, and everything still queued was lost (8 of 10 messages, seen here). So the
-        queue is not auto-delete; it goes once nobody has used it for
-        ``STRICT_SHARED_EXPIRES_MS`` (RabbitMQ's ``x-expires``)."""
-        if self.dialect.shared_subscription == "rabbitmq":
-            headers["auto-delete"] = "false"
-            headers["x-expires"] = str(STRICT_SHARED_EXPIRES_MS)
+        RabbitMQ makes the subscription a queue bound to the topic, declared by the
+        SUBSCRIBE. Declared auto-delete, as other non-durable ones are, it went with the
+        active consumer's connection and everything it held: the standby subscribed to a
+        new, empty queue (8 of 10 messages lost, seen here). And a consumer of another
+        process was a second active consumer. RabbitMQ's STOMP plugin takes neither
+        ``x-single-active-consumer`` nor a binding from a SUBSCRIBE, so the queue is
+        declared through the management API, once per process: single active consumer,
+        bound to the topic, deleted once nobody has used it for
+        ``STRICT_SHARED_EXPIRES_MS``; consumers address it as ``/amq/queue/<name>``.
+        A queue that exists otherwise is left alone, with a warning (strictly ordered
+        within this process only)."""
+        declare = self.exclusivity.declare_subscription
+        queue = headers.get("x-queue-name")
+        if declare is None or queue is None:
+            return
+
+        def declare_queue(name: str) -> None:
+            declare(name, topic.name, STRICT_SHARED_EXPIRES_MS)
+
+        if self.exclusive_queues.declare(queue, declare_queue, required=False):
+            for header in ("x-queue-name", "durable", "auto-delete"):
+                headers.pop(header)
+            headers["destination"] = "/amq/queue/" + queue
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
         return {}

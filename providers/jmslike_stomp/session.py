@@ -184,10 +184,12 @@ class StompSession(ProviderSession):
             if not (destination.is_topic or destination.is_temporary):
                 connection.declare_exclusive_queue(destination, required=False)
                 headers["destination"] = connection.wire_name(destination)
+            elif destination.is_topic:
+                connection.exclusivity.hold_topic(connection.exclusive_queues, destination.name)
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
             if shared and not durable:
-                connection.strict_shared_headers(headers)
+                connection.strict_shared_headers(destination, headers)
             if dialect.exclusive_header:
                 headers[dialect.exclusive_header] = "true"
         try:

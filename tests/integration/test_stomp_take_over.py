@@ -1,21 +1,24 @@
 """A strictly ordered non-durable shared subscription on RabbitMQ over STOMP (ORD-18).
 
-RabbitMQ makes a shared subscription a named queue bound to the topic. Declared
-auto-delete, as a non-durable one was before, it went with the active consumer's
-connection, and everything it held went with it: the standby subscribed to a new, empty
-queue (the contract case ``test_ord18_standby_of_a_shared_subscription_takes_what_the_active_left``
-got none of m2..m6). Worse, a SUBSCRIBE that came while the broker was still deleting the
-queue got ``ERROR message:not_found``: RabbitMQ dropped the standby's connection, and
-the error came out of the *closing* call, then reached the exception listener a second
-time as a lost connection (about one full CI run in twelve, in
-``test_ord18_topic_is_strict_per_subscription[rabbitmq-stomp]``).
+RabbitMQ makes a shared subscription a named queue bound to the topic, declared by the
+SUBSCRIBE. Declared auto-delete, as a non-durable one was before, it went with the
+active consumer's connection, and everything it held went with it: the standby
+subscribed to a new, empty queue (the contract case
+``test_ord18_standby_of_a_shared_subscription_takes_what_the_active_left`` got none of
+m2..m6). A SUBSCRIBE that came while the broker was still deleting the queue got
+``ERROR message:not_found``: RabbitMQ dropped the standby's connection, and the error
+came out of the *closing* call, then reached the exception listener a second time as a
+lost connection (about one full CI run in twelve, in
+``test_ord18_topic_is_strict_per_subscription[rabbitmq-stomp]``). And a consumer of
+another process was a second active consumer (``test_strict_processes.py``).
 
-Now such a queue is declared without auto-delete and with ``x-expires``, so it outlives
-the hand-over and goes once nobody has used it for a while. These cases check, on the
-real broker:
+Now the queue is declared through the management API: a single-active-consumer queue
+bound to the topic, with ``x-expires``, so that it outlives the hand-over and goes once
+nobody has used it for a while. These cases check, on the real broker:
 
-* that the queue goes away once its consumers have all closed (the test shortens the
-  expiry from 10 s to 1 s), so an ended subscription does not collect messages for ever;
+* how the queue is declared, that it outlives the active consumer, and that it goes away
+  once its consumers have all closed (the test shortens the expiry from 10 s to 1 s), so
+  an ended subscription does not collect messages for ever;
 * that a take-over the broker refuses anyway does not make the handing-over ``close()``
   raise, and reaches the exception listener once. The refusal is made real: the
   standby's SUBSCRIBE names a queue that does not exist (``/amq/queue/...``), which gets
@@ -44,7 +47,9 @@ pytestmark = [pytest.mark.stomp, pytest.mark.rabbitmq]
 
 def _connect(topic: str) -> tuple[Any, list[BaseException]]:
     factory = ConnectionFactory(
-        broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"), strictly_ordered=topic
+        broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"),
+        strictly_ordered=topic,
+        managementUrl=broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"),
     )
     connection = factory.create_connection()
     heard: list[BaseException] = []
@@ -78,14 +83,18 @@ def test_the_subscription_queue_outlives_a_hand_over_and_then_expires(
         assert standby.receive(0.05) is None
         declared = management.queue("/", queue)
         assert declared is not None
-        assert (declared["auto_delete"], declared["arguments"]) == (False, {"x-expires": 1000})
+        assert (declared["auto_delete"], declared["arguments"]) == (
+            False,
+            {"x-expires": 1000, "x-queue-type": "quorum", "x-single-active-consumer": True},
+        )
         active.close()
         assert standby.receive(0.05) is None
         assert management.queue("/", queue) is not None, "gone with the active consumer"
     finally:
         connection.close()
-    assert _wait_for(lambda: management.queue("/", queue) is None, 10.0), (
-        f"{queue} still there 10 s after its consumers closed"
+    # RabbitMQ checks a quorum queue's expiry late (10 to 20 s after a 5 s expiry here).
+    assert _wait_for(lambda: management.queue("/", queue) is None, 30.0), (
+        f"{queue} still there 30 s after its consumers closed"
     )
     assert heard == []
 

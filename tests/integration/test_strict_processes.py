@@ -22,7 +22,7 @@ import contextlib
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from brokercases import CASES, case_url
@@ -46,15 +46,22 @@ sys.stdin.read()  # hold them until killed
 
 
 @contextlib.contextmanager
-def _child_holding(script: str, url: str, queue: str) -> Iterator[subprocess.Popen[str]]:
-    """A consumer process that acknowledged m1 and holds m2 and m3 (killed on exit)."""
+def _child_holding(
+    script: str, *args: str, ready: Callable[[], None] | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """A consumer process that acknowledged m1 and holds m2 and m3 (killed on exit).
+    With ``ready``: the child says "ready" once subscribed, and ``ready()`` runs then
+    (a topic keeps nothing for a subscription that is not there yet)."""
     with subprocess.Popen(
-        [sys.executable, "-c", script, url, queue],
+        [sys.executable, "-c", script, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     ) as child:
         assert child.stdout is not None
+        if ready is not None:
+            assert child.stdout.readline().split() == ["ready"]
+            ready()
         assert child.stdout.readline().split() == ["m1", "m2", "m3"]
         try:
             yield child
@@ -102,6 +109,69 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
                 message.acknowledge()
             # m4 and m5 may come flagged too: the dead process had them prefetched, and
             # the broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
+            assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
+            assert _flagged(case, got)
+            assert consumer.receive(0.2) is None
+
+
+SUBSCRIPTION_CHILD = """
+import sys
+from jmslike import ConnectionFactory, Session
+url, topic, name = sys.argv[1], sys.argv[2], sys.argv[3]
+connection = ConnectionFactory(url, strictly_ordered=topic).create_connection()
+session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+consumer = session.create_shared_consumer(topic, name)
+connection.start()
+print("ready", flush=True)
+first = consumer.receive(10.0)
+first.acknowledge()
+held = [consumer.receive(10.0).text for _ in range(2)]
+print(first.text, *held, flush=True)
+sys.stdin.read()  # hold them until killed
+"""
+
+SHARED = [case for case in CASES if case.id in ("artemis-stomp", "rabbitmq-stomp", "artemis-amqp")]
+"""The cases with shared subscriptions (Classic 5.x has none; RabbitMQ none over AMQP)."""
+
+
+@pytest.mark.parametrize("case", SHARED)
+def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(case: str) -> None:
+    """ORD-18 on a topic: a strictly ordered shared subscription has one active consumer
+    across processes, and its standby takes over after a kill -9 with what was left
+    unfinished first. Before, another process's consumer was a second active consumer
+    (it got m1..m9 of ten while the first got m0, on all three cases), since only
+    jmslike kept the rule, within each process: now Artemis makes the topic's queues
+    exclusive (address settings) and RabbitMQ's subscription queue is a
+    single-active-consumer queue (management API)."""
+    url = case_url(case)
+    topic = f"topic://strict-{uuid.uuid4().hex[:8]}"
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(url, strictly_ordered=topic)
+    with factory.create_connection() as connection:
+        mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        sender = connection.create_session()
+        producer = sender.create_producer(topic)
+        consumers = []
+
+        def subscribe_and_send() -> None:
+            consumers.append(mine.create_shared_consumer(topic, name, standby=True))
+            for n in range(1, 6):
+                producer.send(sender.create_text_message(f"m{n}"))
+
+        with _child_holding(
+            SUBSCRIPTION_CHILD, url, topic, name, ready=subscribe_and_send
+        ) as child:
+            consumer = consumers[0]
+            connection.start()
+            assert consumer.receive(1.0) is None  # the child is the active consumer
+            child.kill()
+            child.wait(10.0)
+            got = []
+            for _ in range(4):
+                message = consumer.receive(10.0)
+                assert message is not None, f"took over with only {got}"
+                got.append((message.text, message.jms_redelivered))
+                message.acknowledge()
             assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
             assert _flagged(case, got)
             assert consumer.receive(0.2) is None
