@@ -57,6 +57,16 @@ def _connect(topic: str) -> tuple[Any, list[BaseException]]:
     return connection, heard
 
 
+def _active_and_standby(connection: Any, topic: str, name: str) -> tuple[Any, Any]:
+    """The active consumer of the subscription, and a standby asked for messages (so it
+    subscribes once promoted)."""
+    active = connection.create_session().create_shared_consumer(topic, name)
+    standby = connection.create_session().create_shared_consumer(topic, name, standby=True)
+    connection.start()
+    assert standby.receive(0.05) is None
+    return active, standby
+
+
 def _wait_for(check: Any, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while not check():
@@ -77,10 +87,7 @@ def test_the_subscription_queue_outlives_a_hand_over_and_then_expires(
     queue = f"jmslike-shared-{name}"
     connection, heard = _connect(topic)
     try:
-        active = connection.create_session().create_shared_consumer(topic, name)
-        standby = connection.create_session().create_shared_consumer(topic, name, standby=True)
-        connection.start()
-        assert standby.receive(0.05) is None
+        active, standby = _active_and_standby(connection, topic, name)
         declared = management.queue("/", queue)
         assert declared is not None
         assert (declared["auto_delete"], declared["arguments"]) == (
@@ -104,10 +111,7 @@ def test_a_refused_take_over_is_reported_not_raised_by_the_close() -> None:
     name = f"s-{uuid.uuid4().hex[:8]}"
     connection, heard = _connect(topic)
     try:
-        active = connection.create_session().create_shared_consumer(topic, name)
-        standby = connection.create_session().create_shared_consumer(topic, name, standby=True)
-        connection.start()
-        assert standby.receive(0.05) is None  # asked for messages: subscribes once promoted
+        active, standby = _active_and_standby(connection, topic, name)
         headers = standby._provider._headers
         headers["destination"] = f"/amq/queue/jmslike-missing-{uuid.uuid4().hex[:8]}"
         active.close()  # returns: the refusal is the standby's

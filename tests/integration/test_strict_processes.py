@@ -23,6 +23,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from brokercases import CASES, case_url
@@ -79,6 +80,25 @@ def _flagged(case: str, got: list[tuple[str, bool]]) -> bool:
     return case == "artemis-amqp" or (got[0][1] and got[1][1])
 
 
+def _takes_over_after_the_kill(case: str, child: subprocess.Popen[str], consumer: Any) -> None:
+    """``consumer`` (this process's standby) gets nothing while the child is active; once
+    the child is killed it gets m2 and m3 (which the child held), flagged, then m4, m5."""
+    assert consumer.receive(1.0) is None  # the child is the active consumer
+    child.kill()
+    child.wait(10.0)
+    got = []
+    for _ in range(4):
+        message = consumer.receive(10.0)
+        assert message is not None, f"took over with only {got}"
+        got.append((message.text, message.jms_redelivered))
+        message.acknowledge()
+    # m4 and m5 may come flagged too: the dead process had them prefetched, and the
+    # broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
+    assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
+    assert _flagged(case, got)
+    assert consumer.receive(0.2) is None
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None:
     """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
@@ -98,20 +118,7 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
             mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
             consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
             connection.start()
-            assert consumer.receive(1.0) is None  # the child is the active consumer
-            child.kill()
-            child.wait(10.0)
-            got = []
-            for _ in range(4):
-                message = consumer.receive(10.0)
-                assert message is not None, f"took over with only {got}"
-                got.append((message.text, message.jms_redelivered))
-                message.acknowledge()
-            # m4 and m5 may come flagged too: the dead process had them prefetched, and
-            # the broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
-            assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-            assert _flagged(case, got)
-            assert consumer.receive(0.2) is None
+            _takes_over_after_the_kill(case, child, consumer)
 
 
 SUBSCRIPTION_CHILD = """
@@ -163,18 +170,7 @@ def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(case
         ) as child:
             consumer = consumers[0]
             connection.start()
-            assert consumer.receive(1.0) is None  # the child is the active consumer
-            child.kill()
-            child.wait(10.0)
-            got = []
-            for _ in range(4):
-                message = consumer.receive(10.0)
-                assert message is not None, f"took over with only {got}"
-                got.append((message.text, message.jms_redelivered))
-                message.acknowledge()
-            assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-            assert _flagged(case, got)
-            assert consumer.receive(0.2) is None
+            _takes_over_after_the_kill(case, child, consumer)
 
 
 GROUPED_CHILD = CHILD.replace(", strictly_ordered=True", "")
