@@ -19,6 +19,7 @@ from typing import Any
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, TemporaryQueue
 from jmslike.errors import (
+    ConfigurationError,
     ConnectionFailedError,
     IllegalStateError,
     InvalidClientIDError,
@@ -337,20 +338,25 @@ class StompConnection(ProviderConnection):
         declared through the management API, once per process: single active consumer,
         bound to the topic, deleted once nobody has used it for
         ``STRICT_SHARED_EXPIRES_MS``; consumers address it as ``/amq/queue/<name>``.
-        A queue that exists otherwise is left alone, with a warning (strictly ordered
-        within this process only)."""
+        Declared for every consumer, not once per process as queues are: the queue
+        may have expired since. A queue that exists otherwise is left alone, with a
+        warning (strictly ordered within this process only)."""
         declare = self.exclusivity.declare_subscription
         queue = headers.get("x-queue-name")
         if declare is None or queue is None:
             return
-
-        def declare_queue(name: str) -> None:
-            declare(name, topic.name, STRICT_SHARED_EXPIRES_MS)
-
-        if self.exclusive_queues.declare(queue, declare_queue, required=False):
-            for header in ("x-queue-name", "durable", "auto-delete"):
-                headers.pop(header)
-            headers["destination"] = "/amq/queue/" + queue
+        try:
+            declare(queue, topic.name, STRICT_SHARED_EXPIRES_MS)
+        except ConfigurationError as exc:
+            log.warning(
+                "%s; jmslike keeps %s strictly ordered within this process only (ORD-18)",
+                exc,
+                topic,
+            )
+            return
+        for header in ("x-queue-name", "durable", "auto-delete"):
+            headers.pop(header)
+        headers["destination"] = "/amq/queue/" + queue
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
         return {}

@@ -18,7 +18,9 @@ nobody has used it for a while. These cases check, on the real broker:
 
 * how the queue is declared, that it outlives the active consumer, and that it goes away
   once its consumers have all closed (the test shortens the expiry from 10 s to 1 s), so
-  an ended subscription does not collect messages for ever;
+  an ended subscription does not collect messages for ever; and that the same process
+  can subscribe again after that (a first version declared the queue once per process,
+  and the new SUBSCRIBE got ``not_found``);
 * that a take-over the broker refuses anyway does not make the handing-over ``close()``
   raise, and reaches the exception listener once. The refusal is made real: the
   standby's SUBSCRIBE names a queue that does not exist (``/amq/queue/...``), which gets
@@ -104,6 +106,17 @@ def test_the_subscription_queue_outlives_a_hand_over_and_then_expires(
         f"{queue} still there 30 s after its consumers closed"
     )
     assert heard == []
+    # The same process subscribes again: the queue is declared anew, not taken as known.
+    again, _heard = _connect(topic)
+    try:
+        consumer = again.create_session().create_shared_consumer(topic, name)
+        again.start()
+        session = again.create_session()
+        session.create_producer(topic).send(session.create_text_message("again"))
+        message = consumer.receive(5.0)
+        assert message is not None and message.text == "again"
+    finally:
+        again.close()
 
 
 def test_a_refused_take_over_is_reported_not_raised_by_the_close() -> None:
