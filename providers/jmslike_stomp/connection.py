@@ -335,12 +335,12 @@ class StompConnection(ProviderConnection):
         new, empty queue (8 of 10 messages lost, seen here). And a consumer of another
         process was a second active consumer. RabbitMQ's STOMP plugin takes neither
         ``x-single-active-consumer`` nor a binding from a SUBSCRIBE, so the queue is
-        declared through the management API, once per process: single active consumer,
-        bound to the topic, deleted once nobody has used it for
-        ``STRICT_SHARED_EXPIRES_MS``; consumers address it as ``/amq/queue/<name>``.
-        Declared for every consumer, not once per process as queues are: the queue
-        may have expired since. A queue that exists otherwise is left alone, with a
-        warning (strictly ordered within this process only)."""
+        declared through the management API: single active consumer, bound to the
+        topic, deleted once nobody has used it for ``STRICT_SHARED_EXPIRES_MS``;
+        consumers address it as ``/amq/queue/<name>``. It is declared for every
+        consumer, not once per process as queues are, since it may have expired since.
+        A queue that exists otherwise is left alone, with a warning (strictly ordered
+        within this process only)."""
         declare = self.exclusivity.declare_subscription
         queue = headers.get("x-queue-name")
         if declare is None or queue is None:
