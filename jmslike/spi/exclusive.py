@@ -25,17 +25,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from jmslike.config import FactorySettings
-from jmslike.errors import ConfigurationError
+from jmslike.errors import ConfigurationError, IllegalStateError, InvalidDestinationError
 from jmslike.spi.management import ArtemisManagement, RabbitManagement
 from jmslike.spi.perbroker import PerBroker
 
 __all__ = ["ExclusiveQueues", "Exclusivity", "exclusive_queues_for", "exclusivity_for"]
 
 log = logging.getLogger("jmslike.spi")
+
+UNSUBSCRIBE_WAIT = 3.0
+"""Seconds an unsubscribe waits for the broker to forget a consumer that just closed."""
 
 
 class ExclusiveQueues:
@@ -98,9 +102,14 @@ class Exclusivity:
     """Where ``scope`` is "process": the setting that would make it "broker"."""
     depths: Callable[[str], dict[str, int]] | None = None
     """Messages per queue named ``prefix...``, through the management API (None: none)."""
-    declare_subscription: Callable[[str, str, int], None] | None = None
-    """Declare ``queue``, a non-durable shared subscription of ``topic`` that RabbitMQ
-    deletes ``expires_ms`` after its last use, held to one consumer (None: cannot)."""
+    declare_subscription: Callable[[str, str, int | None], None] | None = None
+    """Declare ``queue``, a shared subscription of ``topic`` held to one consumer, that
+    RabbitMQ deletes ``expires_ms`` after its last use (None: a durable one, kept until
+    unsubscribed); None: cannot."""
+    delete_subscription: Callable[[str], bool] | None = None
+    """Delete the durable subscription queue named so, with its messages, through the
+    management API; False if there is none; IllegalStateError while any process consumes
+    from it (JMS unsubscribe, where the protocol cannot do it). None: cannot."""
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
@@ -112,6 +121,31 @@ class Exclusivity:
         if declare is None:
             return False
         return declared.declare(f"topic://{topic}", lambda _key: declare(topic), required=False)
+
+    def unsubscribe(self, queue: str, name: str, broker: str) -> None:
+        """JMS ``unsubscribe(name)`` of a durable subscription the broker keeps as the
+        queue ``queue`` and its protocol cannot delete by name (a shared one: RabbitMQ
+        over STOMP; Artemis without a client id). InvalidDestinationError if there is
+        none; IllegalStateError while a consumer of any process is on it, after a short
+        wait, since a consumer closed just now may still be counted for a moment."""
+        delete = self.delete_subscription
+        if delete is None:
+            raise IllegalStateError(
+                f"{broker} cannot delete durable subscription {name!r} by its name over this "
+                "protocol: set managementUrl to the broker's management API, or give the "
+                "connection a client id"
+            )
+        deadline = time.monotonic() + UNSUBSCRIBE_WAIT
+        while True:
+            try:
+                found = delete(queue)
+                break
+            except IllegalStateError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        if not found:
+            raise InvalidDestinationError(f"no durable subscription {name!r} on {broker}")
 
 
 def exclusivity_for(
@@ -131,7 +165,7 @@ def exclusivity_for(
     if broker == "rabbitmq":
         rabbit = RabbitManagement(url or f"http://{host}:15672", user, password, timeout)
 
-        def declare_subscription(queue: str, topic: str, expires_ms: int) -> None:
+        def declare_subscription(queue: str, topic: str, expires_ms: int | None) -> None:
             rabbit.declare_single_active(vhost, queue, expires_ms=expires_ms)
             rabbit.bind_to_topic(vhost, queue, topic)
 
@@ -140,6 +174,7 @@ def exclusivity_for(
             lambda name: rabbit.declare_single_active(vhost, name),
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
+            delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
         )
     if broker == "artemis" and url:
         artemis = ArtemisManagement(url, user, password, timeout)
@@ -148,6 +183,7 @@ def exclusivity_for(
             artemis.declare_exclusive,
             depths=artemis.queue_depths,
             declare_topic=artemis.declare_exclusive_address,
+            delete_subscription=artemis.delete_subscription_queue,
         )
     hint = (
         f"set managementUrl to Artemis' Jolokia endpoint (http://{host}:8161/console/jolokia "

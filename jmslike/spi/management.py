@@ -38,6 +38,7 @@ from urllib.parse import quote, urlsplit
 from jmslike.errors import (
     ConfigurationError,
     ConnectionFailedError,
+    IllegalStateError,
     JMSException,
     JMSSecurityError,
 )
@@ -231,6 +232,36 @@ class ArtemisManagement(_Http):
             raise
         return int(count)
 
+    def delete_subscription_queue(self, queue: str) -> bool:
+        """Delete the subscription queue ``queue`` (multicast, any address) with its
+        messages; False if there is none. A queue with consumers is refused, by any
+        process's (IllegalStateError): JMS lets nobody unsubscribe an active
+        subscription."""
+        pattern = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f'address=*,subcomponent=queues,routing-type="multicast",queue={_quoted(queue)}'
+        )
+        if not self._call({"type": "search", "mbean": pattern}):
+            return False
+        try:
+            self._call(
+                {
+                    "type": "exec",
+                    "mbean": f"org.apache.activemq.artemis:broker={self._broker_name()}",
+                    "operation": "destroyQueue(java.lang.String)",
+                    "arguments": [queue],
+                }
+            )
+        except JMSException as exc:
+            if "consumers" in str(exc).lower():
+                raise IllegalStateError(
+                    f"subscription queue {queue!r} has an active consumer (perhaps in another "
+                    f"process): close it first ({exc})"
+                ) from None
+            raise
+        log.info("Artemis subscription queue %s deleted", queue)
+        return True
+
     def has_subscription_queue(self, client_id: str, name: str) -> bool:
         """Whether the durable subscription ``name`` of ``client_id`` exists: Artemis keeps
         it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing
@@ -322,10 +353,24 @@ class RabbitManagement(_Http):
             if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)
         }
 
-    def delete_queue(self, vhost: str, queue: str) -> None:
-        """Delete ``queue`` with its messages (no error if it does not exist)."""
+    def delete_queue(self, vhost: str, queue: str, *, if_unused: bool = False) -> bool:
+        """Delete ``queue`` with its messages; False if it does not exist. ``if_unused``:
+        refuse (IllegalStateError) while it has consumers, whichever process holds them;
+        RabbitMQ cannot say so for a quorum queue (it refuses ``if-unused`` there, seen
+        on 3.10), which is then deleted as it is."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
-        self._request("DELETE", path, allow=(404,))
+        status, reply = self._request(
+            "DELETE", path + ("?if-unused=true" if if_unused else ""), allow=(400, 404)
+        )
+        reason = reply.get("reason", reply) if isinstance(reply, dict) else reply
+        if status == 400 and "quorum" in str(reason):
+            status, reply = self._request("DELETE", path, allow=(404,))
+        if status == 400:
+            raise IllegalStateError(
+                f"RabbitMQ queue {queue!r} (vhost {vhost!r}) has an active consumer (perhaps "
+                f"in another process): close it first ({reason})"
+            )
+        return status != 404
 
     def queue(self, vhost: str, queue: str) -> dict[str, Any] | None:
         """The queue as the management API describes it (None if it does not exist)."""

@@ -301,7 +301,8 @@ class AmqpSession(ProviderSession):
     def unsubscribe(self, name: str) -> None:
         """Attach the subscription's link name with no source (Artemis answers with the
         subscription's queue, or with none if there is no such subscription), then close
-        the link, which deletes the subscription."""
+        the link, which deletes the subscription; without a client id on Artemis, through
+        the management API."""
         connection = self.connection
         if not connection.capabilities.durable_subscriptions:
             raise IllegalStateError(
@@ -312,6 +313,14 @@ class AmqpSession(ProviderSession):
             raise IllegalStateError(
                 f"durable subscription {name!r} has an active consumer: close it first"
             )
+        if connection.client_id is None and connection.broker == "artemis":
+            # A shared one, kept as the queue ``<name>:global`` (seen on 2.x; Qpid JMS's
+            # queue too). Artemis finds it by link name only if the link's *desired*
+            # capabilities say "shared" and "global" (Qpid JMS sends them); Proton
+            # cannot set a link's capabilities, and without them Artemis looks for
+            # ``<container id>.<name>``: "Unknown subscription link".
+            connection.exclusivity.unsubscribe(f"{name}:global", name, connection.broker)
+            return
         transport = connection.transport
         for link_name in SubscriptionNames.lookups(name, connection.client_id):
             receiver = transport.open_receiver(

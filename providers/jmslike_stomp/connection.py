@@ -325,38 +325,50 @@ class StompConnection(ProviderConnection):
         if durable:
             self.rabbit_durables[name] = dict(headers)
 
-    def strict_shared_headers(self, topic: Destination, headers: dict[str, str]) -> None:
-        """A strictly ordered non-durable shared subscription (ORD-18): one active
-        consumer across processes, and a queue that outlives the hand-over to a standby.
+    def strict_shared_headers(
+        self, topic: Destination, durable: bool, headers: dict[str, str]
+    ) -> Callable[[], None] | None:
+        """A strictly ordered shared subscription (ORD-18): one active consumer across
+        processes, and a queue that outlives the hand-over to a standby. Returns the
+        call that declares the queue, for a reconnect to make it again (None: nothing
+        was declared).
 
         RabbitMQ makes the subscription a queue bound to the topic, declared by the
         SUBSCRIBE. Declared auto-delete, as other non-durable ones are, it went with the
         active consumer's connection and everything it held: the standby subscribed to a
         new, empty queue (8 of 10 messages lost, seen here). And a consumer of another
-        process was a second active consumer. RabbitMQ's STOMP plugin takes neither
-        ``x-single-active-consumer`` nor a binding from a SUBSCRIBE, so the queue is
-        declared through the management API: single active consumer, bound to the
-        topic, deleted once nobody has used it for ``STRICT_SHARED_EXPIRES_MS``;
-        consumers address it as ``/amq/queue/<name>``. It is declared for every
-        consumer, not once per process as queues are, since it may have expired since.
-        A queue that exists otherwise is left alone, with a warning (strictly ordered
+        process was a second active consumer, durable subscription or not. RabbitMQ's
+        STOMP plugin takes neither ``x-single-active-consumer`` nor a binding from a
+        SUBSCRIBE, so the queue is declared through the management API: single active
+        consumer, bound to the topic, and, unless durable, deleted once nobody has used
+        it for ``STRICT_SHARED_EXPIRES_MS``; consumers address it as
+        ``/amq/queue/<name>``. It is declared for every consumer, not once per process
+        as queues are, since it may have expired since; and again after a reconnect, for
+        the same reason (a SUBSCRIBE to a queue gone is refused with the connection). A
+        queue that exists otherwise is left alone, with a warning (strictly ordered
         within this process only)."""
         declare = self.exclusivity.declare_subscription
         queue = headers.get("x-queue-name")
         if declare is None or queue is None:
-            return
+            return None
+        expires_ms = None if durable else STRICT_SHARED_EXPIRES_MS
+
+        def declare_queue() -> None:
+            declare(queue, topic.name, expires_ms)
+
         try:
-            declare(queue, topic.name, STRICT_SHARED_EXPIRES_MS)
+            declare_queue()
         except ConfigurationError as exc:
             log.warning(
                 "%s; jmslike keeps %s strictly ordered within this process only (ORD-18)",
                 exc,
                 topic,
             )
-            return
+            return None
         for header in ("x-queue-name", "durable", "auto-delete"):
             headers.pop(header)
         headers["destination"] = "/amq/queue/" + queue
+        return declare_queue
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
         return {}
@@ -373,8 +385,13 @@ class StompConnection(ProviderConnection):
                 "UNSUBSCRIBE", {"id": sub_id, "activemq.subscriptionName": name}, confirm=True
             )
         elif style == "artemis":
+            if not self.client_id:
+                # Shared (an unshared one needs a client id), kept as the queue ``name``;
+                # Artemis' UNSUBSCRIBE finds a subscription only by client id and name.
+                self.exclusivity.unsubscribe(name, name, self.dialect.name)
+                return
             if self.management is not None and not self.management.has_subscription_queue(
-                self.client_id or "", name
+                self.client_id, name
             ):
                 raise InvalidDestinationError(
                     f"no durable subscription {name!r} for client id {self.client_id!r} on "
@@ -384,14 +401,17 @@ class StompConnection(ProviderConnection):
                 "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
             )
         elif style == "rabbitmq":
-            # RabbitMQ deletes a durable subscription only through an UNSUBSCRIBE on the
-            # connection that holds it: subscribe again for a moment, then unsubscribe.
             headers = self.rabbit_durables.pop(name, None)
-            if headers is None:
-                raise InvalidDestinationError(
-                    f"no durable subscription {name!r} made by this connection; RabbitMQ "
-                    "cannot look one up by name"
-                )
+            if headers is None or "x-queue-name" in headers:
+                # A shared one (or not made here): its queue has a name jmslike chose, which
+                # RabbitMQ's STOMP plugin cannot delete (an UNSUBSCRIBE deletes only the
+                # queues it names itself); the management API can, from any connection.
+                shared = f"{self.client_id}.{name}" if self.client_id else name
+                self.exclusivity.unsubscribe(f"jmslike-shared-{shared}", name, self.dialect.name)
+                return
+            # An unshared one: RabbitMQ deletes it only through an UNSUBSCRIBE on a
+            # connection that subscribes to it: subscribe again for a moment, then
+            # unsubscribe.
             sub_id = f"durable-{name}"
             self.transport.subscribe(sub_id, headers, lambda _headers, _body: None)
             try:

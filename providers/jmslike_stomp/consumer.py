@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination
@@ -110,6 +110,9 @@ class StompConsumer(ProviderConsumer):
         self._filter = client_filter
         self.sub_id = sub_id
         self._durable_name: str | None = None
+        self.prepare: Callable[[], None] | None = None
+        """What the broker needs done before each SUBSCRIBE, a reconnect's too (RabbitMQ:
+        declare a strictly ordered subscription's queue, which may have expired)."""
         self._subscribed = False
         self._closed = False
         self._lock = threading.Lock()
@@ -148,7 +151,9 @@ class StompConsumer(ProviderConsumer):
                 # itself (and refuses a SUBSCRIBE to one): take what its inbox holds.
                 self.inbox.attach(self._on_frame)
             else:
-                self._transport.subscribe(self.sub_id, self._headers, self._on_frame)
+                self._transport.subscribe(
+                    self.sub_id, self._headers, self._on_frame, prepare=self.prepare
+                )
             self._subscribed = True
 
     def promote(self) -> None:

@@ -178,6 +178,7 @@ class StompSession(ProviderSession):
             promote=promote,
             what=what,
         )
+        prepare = None
         if claim.strict:
             # One active consumer: it takes one message at a time unless its session must
             # hold many (ORD-18), and the broker keeps other processes' consumers out too.
@@ -188,8 +189,8 @@ class StompSession(ProviderSession):
                 connection.exclusivity.hold_topic(connection.exclusive_queues, destination.name)
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
-            if shared and not durable:
-                connection.strict_shared_headers(destination, headers)
+            if shared:
+                prepare = connection.strict_shared_headers(destination, durable, headers)
             if dialect.exclusive_header:
                 headers[dialect.exclusive_header] = "true"
         try:
@@ -199,6 +200,7 @@ class StompSession(ProviderSession):
             raise
         promote.bind(consumer.promote)
         consumer._durable_name = subscription if durable else None
+        consumer.prepare = prepare
         if destination.is_topic or destination.is_temporary:
             # A topic keeps nothing for a subscriber that is not there yet, and RabbitMQ
             # delivers a temporary queue's messages to whoever subscribed when they came:

@@ -245,6 +245,8 @@ class StompTransport:
         is lost: what was delivered over it can no longer be acknowledged."""
         self._subscriptions: dict[str, FrameHandler] = {}
         self._subscribe_headers: dict[str, dict[str, str]] = {}
+        self._prepare: dict[str, Callable[[], None]] = {}
+        """Subscription id -> what to do before subscribing again after a reconnect."""
         self._waiters: dict[str, _Waiter] = {}
         self._aliases: dict[str, str] = {}
         """Subscription id -> the other name its MESSAGEs may come under (RabbitMQ's
@@ -476,6 +478,9 @@ class StompTransport:
             try:
                 self._conn = self._open()
                 for sub_id, headers in list(self._subscribe_headers.items()):
+                    prepare = self._prepare.get(sub_id)
+                    if prepare is not None:
+                        prepare()
                     self._send(
                         "SUBSCRIBE", {**headers, "id": sub_id}, b"", confirm=True, later=False
                     )
@@ -637,9 +642,20 @@ class StompTransport:
         if first is not None:
             raise first
 
-    def subscribe(self, sub_id: str, headers: dict[str, str], handler: FrameHandler) -> None:
+    def subscribe(
+        self,
+        sub_id: str,
+        headers: dict[str, str],
+        handler: FrameHandler,
+        *,
+        prepare: Callable[[], None] | None = None,
+    ) -> None:
+        """SUBSCRIBE (again after each reconnect, ``prepare()`` first: a JMSException
+        from it fails that attempt, and the next one tries again)."""
         self._subscriptions[sub_id] = handler
         self._subscribe_headers[sub_id] = dict(headers)
+        if prepare is not None:
+            self._prepare[sub_id] = prepare
         destination = headers.get("destination", "")
         if destination.startswith("/temp-queue/"):
             # RabbitMQ delivers replies to a temporary queue under the queue's name as the
@@ -655,6 +671,7 @@ class StompTransport:
     def _forget(self, sub_id: str) -> None:
         self._subscriptions.pop(sub_id, None)
         self._subscribe_headers.pop(sub_id, None)
+        self._prepare.pop(sub_id, None)
         alias = self._aliases.pop(sub_id, None)
         if alias is not None:
             self._subscriptions.pop(alias, None)

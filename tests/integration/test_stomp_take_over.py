@@ -32,12 +32,14 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_take_over.py -v``
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
 
 import pytest
 from brokerenv import broker_url
+from faultproxy import Relay
 
 import jmslike
 import jmslike_stomp.connection
@@ -135,3 +137,103 @@ def test_a_refused_take_over_is_reported_not_raised_by_the_close() -> None:
         assert "not_found" in str(heard[0]), heard[0]
     finally:
         connection.close()
+
+
+def test_a_durable_strict_subscription_is_a_single_active_consumer_queue_until_unsubscribed() -> (
+    None
+):
+    """A strictly ordered *durable* shared subscription was declared by the SUBSCRIBE,
+    as an ordinary queue: a consumer in another process was a second active consumer.
+    Now it is declared as the non-durable one is, without the expiry (it keeps its
+    messages while nobody consumes), and ``unsubscribe`` deletes it through the
+    management API (the SUBSCRIBE-then-UNSUBSCRIBE that deletes RabbitMQ's other durable
+    subscriptions names ``/amq/queue/...`` here, which declares and deletes nothing)."""
+    management = RabbitManagement(
+        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
+    )
+    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"d-{uuid.uuid4().hex[:8]}"
+    queue = f"jmslike-shared-{name}"
+    connection, heard = _connect(topic)
+    try:
+        session = connection.create_session()
+        consumer = session.create_shared_durable_consumer(topic, name)
+        declared = management.queue("/", queue)
+        assert declared is not None
+        assert (declared["auto_delete"], declared["durable"], declared["arguments"]) == (
+            False,
+            True,
+            {"x-queue-type": "quorum", "x-single-active-consumer": True},
+        )
+        consumer.close()
+        session.create_producer(topic).send(session.create_text_message("kept"))
+        consumer = session.create_shared_durable_consumer(topic, name)
+        connection.start()
+        message = consumer.receive(5.0)
+        assert message is not None and message.text == "kept"
+        consumer.close()
+        session.unsubscribe(name)
+        assert management.queue("/", queue) is None, "unsubscribe left the queue"
+        with pytest.raises(jmslike.InvalidDestinationError):
+            session.unsubscribe(name)  # gone, and said so
+    finally:
+        connection.close()
+        management.delete_queue("/", queue)
+    assert heard == []
+
+
+def test_a_reconnect_declares_an_expired_subscription_queue_again() -> None:
+    """A ``failover:`` reconnect subscribes again with the headers it had, naming
+    ``/amq/queue/...``; after more than ``STRICT_SHARED_EXPIRES_MS`` away the queue has
+    expired, RabbitMQ refuses that SUBSCRIBE with ``not_found`` and drops the connection,
+    and every further attempt met the same: the consumer never received again. The
+    expiry is made real by deleting the queue while the connection is down (RabbitMQ
+    checks a quorum queue's expiry 10 to 20 s late); the reconnect must declare it anew,
+    bound to the topic, and the consumer must get what is sent after it."""
+    management = RabbitManagement(
+        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
+    )
+    direct = broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
+    match = re.fullmatch(r"stomp://([^@/]*@)?127\.0\.0\.1:(\d+)", direct)
+    assert match is not None, direct
+    relay = Relay(("127.0.0.1", int(match.group(2))))
+    failover = (
+        f"failover:(stomp://{match.group(1) or ''}127.0.0.1:{relay.port})"
+        "?initialReconnectDelay=1.5&reconnectDelay=0.2"
+    )
+    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"r-{uuid.uuid4().hex[:8]}"
+    queue = f"jmslike-shared-{name}"
+    factory = ConnectionFactory(
+        failover,
+        strictly_ordered=topic,
+        managementUrl=broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"),
+    )
+    heard: list[BaseException] = []
+    try:
+        with (
+            factory.create_connection() as connection,
+            ConnectionFactory(direct).create_connection() as sending,
+        ):
+            connection.exception_listener = heard.append
+            consumer = connection.create_session().create_shared_consumer(topic, name)
+            connection.start()
+            sender = sending.create_session()
+            producer = sender.create_producer(topic)
+            producer.send(sender.create_text_message("before"))
+            message = consumer.receive(5.0)
+            assert message is not None and message.text == "before"
+            accepted = relay.accepted
+            relay.cut()
+            time.sleep(0.3)  # RabbitMQ closes the cut connections
+            management.delete_queue("/", queue)  # it expired while the connection was down
+            assert _wait_for(lambda: relay.accepted >= accepted + 2, 15.0), "no reconnect"
+            assert _wait_for(lambda: management.queue("/", queue) is not None, 5.0), (
+                "the reconnect did not declare the subscription's queue again"
+            )
+            time.sleep(0.5)  # the SUBSCRIBE follows the declaration
+            producer.send(sender.create_text_message("after"))
+            message = consumer.receive(10.0)
+            assert message is not None and message.text == "after"
+    finally:
+        relay.close()
+        management.delete_queue("/", queue)
+    assert heard == []

@@ -124,10 +124,11 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
 SUBSCRIPTION_CHILD = """
 import sys
 from jmslike import ConnectionFactory, Session
-url, topic, name = sys.argv[1], sys.argv[2], sys.argv[3]
+url, topic, name, durable = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "durable"
 connection = ConnectionFactory(url, strictly_ordered=topic).create_connection()
 session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-consumer = session.create_shared_consumer(topic, name)
+create = session.create_shared_durable_consumer if durable else session.create_shared_consumer
+consumer = create(topic, name)
 connection.start()
 print("ready", flush=True)
 first = consumer.receive(10.0)
@@ -141,15 +142,20 @@ SHARED = [case for case in CASES if case.id in ("artemis-stomp", "rabbitmq-stomp
 """The cases with shared subscriptions (Classic 5.x has none; RabbitMQ none over AMQP)."""
 
 
+@pytest.mark.parametrize("durable", [False, True], ids=["non-durable", "durable"])
 @pytest.mark.parametrize("case", SHARED)
-def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(case: str) -> None:
+def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(
+    case: str, durable: bool
+) -> None:
     """ORD-18 on a topic: a strictly ordered shared subscription has one active consumer
     across processes, and its standby takes over after a kill -9 with what was left
     unfinished first. Before, another process's consumer was a second active consumer
     (it got m1..m9 of ten while the first got m0, on all three cases), since only
     jmslike kept the rule, within each process: now Artemis makes the topic's queues
     exclusive (address settings) and RabbitMQ's subscription queue is a
-    single-active-consumer queue (management API)."""
+    single-active-consumer queue (management API). A durable one on RabbitMQ was still
+    declared by the SUBSCRIBE, as an ordinary queue, until it was declared the same way:
+    the child took m1 and the other process m2 at once."""
     url = case_url(case)
     topic = f"topic://strict-{uuid.uuid4().hex[:8]}"
     name = f"s-{uuid.uuid4().hex[:8]}"
@@ -160,17 +166,27 @@ def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(case
         producer = sender.create_producer(topic)
         consumers = []
 
+        create = mine.create_shared_durable_consumer if durable else mine.create_shared_consumer
+
         def subscribe_and_send() -> None:
-            consumers.append(mine.create_shared_consumer(topic, name, standby=True))
+            consumers.append(create(topic, name, standby=True))
             for n in range(1, 6):
                 producer.send(sender.create_text_message(f"m{n}"))
 
         with _child_holding(
-            SUBSCRIPTION_CHILD, url, topic, name, ready=subscribe_and_send
+            SUBSCRIPTION_CHILD,
+            url,
+            topic,
+            name,
+            "durable" if durable else "-",
+            ready=subscribe_and_send,
         ) as child:
             consumer = consumers[0]
             connection.start()
             _takes_over_after_the_kill(case, child, consumer)
+        if durable:
+            consumer.close()
+            mine.unsubscribe(name)
 
 
 GROUPED_CHILD = CHILD.replace(", strictly_ordered=True", "")

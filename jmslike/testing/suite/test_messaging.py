@@ -747,6 +747,42 @@ def test_unsubscribe_unknown_name(connection, unique, require) -> None:
     assert name in str(info.value)
 
 
+def test_shared_durable_subscription_needs_no_client_id(
+    make_connection, unique, drain, require
+) -> None:
+    """JMS 2.0: a shared durable subscription is named by its name alone when the
+    connection has no client id; it keeps messages while its consumers are away, and
+    ``unsubscribe(name)`` deletes it (an active consumer makes that an error). On Artemis,
+    unsubscribing one raised InvalidDestinationError over both protocols: STOMP looked
+    for ``<client id>.<name>`` and AMQP's look-up needs link capabilities Proton cannot
+    send (docs/providers.md)."""
+    conn = make_connection()
+    require(conn, "shared_subscriptions")
+    require(conn, "durable_subscriptions")
+    topic = f"topic://{unique('t')}"
+    name = unique("ledger")
+    session = conn.create_session()
+    sub = session.create_shared_durable_consumer(topic, name)
+    conn.start()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["1"])
+    assert sub.receive(5.0).text == "1"
+    sub.close()
+    _send_texts(pub, topic, ["2"])
+    sub = session.create_shared_durable_consumer(topic, name)
+    assert [m.text for m in drain(sub)] == ["2"]
+    with pytest.raises(jmslike.IllegalStateError):
+        session.unsubscribe(name)  # still has an active consumer
+    sub.close()
+    session.unsubscribe(name)
+    _send_texts(pub, topic, ["3"])  # no subscription: nobody keeps it
+    sub = session.create_shared_durable_consumer(topic, name)
+    _send_texts(pub, topic, ["4"])
+    assert [m.text for m in drain(sub)] == ["4"]
+    sub.close()
+    session.unsubscribe(name)
+
+
 def test_shared_consumer_splits_messages(make_connection, unique, drain, require) -> None:
     """API ``create_shared_consumer``: consumers of one shared subscription split its
     messages; another subscription still gets every message."""
