@@ -80,15 +80,21 @@ def _wait_for(check: Any, seconds: float) -> bool:
     return True
 
 
+def _subscription(prefix: str) -> tuple[RabbitManagement, str, str, str]:
+    """The management API, a new topic and subscription name, and the queue RabbitMQ
+    keeps the subscription in."""
+    management = RabbitManagement(
+        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
+    )
+    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return management, topic, name, f"jmslike-shared-{name}"
+
+
 def test_the_subscription_queue_outlives_a_hand_over_and_then_expires(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(jmslike_stomp.connection, "STRICT_SHARED_EXPIRES_MS", 1000)
-    management = RabbitManagement(
-        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
-    )
-    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
-    queue = f"jmslike-shared-{name}"
+    management, topic, name, queue = _subscription("s")
     connection, heard = _connect(topic)
     try:
         active, standby = _active_and_standby(connection, topic, name)
@@ -148,11 +154,7 @@ def test_a_durable_strict_subscription_is_a_single_active_consumer_queue_until_u
     messages while nobody consumes), and ``unsubscribe`` deletes it through the
     management API (the SUBSCRIBE-then-UNSUBSCRIBE that deletes RabbitMQ's other durable
     subscriptions names ``/amq/queue/...`` here, which declares and deletes nothing)."""
-    management = RabbitManagement(
-        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
-    )
-    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"d-{uuid.uuid4().hex[:8]}"
-    queue = f"jmslike-shared-{name}"
+    management, topic, name, queue = _subscription("d")
     connection, heard = _connect(topic)
     try:
         session = connection.create_session()
@@ -189,9 +191,7 @@ def test_a_reconnect_declares_an_expired_subscription_queue_again() -> None:
     expiry is made real by deleting the queue while the connection is down (RabbitMQ
     checks a quorum queue's expiry 10 to 20 s late); the reconnect must declare it anew,
     bound to the topic, and the consumer must get what is sent after it."""
-    management = RabbitManagement(
-        broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
-    )
+    management, topic, name, queue = _subscription("r")
     direct = broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
     match = re.fullmatch(r"stomp://([^@/]*@)?127\.0\.0\.1:(\d+)", direct)
     assert match is not None, direct
@@ -200,8 +200,6 @@ def test_a_reconnect_declares_an_expired_subscription_queue_again() -> None:
         f"failover:(stomp://{match.group(1) or ''}127.0.0.1:{relay.port})"
         "?initialReconnectDelay=1.5&reconnectDelay=0.2"
     )
-    topic, name = f"topic://take-over-{uuid.uuid4().hex[:8]}", f"r-{uuid.uuid4().hex[:8]}"
-    queue = f"jmslike-shared-{name}"
     factory = ConnectionFactory(
         failover,
         strictly_ordered=topic,
