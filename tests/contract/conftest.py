@@ -187,6 +187,10 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="rabbitmq-stomp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.rabbitmq),
+        # The management API of the broker under test (strictly ordered queues and
+        # subscriptions, partitions, unsubscribe): by default jmslike would ask
+        # host:15672, another broker when the test brokers run on a port offset.
+        settings={"managementUrl": _lazy_env("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
@@ -254,6 +258,7 @@ PROVIDER_CASES: list[ProviderCase] = [
         # A vhost of its own (scripts/brokers/rabbitmq.sh says why).
         url_factory=lambda: broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL") + "/jmslike-amqp",
         marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
+        settings={"managementUrl": _lazy_env("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
         capabilities_expected=frozenset(
             {
