@@ -309,7 +309,7 @@ class StompConnection(ProviderConnection):
         The subscription is a queue named after the client id (if any) and ``name``, as
         the brokers' own JMS clients name it; consumers of that queue split its messages.
         """
-        queue = f"{self.client_id}.{name}" if self.client_id else name
+        queue = self._shared_name(name)
         if self.dialect.shared_subscription == "artemis":
             if not durable:
                 # Queue names are global on Artemis: without the topic in it, a shared
@@ -324,6 +324,10 @@ class StompConnection(ProviderConnection):
         headers["x-queue-name"] = f"jmslike-shared-{queue}"
         if durable:
             self.rabbit_durables[name] = dict(headers)
+
+    def _shared_name(self, name: str) -> str:
+        """The shared subscription ``name`` as the brokers' JMS clients name its queue."""
+        return f"{self.client_id}.{name}" if self.client_id else name
 
     def strict_shared_headers(
         self, topic: Destination, durable: bool, headers: dict[str, str]
@@ -406,8 +410,17 @@ class StompConnection(ProviderConnection):
                 # A shared one (or not made here): its queue has a name jmslike chose, which
                 # RabbitMQ's STOMP plugin cannot delete (an UNSUBSCRIBE deletes only the
                 # queues it names itself); the management API can, from any connection.
-                shared = f"{self.client_id}.{name}" if self.client_id else name
-                self.exclusivity.unsubscribe(f"jmslike-shared-{shared}", name, self.dialect.name)
+                queue = f"jmslike-shared-{self._shared_name(name)}"
+                try:
+                    self.exclusivity.unsubscribe(queue, name, self.dialect.name)
+                except InvalidDestinationError:
+                    if headers is not None:
+                        raise
+                    raise InvalidDestinationError(
+                        f"no durable subscription {name!r}: no shared one on "
+                        f"{self.dialect.name}, and an unshared one can be deleted only by the "
+                        "connection that made it (RabbitMQ cannot look one up by name)"
+                    ) from None
                 return
             # An unshared one: RabbitMQ deletes it only through an UNSUBSCRIBE on a
             # connection that subscribes to it: subscribe again for a moment, then
