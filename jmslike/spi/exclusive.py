@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jmslike.config import FactorySettings
@@ -122,12 +122,13 @@ class Exclusivity:
             return False
         return declared.declare(f"topic://{topic}", lambda _key: declare(topic), required=False)
 
-    def unsubscribe(self, queue: str, name: str, broker: str) -> None:
+    def unsubscribe(self, queues: Sequence[str], name: str, broker: str) -> None:
         """JMS ``unsubscribe(name)`` of a durable subscription the broker keeps as the
-        queue ``queue`` and its protocol cannot delete by name (a shared one: RabbitMQ
-        over STOMP; Artemis without a client id). InvalidDestinationError if there is
-        none; IllegalStateError while a consumer of any process is on it, after a short
-        wait, since a consumer closed just now may still be counted for a moment."""
+        first existing queue of ``queues``, which its protocol cannot delete by name
+        (RabbitMQ over STOMP; Artemis without a client id). InvalidDestinationError if
+        there is none; IllegalStateError while a consumer of any process is on it,
+        after a short wait, since a consumer closed just now may still be counted for a
+        moment."""
         delete = self.delete_subscription
         if delete is None:
             raise IllegalStateError(
@@ -136,16 +137,17 @@ class Exclusivity:
                 "connection a client id"
             )
         deadline = time.monotonic() + UNSUBSCRIBE_WAIT
-        while True:
-            try:
-                found = delete(queue)
-                break
-            except IllegalStateError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        if not found:
-            raise InvalidDestinationError(f"no durable subscription {name!r} on {broker}")
+        for queue in queues:
+            while True:
+                try:
+                    if delete(queue):
+                        return
+                    break
+                except IllegalStateError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        raise InvalidDestinationError(f"no durable subscription {name!r} on {broker}")
 
 
 def exclusivity_for(

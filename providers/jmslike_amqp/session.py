@@ -319,7 +319,7 @@ class AmqpSession(ProviderSession):
             # capabilities say "shared" and "global" (Qpid JMS sends them); Proton
             # cannot set a link's capabilities, and without them Artemis looks for
             # ``<container id>.<name>``: "Unknown subscription link".
-            connection.exclusivity.unsubscribe(f"{name}:global", name, connection.broker)
+            connection.exclusivity.unsubscribe([f"{name}:global"], name, connection.broker)
             return
         transport = connection.transport
         for link_name in SubscriptionNames.lookups(name, connection.client_id):

@@ -25,6 +25,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     InvalidDestinationError,
     JMSException,
+    JMSSecurityError,
 )
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
@@ -290,8 +291,11 @@ class StompConnection(ProviderConnection):
         elif style == "artemis":
             headers["durable-subscription-name"] = name
         elif style == "rabbitmq":
+            # Named by jmslike, not by RabbitMQ (a hash of the destination and the
+            # subscription id), so that any connection can find it to unsubscribe.
             headers["durable"] = "true"
             headers["auto-delete"] = "false"
+            headers["x-queue-name"] = f"jmslike-durable-{self.client_id}.{name}"
             self.rabbit_durables[name] = dict(headers)
             return f"durable-{name}"
         else:
@@ -372,6 +376,9 @@ class StompConnection(ProviderConnection):
         for header in ("x-queue-name", "durable", "auto-delete"):
             headers.pop(header)
         headers["destination"] = "/amq/queue/" + queue
+        # Not made by a SUBSCRIBE: only the management API can delete it (unsubscribe).
+        for name in [n for n, h in self.rabbit_durables.items() if h["x-queue-name"] == queue]:
+            del self.rabbit_durables[name]
         return declare_queue
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
@@ -392,7 +399,7 @@ class StompConnection(ProviderConnection):
             if not self.client_id:
                 # Shared (an unshared one needs a client id), kept as the queue ``name``;
                 # Artemis' UNSUBSCRIBE finds a subscription only by client id and name.
-                self.exclusivity.unsubscribe(name, name, self.dialect.name)
+                self.exclusivity.unsubscribe([name], name, self.dialect.name)
                 return
             if self.management is not None and not self.management.has_subscription_queue(
                 self.client_id, name
@@ -405,34 +412,40 @@ class StompConnection(ProviderConnection):
                 "UNSUBSCRIBE", {"id": sub_id, "durable-subscription-name": name}, confirm=True
             )
         elif style == "rabbitmq":
-            headers = self.rabbit_durables.pop(name, None)
-            if headers is None or "x-queue-name" in headers:
-                # A shared one (or not made here): its queue has a name jmslike chose, which
-                # RabbitMQ's STOMP plugin cannot delete (an UNSUBSCRIBE deletes only the
-                # queues it names itself); the management API can, from any connection.
-                queue = f"jmslike-shared-{self._shared_name(name)}"
-                try:
-                    self.exclusivity.unsubscribe(queue, name, self.dialect.name)
-                except InvalidDestinationError:
-                    if headers is not None:
-                        raise
-                    raise InvalidDestinationError(
-                        f"no durable subscription {name!r}: no shared one on "
-                        f"{self.dialect.name}, and an unshared one can be deleted only by the "
-                        "connection that made it (RabbitMQ cannot look one up by name)"
-                    ) from None
-                return
-            # An unshared one: RabbitMQ deletes it only through an UNSUBSCRIBE on a
-            # connection that subscribes to it: subscribe again for a moment, then
-            # unsubscribe.
-            sub_id = f"durable-{name}"
-            self.transport.subscribe(sub_id, headers, lambda _headers, _body: None)
-            try:
-                self.transport.frame("UNSUBSCRIBE", {"id": sub_id, "durable": "true"}, confirm=True)
-            finally:
-                self.transport.unlisten(sub_id)
+            self._delete_rabbit_durable(name, sub_id)
         else:
             raise IllegalStateError(f"{self.dialect.name} has no durable subscriptions")
+
+    def _delete_rabbit_durable(self, name: str, sub_id: str) -> None:
+        """RabbitMQ's STOMP plugin deletes a durable subscription only on an UNSUBSCRIBE
+        of a subscription of the same connection, so it cannot find one by name; its
+        management API can, from any connection and process (after a restart, say), and
+        refuses while a consumer of any process is on it. Each such queue has a name
+        jmslike chose: ``jmslike-shared-[client id.]name`` or
+        ``jmslike-durable-<client id>.name``. Without the management API, one this
+        connection made is still deleted the STOMP way: subscribed again for a moment,
+        then unsubscribed with its queue's name (the UNSUBSCRIBE would otherwise delete
+        the queue RabbitMQ would have named itself, and leave this one)."""
+        headers = self.rabbit_durables.pop(name, None)
+        queues = [f"jmslike-shared-{self._shared_name(name)}"]
+        if self.client_id:
+            queues.append(f"jmslike-durable-{self.client_id}.{name}")
+        try:
+            self.exclusivity.unsubscribe(queues, name, self.dialect.name)
+            return
+        except (ConnectionFailedError, JMSSecurityError) as exc:
+            if headers is None:
+                raise  # not made here, or strictly ordered: the management API only
+            log.info("RabbitMQ management: %s; unsubscribing %r over STOMP", exc, name)
+        self.transport.subscribe(sub_id, headers, lambda _headers, _body: None)
+        try:
+            self.transport.frame(
+                "UNSUBSCRIBE",
+                {"id": sub_id, "durable": "true", "x-queue-name": headers["x-queue-name"]},
+                confirm=True,
+            )
+        finally:
+            self.transport.unlisten(sub_id)
 
     def create_temporary_queue(self) -> TemporaryQueue:
         prefix = self.dialect.temp_queue_prefix

@@ -11,6 +11,8 @@ subscription; once the child is killed, it must delete it, and a second one must
 there is none. Before, on Artemis without a client id, every ``unsubscribe`` raised
 InvalidDestinationError, and on RabbitMQ it returned and left the subscription with its
 messages (the contract case ``test_shared_durable_subscription_needs_no_client_id``).
+And on RabbitMQ, where only the management API finds a subscription by name, the
+connection that made one still deletes it without that API.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_unsubscribe_processes.py -v``
 (needs ``scripts/brokers.sh start``; a missing broker fails, never skips).
@@ -18,6 +20,7 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_unsubscribe_processes.p
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +32,7 @@ from brokerenv import broker_url
 
 import jmslike
 from jmslike import ConnectionFactory
+from jmslike.spi.management import RabbitManagement
 
 CHILD = """
 import sys
@@ -89,3 +93,32 @@ def test_unsubscribe_waits_for_another_process_to_let_go(case: str) -> None:
                     session.unsubscribe(name)
         finally:
             child.kill()
+
+
+@pytest.mark.stomp
+@pytest.mark.rabbitmq
+def test_without_the_management_api_rabbitmq_unsubscribes_over_stomp() -> None:
+    """RabbitMQ over STOMP finds a durable subscription by name only through its
+    management API. Where that is unreachable, the connection that made the subscription
+    still deletes it over STOMP: subscribed again for a moment, then unsubscribed naming
+    its queue. Another connection cannot, and says which setting is missing."""
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    nowhere = f"http://127.0.0.1:{dead.getsockname()[1]}"
+    dead.close()  # nothing listens there
+    url = broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
+    client, topic = f"c-{uuid.uuid4().hex[:8]}", f"topic://unsubscribe-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(url, managementUrl=nowhere)
+    with factory.create_connection() as other:
+        other.client_id = f"{client}-other"
+        with factory.create_connection() as connection:
+            connection.client_id = client
+            session = connection.create_session()
+            session.create_durable_subscriber(topic, "audit").close()
+            with pytest.raises(jmslike.ConnectionFailedError, match="managementUrl"):
+                other.create_session().unsubscribe("audit")
+            session.unsubscribe("audit")
+            management = RabbitManagement(
+                broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL"), None, None, 10
+            )
+            assert management.queue("/", f"jmslike-durable-{client}.audit") is None

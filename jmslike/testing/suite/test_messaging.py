@@ -783,6 +783,46 @@ def test_shared_durable_subscription_needs_no_client_id(
     session.unsubscribe(name)
 
 
+def test_unsubscribe_from_another_connection(make_connection, unique, drain, require) -> None:
+    """JMS: a durable subscription is named by client id and name, not by the connection
+    that made it, so the application started again (another connection, same client
+    id) unsubscribes it; a shared one needs no client id at all. On RabbitMQ over STOMP
+    this raised InvalidDestinationError ("made by this connection"), since its STOMP
+    plugin deletes a subscription only on the connection that subscribes to it."""
+    first = make_connection()
+    require(first, "durable_subscriptions")
+    shared = first.capabilities.shared_subscriptions
+    client = unique("client")
+    first.client_id = client
+    topic = f"topic://{unique('t')}"
+    name, shared_name = unique("sub"), unique("ledger")
+    session = first.create_session()
+    session.create_durable_subscriber(topic, name).close()
+    if shared:
+        make_connection().create_session().create_shared_durable_consumer(
+            topic, shared_name
+        ).close()
+    first.close()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["kept"])
+    again = make_connection()
+    again.client_id = client
+    session = again.create_session()
+    session.unsubscribe(name)
+    if shared:
+        make_connection().create_session().unsubscribe(shared_name)
+    # Gone: a subscription of the same name starts empty.
+    sub = session.create_durable_subscriber(topic, name)
+    again.start()
+    _send_texts(pub, topic, ["fresh"])
+    assert [m.text for m in drain(sub)] == ["fresh"]
+    sub.close()
+    session.unsubscribe(name)
+    if shared:
+        with pytest.raises(jmslike.InvalidDestinationError):
+            make_connection().create_session().unsubscribe(shared_name)
+
+
 def test_shared_consumer_splits_messages(make_connection, unique, drain, require) -> None:
     """API ``create_shared_consumer``: consumers of one shared subscription split its
     messages; another subscription still gets every message."""
