@@ -377,8 +377,9 @@ class StompConnection(ProviderConnection):
             headers.pop(header)
         headers["destination"] = "/amq/queue/" + queue
         # Not made by a SUBSCRIBE: only the management API can delete it (unsubscribe).
-        for name in [n for n, h in self.rabbit_durables.items() if h["x-queue-name"] == queue]:
-            del self.rabbit_durables[name]
+        for name, made in list(self.rabbit_durables.items()):
+            if made["x-queue-name"] == queue:
+                self.rabbit_durables.pop(name, None)
         return declare_queue
 
     def unsubscribe_headers(self, headers: dict[str, str], durable: bool) -> dict[str, str]:
