@@ -110,6 +110,9 @@ class Exclusivity:
     """Delete the durable subscription queue named so, with its messages, through the
     management API; False if there is none; IllegalStateError while any process consumes
     from it (JMS unsubscribe, where the protocol cannot do it). None: cannot."""
+    bound_topics: Callable[[str], list[str] | None] | None = None
+    """The topics a subscription queue is bound to (None: no such queue); None: cannot
+    tell (RabbitMQ only: elsewhere the protocol or the broker looks after it)."""
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
@@ -177,6 +180,7 @@ def exclusivity_for(
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
+            bound_topics=lambda queue: rabbit.topic_bindings(vhost, queue),
         )
     if broker == "artemis" and url:
         artemis = ArtemisManagement(url, user, password, timeout)

@@ -232,6 +232,21 @@ class ArtemisManagement(_Http):
             raise
         return int(count)
 
+    def subscription_queue(self, queue: str) -> tuple[str, str | None, int] | None:
+        """The multicast queue ``queue``'s address, filter and consumer count (None if
+        there is no such queue)."""
+        pattern = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f'address=*,subcomponent=queues,routing-type="multicast",queue={_quoted(queue)}'
+        )
+        found = self._call({"type": "search", "mbean": pattern})
+        if not found:
+            return None
+        request = {"type": "read", "mbean": found[0], "attribute": ["Address", "Filter"]}
+        attributes = self._call(request) or {}
+        count = self._call({"type": "read", "mbean": found[0], "attribute": "ConsumerCount"})
+        return str(attributes.get("Address")), attributes.get("Filter"), int(count or 0)
+
     def delete_subscription_queue(self, queue: str) -> bool:
         """Delete the subscription queue ``queue`` (multicast, any address) with its
         messages; False if there is none. A queue with consumers is refused, by any
@@ -371,6 +386,20 @@ class RabbitManagement(_Http):
                 f"in another process): close it first ({reason})"
             )
         return status != 404
+
+    def topic_bindings(self, vhost: str, queue: str) -> list[str] | None:
+        """The topics ``queue`` is bound to through ``amq.topic`` (where the STOMP plugin
+        binds a topic subscription); None or [] if the queue does not exist (RabbitMQ
+        3.10 answers a missing queue's bindings with an empty list)."""
+        path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}/bindings"
+        status, reply = self._request("GET", path, allow=(404,))
+        if status != 200 or not isinstance(reply, list):
+            return None
+        return [
+            str(binding.get("routing_key", ""))
+            for binding in reply
+            if isinstance(binding, dict) and binding.get("source") == "amq.topic"
+        ]
 
     def queue(self, vhost: str, queue: str) -> dict[str, Any] | None:
         """The queue as the management API describes it (None if it does not exist)."""

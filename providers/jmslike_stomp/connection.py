@@ -278,7 +278,7 @@ class StompConnection(ProviderConnection):
     def forget(self, key: str) -> None:
         self.counts.forget(key)
 
-    def durable_headers(self, name: str, headers: dict[str, str]) -> str:
+    def durable_headers(self, topic: Destination, name: str, headers: dict[str, str]) -> str:
         """Add the broker's durable-subscription headers; returns the subscription id."""
         style = self.dialect.durable_subscription
         if not self.client_id and style != "none":
@@ -290,12 +290,16 @@ class StompConnection(ProviderConnection):
             headers["activemq.subscriptionName"] = name
         elif style == "artemis":
             headers["durable-subscription-name"] = name
+            self._renew_artemis_if_changed(
+                f"{self.client_id}.{name}", topic, headers.get("selector") or ""
+            )
         elif style == "rabbitmq":
             # Named by jmslike, not by RabbitMQ (a hash of the destination and the
             # subscription id), so that any connection can find it to unsubscribe.
             headers["durable"] = "true"
             headers["auto-delete"] = "false"
             headers["x-queue-name"] = f"jmslike-durable-{self.client_id}.{name}"
+            self._renew_if_moved(headers["x-queue-name"], topic)
             self.rabbit_durables[name] = dict(headers)
             return f"durable-{name}"
         else:
@@ -315,7 +319,10 @@ class StompConnection(ProviderConnection):
         """
         queue = self._shared_name(name)
         if self.dialect.shared_subscription == "artemis":
-            if not durable:
+            if durable:
+                # Its filter is jmslike's (on the client): only the topic is compared.
+                self._renew_artemis_if_changed(queue, topic, None)
+            else:
                 # Queue names are global on Artemis: without the topic in it, a shared
                 # subscription of the same name on another topic would be this queue.
                 queue = f"nonDurable.{queue}.{topic.name}"
@@ -327,7 +334,59 @@ class StompConnection(ProviderConnection):
         headers["auto-delete"] = "false" if durable else "true"
         headers["x-queue-name"] = f"jmslike-shared-{queue}"
         if durable:
+            self._renew_if_moved(headers["x-queue-name"], topic)
             self.rabbit_durables[name] = dict(headers)
+
+    def _renew_artemis_if_changed(
+        self, queue: str, topic: Destination, selector: str | None
+    ) -> None:
+        """JMS: a durable subscription made again with another topic or selector is a
+        new one. Artemis' STOMP SUBSCRIBE attaches to the existing queue as it is: made
+        again on topic B, the subscriber kept getting topic A's messages (and with a
+        new selector, the old one's), seen on 2.56. Through ``managementUrl`` jmslike
+        compares the queue's address and filter (``selector`` as the broker reads it,
+        "" for none; None: the topic only), and deletes it first if either changed (an
+        error while it has consumers); without it, nothing is checked."""
+        management = self.management
+        if management is None:
+            return
+        try:
+            found = management.subscription_queue(queue)
+        except (ConnectionFailedError, JMSSecurityError) as exc:
+            log.debug("durable subscription %s not checked for a change: %s", queue, exc)
+            return
+        if found is None:
+            return
+        address, existing, consumers = found
+        if address == topic.name and (selector is None or (existing or "") == selector):
+            return
+        if consumers:
+            raise IllegalStateError(
+                f"durable subscription {queue!r} is on {address} with filter {existing!r}, "
+                "and has an active consumer: close it before changing its topic or selector"
+            )
+        log.info("durable subscription %s changed topic or selector: made anew", queue)
+        management.delete_subscription_queue(queue)
+
+    def _renew_if_moved(self, queue: str, topic: Destination) -> None:
+        """JMS: a durable subscription made again on another topic is a new one (the old
+        one and its messages are deleted; an error while it has consumers). RabbitMQ's
+        SUBSCRIBE binds the named queue to the new topic as well and keeps the old
+        binding and messages (the subscriber then got both topics' messages, seen
+        here), so jmslike asks the management API where the queue is bound, and deletes
+        it first if elsewhere. Without that API, nothing is checked."""
+        bound_topics = self.exclusivity.bound_topics
+        if bound_topics is None:
+            return
+        try:
+            bound = bound_topics(queue)
+        except (ConnectionFailedError, JMSSecurityError) as exc:
+            log.debug("durable subscription %s not checked for a new topic: %s", queue, exc)
+            return
+        if not bound or bound == [topic.name]:
+            return  # new, or where it was
+        log.info("durable subscription %s moves from %s to %s: made anew", queue, bound, topic)
+        self.exclusivity.unsubscribe([queue], queue, self.dialect.name)
 
     def _shared_name(self, name: str) -> str:
         """The shared subscription ``name`` as the brokers' JMS clients name its queue."""

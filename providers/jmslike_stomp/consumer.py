@@ -209,8 +209,9 @@ class StompConsumer(ProviderConsumer):
         set_provider_property(message, DELIVERY_COUNT, count)
         token = _Token(self, ack_id, key, headers, body)
         if self._filter is not None and not self._filter.matches(message_lookup(message)):
-            # Only used where each subscriber has a queue of its own (topics on RabbitMQ):
-            # a message this subscriber does not want is simply acknowledged.
+            # Only where the subscription's queue holds only what its consumers want
+            # (topics on RabbitMQ, shared subscriptions on Artemis): a message this
+            # subscriber does not want is simply acknowledged.
             if ack_id:
                 self._transport.frame("ACK", {"id": ack_id}, confirm=False)
             connection.forget(key)

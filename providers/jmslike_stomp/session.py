@@ -156,8 +156,15 @@ class StompSession(ProviderSession):
             connection.shared_headers(destination, subscription or "", durable, headers)
             if durable:
                 connection.active_durables.add(subscription or "")
+            if spec.selector and dialect.shared_subscription == "artemis":
+                # Artemis makes the queue of a `topic::queue` SUBSCRIBE without a filter
+                # and, the address being multicast, ignores the consumer's selector too:
+                # every message came (k1, k2, k1, k2 for "k = 2", seen on 2.56). A shared
+                # subscription has one selector for all its consumers, so dropping here
+                # what it does not match is what a filtered queue would have done.
+                client_filter = parse_selector(spec.selector)
         elif durable:
-            sub_id = connection.durable_headers(subscription or "", headers)
+            sub_id = connection.durable_headers(destination, subscription or "", headers)
             connection.active_durables.add(subscription or "")
         if destination.is_temporary and destination.name not in connection.temporary_names:
             raise InvalidDestinationError(

@@ -727,6 +727,43 @@ def test_durable_subscription_keeps_messages_while_away(
     assert [m.text for m in drain(sub)] == ["5"]
 
 
+def test_durable_subscription_made_again_differently_is_a_new_one(
+    make_connection, unique, drain, require
+) -> None:
+    """JMS: making a durable subscription again with another topic or another selector
+    deletes the old one, with what it kept, and makes a new one. On Artemis over STOMP
+    the subscriber kept getting the old topic's messages and not the new one's; on
+    RabbitMQ over STOMP, once jmslike named its queue, it got both topics'."""
+    conn = make_connection()
+    require(conn, "durable_subscriptions")
+    conn.client_id = unique("client")
+    first, second = f"topic://{unique('a')}", f"topic://{unique('b')}"
+    name = unique("sub")
+    session = conn.create_session()
+    conn.start()
+    pub = make_connection().create_session()
+    session.create_durable_subscriber(first, name).close()
+    _send_texts(pub, first, ["kept on the first topic"])
+    sub = session.create_durable_subscriber(second, name)  # another topic
+    _send_texts(pub, first, ["first"])
+    _send_texts(pub, second, ["second"])
+    assert [m.text for m in drain(sub)] == ["second"]
+    sub.close()
+    _send_texts(pub, second, ["kept without a selector"])
+    sub = session.create_durable_subscriber(second, name, "k IS NULL OR k = 1")
+    message = pub.create_text_message("k1")
+    message.set_int_property("k", 1)
+    pub.create_producer(second).send(message)
+    assert [m.text for m in drain(sub)] == ["k1"]
+    sub.close()
+    pub.create_producer(second).send(message)
+    # The same topic and selector: the same subscription, with what it kept.
+    sub = session.create_durable_subscriber(second, name, "k IS NULL OR k = 1")
+    assert [m.text for m in drain(sub)] == ["k1"]
+    sub.close()
+    session.unsubscribe(name)
+
+
 def test_durable_subscriber_needs_client_id(connection, unique, require) -> None:
     """JMS 1.1: an unshared durable subscription is named by client id and name."""
     require(connection, "durable_subscriptions")
@@ -821,6 +858,44 @@ def test_unsubscribe_from_another_connection(make_connection, unique, drain, req
     if shared:
         with pytest.raises(jmslike.InvalidDestinationError):
             make_connection().create_session().unsubscribe(shared_name)
+
+
+def test_shared_subscription_selector(make_connection, unique, drain, require) -> None:
+    """API ``create_shared_consumer`` / ``create_shared_durable_consumer`` with a
+    ``message_selector``: the subscription gets only what the selector matches, also
+    what comes while a durable one has no consumer. On Artemis over STOMP both got every
+    message (a ``topic::queue`` SUBSCRIBE makes the queue without a filter, and the
+    multicast address ignores the consumer's selector)."""
+    conn = make_connection()
+    require(conn, "shared_subscriptions")
+    topic = f"topic://{unique('t')}"
+    session = conn.create_session()
+    shared = session.create_shared_consumer(topic, unique("shared"), "k = 2")
+    durable_name = unique("ledger")
+    durable = None
+    if conn.capabilities.durable_subscriptions:
+        durable = session.create_shared_durable_consumer(topic, durable_name, "k = 2")
+    conn.start()
+    pub = make_connection().create_session()
+    producer = pub.create_producer(topic)
+
+    def send(*ks: int) -> None:
+        for k in ks:
+            message = pub.create_text_message(f"k{k}")
+            message.set_int_property("k", k)
+            producer.send(message)
+
+    send(1, 2, 1, 2)
+    assert [m.text for m in drain(shared)] == ["k2", "k2"]
+    if durable is None:
+        return
+    assert [m.text for m in drain(durable)] == ["k2", "k2"]
+    durable.close()
+    send(2, 1)
+    durable = session.create_shared_durable_consumer(topic, durable_name, "k = 2")
+    assert [m.text for m in drain(durable)] == ["k2"]
+    durable.close()
+    session.unsubscribe(durable_name)
 
 
 def test_shared_consumer_splits_messages(make_connection, unique, drain, require) -> None:
