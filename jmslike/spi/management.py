@@ -232,19 +232,24 @@ class ArtemisManagement(_Http):
             raise
         return int(count)
 
-    def subscription_queue(self, queue: str) -> tuple[str, str | None, int] | None:
-        """The multicast queue ``queue``'s address, filter and consumer count (None if
-        there is no such queue)."""
+    def _multicast_queue(self, queue: str) -> str | None:
+        """The MBean name of the multicast queue ``queue``, on any address (None: none)."""
         pattern = (
             f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
             f'address=*,subcomponent=queues,routing-type="multicast",queue={_quoted(queue)}'
         )
         found = self._call({"type": "search", "mbean": pattern})
-        if not found:
+        return str(found[0]) if found else None
+
+    def subscription_queue(self, queue: str) -> tuple[str, str | None, int] | None:
+        """The multicast queue ``queue``'s address, filter and consumer count (None if
+        there is no such queue)."""
+        found = self._multicast_queue(queue)
+        if found is None:
             return None
-        request = {"type": "read", "mbean": found[0], "attribute": ["Address", "Filter"]}
+        request = {"type": "read", "mbean": found, "attribute": ["Address", "Filter"]}
         attributes = self._call(request) or {}
-        count = self._call({"type": "read", "mbean": found[0], "attribute": "ConsumerCount"})
+        count = self._call({"type": "read", "mbean": found, "attribute": "ConsumerCount"})
         return str(attributes.get("Address")), attributes.get("Filter"), int(count or 0)
 
     def delete_subscription_queue(self, queue: str) -> bool:
@@ -252,11 +257,7 @@ class ArtemisManagement(_Http):
         messages; False if there is none. A queue with consumers is refused, by any
         process's (IllegalStateError): JMS lets nobody unsubscribe an active
         subscription."""
-        pattern = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
-            f'address=*,subcomponent=queues,routing-type="multicast",queue={_quoted(queue)}'
-        )
-        if not self._call({"type": "search", "mbean": pattern}):
+        if self._multicast_queue(queue) is None:
             return False
         try:
             self._call(
