@@ -26,7 +26,7 @@ import random
 import sys
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from jmslike import __version__
 from jmslike.config import (
@@ -310,13 +310,28 @@ class _Verbosity(logging.Filter):
         return record.levelno >= (self.own if own else self.others)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to sys.stderr as it is when a record comes, like logging's last resort:
+    a program that called main() with stderr redirected (a test capturing it, then closing
+    the capture) leaves the handler on the root logger, and a thread logging later wrote to
+    the closed file ("ValueError: I/O operation on closed file")."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass  # StreamHandler.__init__ sets it: sys.stderr is looked up at each record
+
+
 def _configure_logging(verbose: int) -> None:
     """One stderr handler on the root logger, levels in its filter: logger levels set by
     the program that called main() (a test's caplog) stay as they were."""
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.name == log.name]:
         root.removeHandler(old)  # main() ran before in this process
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.name = log.name
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     verbosity = _Verbosity(verbose)

@@ -916,7 +916,46 @@ class _Renderer:
             return _quote(value), self._exposed(value)
         return self._wrap(node, _BP_ADD), False
 
+    def _respelled(self, node: _Binary) -> tuple[_Ident, _Node] | None:
+        """The identifier whose values the broker spells its own way, and what it is
+        compared with, when that is neither a literal (respelled in place) nor the same
+        identifier (the spelling is one to one, so ``c = c`` holds as written). Only = and
+        <> compare strings: ``c < p`` is UNKNOWN for a string either way."""
+        if node.op not in ("=", "<>"):
+            return None
+        for ident, other in ((node.left, node.right), (node.right, node.left)):
+            if (
+                isinstance(ident, _Ident)
+                and ident.name in self.values
+                and not isinstance(other, _Lit)
+                and not (isinstance(other, _Ident) and other.name == ident.name)
+            ):
+                return ident, other
+        return None
+
+    def _spelled_comparison(self, node: _Binary, ident: _Ident, other: _Node) -> str:
+        """``ident op other`` where the broker holds ``ident``'s values respelled, so the
+        text as written would compare the broker's spelling with ``other``'s value (JMS
+        ``JMSDeliveryMode = p`` with p = 'PERSISTENT' holds; Artemis' ``AMQDurable = p``
+        does not). Written as one case per value, which holds, fails or is UNKNOWN exactly
+        when the comparison does: only the case of the value ``ident`` has can be other
+        than FALSE, and a value it does not spell (NULL, a number) is compared as it is.
+        ``NOT (c = v)`` rather than ``c <> v``: for a value of another type both are FALSE."""
+        cases, unspelled = [], []
+        for value in self.values[ident.name]:
+            literal = _Lit(value, start=node.start, end=node.end)
+            holds = self._comparison(replace(node, op="=", left=ident, right=literal))[0]
+            then = self._wrap(replace(node, left=literal, right=other), _BP_AND + 1)
+            cases.append(f"({holds} AND {then})")
+            unspelled.append(f"NOT ({holds})")
+        name = self.names.get(ident.name, ident.name)
+        unspelled.append(f"{name} {node.op} {self._wrap(other, _BP_ADD)}")
+        return " OR ".join([*cases, f"({' AND '.join(unspelled)})"])
+
     def _comparison(self, node: _Binary) -> tuple[str, int]:
+        spelled = self._respelled(node)
+        if spelled is not None:
+            return self._spelled_comparison(node, *spelled), _BP_OR
         left, guard_left = self._operand(node.left, node.right)
         right, guard_right = self._operand(node.right, node.left)
         if not (guard_left or guard_right):

@@ -616,3 +616,17 @@ def test_bad_destination_exits_1_and_usage_errors_exit_2(store_url: str) -> None
         usage = cli(*argv)
         assert usage.returncode == 2, argv
         assert "usage: jmslike" in usage.stderr
+
+
+def test_logging_follows_stderr_after_main_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() leaves its handler on the root logger; a record logged after the stderr it
+    ran with was closed goes to the stderr of now, not to the closed file (CI once printed
+    "ValueError: I/O operation on closed file" from a thread logging late)."""
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    assert main(["providers"]) == 0
+    first.close()
+    monkeypatch.setattr(sys, "stderr", second)
+    logging.getLogger("jmslike.test").warning("logged late")
+    assert "WARNING jmslike.test: logged late" in second.getvalue()
+    assert "Logging error" not in second.getvalue()

@@ -53,6 +53,24 @@ def test_selector_literals_that_look_like_header_values_are_kept(
     assert drain(session.create_consumer(queue), 0.2) == []
 
 
+def test_selector_compares_a_header_with_a_property(connection, unique, require, drain) -> None:
+    """API message_selector: ``JMSDeliveryMode = status`` compares the delivery mode as JMS
+    spells it with the property, though the broker may hold its own spelling (Artemis'
+    ``AMQDurable`` is 'DURABLE': written as it stood, the selector matched nothing)."""
+    require(connection, "selectors")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send(session, queue)
+    connection.start()
+    for selector, expected in [
+        ("JMSDeliveryMode = status", ["c"]),
+        ("last_JMSDeliveryMode <> JMSDeliveryMode", ["a", "b", "d"]),
+    ]:
+        consumer = session.create_consumer(queue, message_selector=selector)
+        assert [m.text for m in drain(consumer, 0.5)] == expected, selector
+        consumer.close()
+
+
 def test_browser_selector_literals_that_look_like_header_values_are_kept(
     connection, unique, require
 ) -> None:
@@ -78,3 +96,4 @@ def test_browser_selector_literals_that_look_like_header_values_are_kept(
     assert browse("JMSDeliveryMode IN ('PERSISTENT') AND status <> 'DURABLE'") == ["c", "d"]
     assert browse("status IN ('NON_PERSISTENT') OR JMSDeliveryMode LIKE 'NON%'") == ["a", "d"]
     assert browse("status LIKE 'PERSISTENT' AND 'PERSISTENT' = JMSDeliveryMode") == ["c"]
+    assert browse("JMSDeliveryMode <> status") == ["a", "b", "d"]
