@@ -778,6 +778,14 @@ class SelectorDialect:
     one and a quote, is written with a keyword touching its opening quote, which spares it
     and means the same. (One that starts with quotes and then one, ``'PERSISTENT``, is
     rewritten all the same: no text survives that translator as that literal.)"""
+    string_properties: bool = False
+    """The broker holds every property as a string (STOMP carries them as headers), and
+    reads a string as a number or boolean only where the selector compares it with one.
+    So a bare identifier is written ``name = TRUE`` (bare, it selected nothing on Classic
+    and Artemis), and an integer compared with something as a decimal, ``1.0``, which
+    both compare as numbers whatever the string spells ('3.5' against ``1`` was false
+    there). For a property that is a boolean or absent, ``name = TRUE`` is the same test;
+    one that is not a boolean counts as FALSE, as the brokers count it over AMQP."""
 
 
 JMS_SYNTAX: Final = SelectorDialect()
@@ -849,9 +857,28 @@ class _Renderer:
         self.names = dialect.names
         self.values = dialect.values
         self.guarded = dialect.guarded
+        self.strings = dialect.string_properties
 
     def render(self, node: _Node) -> str:
-        return self._node(node)[0]
+        return self._condition(node)[0]
+
+    def _condition(self, node: _Node) -> tuple[str, int]:
+        """A node that stands as a truth value: the whole selector, or an operand of
+        AND, OR or NOT (see ``string_properties`` for a bare identifier there)."""
+        if self.strings and isinstance(node, _Ident):
+            return f"{self.names.get(node.name, node.name)} = TRUE", _BP_CMP
+        return self._node(node)
+
+    def _compared(self, node: _Node, needed: int) -> str:
+        """A comparison's or BETWEEN's operand (see ``string_properties`` for an integer)."""
+        if (
+            self.strings
+            and isinstance(node, _Lit)
+            and type(node.value) is int
+            and abs(node.value) < 2**53  # exact as a double
+        ):
+            return f"{node.value}.0" if node.value >= 0 else f"-{-node.value}.0"
+        return self._wrap(node, needed)
 
     def _wrap(self, node: _Node, needed: int) -> str:
         text, binds = self._node(node)
@@ -879,16 +906,21 @@ class _Renderer:
             left, right = self._wrap(node.left, bp), self._wrap(node.right, bp + 1)
             return f"{left} {node.op} {right}", bp
         if isinstance(node, _Between):
-            x, low, high = (self._wrap(n, _BP_ADD) for n in (node.operand, node.low, node.high))
+            x, low, high = (self._compared(n, _BP_ADD) for n in (node.operand, node.low, node.high))
             return f"{x} BETWEEN {low} AND {high}", _BP_CMP
         if isinstance(node, _Test):
             return self._test(node)
         if isinstance(node, _Not):
-            return "NOT " + self._wrap(node.operand, _BP_ATOM), _BP_NOT
+            return "NOT " + self._wrap_condition(node.operand, _BP_ATOM), _BP_NOT
         if not isinstance(node, _Logic):  # pragma: no cover - the parser builds no other nodes
             raise TypeError(f"cannot render {node!r}")
         bp = _INFIX[node.op]
-        return f" {node.op} ".join(self._wrap(operand, bp) for operand in node.operands), bp
+        operands = (self._wrap_condition(operand, bp) for operand in node.operands)
+        return f" {node.op} ".join(operands), bp
+
+    def _wrap_condition(self, node: _Node, needed: int) -> str:
+        text, binds = self._condition(node)
+        return text if binds >= needed else f"({text})"
 
     def _value(self, name: str, value: str) -> str:
         """``value`` compared with identifier ``name``, in the broker's spelling."""
@@ -914,7 +946,7 @@ class _Renderer:
             if isinstance(other, _Ident):
                 value = self._value(other.name, value)
             return _quote(value), self._exposed(value)
-        return self._wrap(node, _BP_ADD), False
+        return self._compared(node, _BP_ADD), False
 
     def _respelled(self, node: _Binary) -> tuple[_Ident, _Node] | None:
         """The identifier whose values the broker spells its own way, and what it is
@@ -1056,6 +1088,22 @@ class Selector:
         tree: the same messages match, whatever the application's spacing, brackets or
         literal spellings (``0x1F``, ``1.5f``) were."""
         return _Renderer(dialect).render(self._tree)
+
+    def property_arithmetic(self) -> str | None:
+        """The first property (not a JMS header field) the selector does arithmetic on,
+        or None: a broker that holds properties as strings may not compute with them."""
+        stack: list[_Node] = [self._tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _Binary) and node.op not in _TESTS:
+                for operand in (node.left, node.right):
+                    if isinstance(operand, _Ident) and operand.name not in HEADER_IDENTIFIERS:
+                        return operand.name
+            for child in ("left", "right", "operand", "low", "high"):
+                if isinstance(value := getattr(node, child, None), _Node):
+                    stack.append(value)
+            stack.extend(getattr(node, "operands", ()) if isinstance(node, _Logic) else ())
+        return None
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 80 else self.text[:77] + "..."

@@ -20,9 +20,15 @@ resulting ``Capabilities``), never a broker name. A dialect is chosen from the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from jmslike.selector import ARTEMIS_FILTER, render_selector
+from jmslike.errors import InvalidSelectorError
+from jmslike.selector import ARTEMIS_FILTER, JMS_SYNTAX, parse_selector
+
+CLASSIC_STOMP_SELECTORS = replace(JMS_SYNTAX, string_properties=True)
+"""JMS syntax for Classic, which holds a STOMP message's properties as strings."""
+ARTEMIS_STOMP_SELECTORS = replace(ARTEMIS_FILTER, string_properties=True)
+"""Artemis' Core filter syntax, for properties that came as strings."""
 
 __all__ = [
     "ACTIVEMQ",
@@ -239,7 +245,19 @@ def _broker_selector(dialect: Dialect, selector: str | None) -> str | None:
     Artemis applies STOMP selectors (and its management API's browse filters)
     untranslated, in its Core syntax; ``convert_string_expressions:`` has it compare
     STOMP's string-valued headers with numbers as the numbers they spell."""
+    parsed = parse_selector(selector)
+    if parsed is None:
+        return None
     if dialect.selectors != "core":
-        return render_selector(selector)
-    core = render_selector(selector, ARTEMIS_FILTER)
-    return None if core is None else "convert_string_expressions:" + core
+        if dialect.name == "activemq" and (name := parsed.property_arithmetic()) is not None:
+            # Classic computes only with numbers, and a STOMP property is a string there:
+            # `n + 1 > 2` threw on the broker for every message ("Cannot call plus
+            # operation on: 2 and: 1"), and the consumer got nothing from then on.
+            raise InvalidSelectorError(
+                f"invalid selector {selector!r}: ActiveMQ Classic over STOMP holds property "
+                f"{name!r} as a string and cannot do arithmetic with it; compare the "
+                "property itself (n > 1), or use AMQP, which carries its type",
+                selector or "",
+            )
+        return parsed.render(CLASSIC_STOMP_SELECTORS)
+    return "convert_string_expressions:" + parsed.render(ARTEMIS_STOMP_SELECTORS)

@@ -1355,3 +1355,46 @@ def test_a_respelled_header_compared_with_a_property_selects_the_same(
     selector = compile_(text)
     got = truth_of(compile_(selector.render(dialect)), broker_props(props, dialect))
     assert got == truth_of(selector, props), (text, selector.render(dialect), props)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("flag", "flag = TRUE"),
+        ("NOT flag AND n > 1", "NOT (flag = TRUE) AND n > 1.0"),
+        ("n BETWEEN -1 AND 4", "n BETWEEN -1.0 AND 4.0"),
+        ("n = 2 OR n = 3.5", "n = 2.0 OR n = 3.5"),
+        ("n + 1 > 2", "n + 1 > 2.0"),  # inside arithmetic an integer stays one (7 / 2 is 3)
+        ("n = 9007199254740993", "n = 9007199254740993"),  # past a double's exact integers
+        ("flag = (n IS NULL)", "flag = (n IS NULL)"),
+    ],
+)
+def test_string_properties_dialect(text: str, expected: str) -> None:
+    """SelectorDialect.string_properties, for STOMP: the broker holds properties as strings."""
+    assert render_selector(text, replace(JMS_SYNTAX, string_properties=True)) == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=bool_expr, props=property_sets)
+def test_string_properties_dialect_selects_the_same_for_numbers_and_booleans(
+    tree: Node, props: dict[str, object]
+) -> None:
+    """Over typed values the STOMP rendering selects as the selector does, except where a
+    bare identifier holds something other than a boolean (documented: FALSE there)."""
+    selector = compile_(render(tree))
+    text = selector.render(replace(JMS_SYNTAX, string_properties=True))
+    booleans_only = {k: v for k, v in props.items() if isinstance(v, bool)}
+    assert truth_of(compile_(text), booleans_only) == truth_of(selector, booleans_only), text
+    if truth_of(compile_(text), props) != truth_of(selector, props):
+        assert "= TRUE" in text and booleans_only != props, (text, props)
+
+
+def test_classic_stomp_refuses_arithmetic_on_properties() -> None:
+    """Classic holds STOMP properties as strings and threw on `n + 1` for every message,
+    after which the consumer got nothing: refused before the SUBSCRIBE is sent."""
+    from jmslike_stomp.dialect import ACTIVEMQ, ARTEMIS, _broker_selector
+
+    with pytest.raises(InvalidSelectorError, match=r"'n'.*arithmetic"):
+        _broker_selector(ACTIVEMQ, "a = 'x' OR n + 1 > 2")
+    assert _broker_selector(ACTIVEMQ, "JMSPriority + 1 > 5") == "JMSPriority + 1 > 5.0"
+    assert _broker_selector(ARTEMIS, "n + 1 > 2") == "convert_string_expressions:n + 1 > 2.0"
