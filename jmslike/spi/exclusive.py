@@ -49,9 +49,26 @@ class ExclusiveQueues:
         self._lock = threading.Lock()
         self._declared: set[str] = set()
         self._refused: set[str] = set()
+        self._warned: set[str] = set()
 
     def __contains__(self, name: object) -> bool:
         return name in self._declared
+
+    def within_process(self, name: str, hint: str) -> None:
+        """Say once per process that ``name`` is strictly ordered within this process
+        only: nothing else would tell the user that a consumer in another process is a
+        second active consumer (Artemis without ``managementUrl``)."""
+        with self._lock:
+            if name in self._warned:
+                return
+            self._warned.add(name)
+        log.warning(
+            "%s is strictly ordered (ORD-18), but this broker keeps it to one consumer only "
+            "when asked: %s. Until then jmslike keeps it to one active consumer within this "
+            "process only, and a consumer in another process is a second active consumer",
+            name,
+            hint,
+        )
 
     def declare(self, name: str, declare: Callable[[str], None], *, required: bool) -> bool:
         """Run ``declare(name)`` unless this process already did it for this broker;
@@ -117,11 +134,25 @@ class Exclusivity:
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
 
-    def hold_topic(self, declared: ExclusiveQueues, topic: str) -> bool:
+    def hold_queue(self, declared: ExclusiveQueues, queue: str, *, required: bool) -> bool:
+        """ORD-18 or a partition on ``queue``: one active consumer across processes, once
+        per process (see :meth:`ExclusiveQueues.declare`). A strictly ordered queue
+        (``required`` False) the broker cannot hold is logged once, with the setting."""
+        if self.declare is not None:
+            return declared.declare(queue, self.declare, required=required)
+        if self.scope != "broker" and not required:
+            declared.within_process(f"queue://{queue}", self.hint)
+        return self.scope == "broker"
+
+    def hold_topic(self, declared: ExclusiveQueues, topic: str, *, shared: bool) -> bool:
         """ORD-18 on ``topic``: each of its subscriptions gets one active consumer across
-        processes, once per process (``declared`` remembers it as ``topic://<name>``)."""
+        processes, once per process (``declared`` remembers it as ``topic://<name>``).
+        Only a shared subscription can have consumers in two processes: for it, a broker
+        that cannot hold the topic is logged once, with the setting."""
         declare = self.declare_topic
         if declare is None:
+            if shared and self.scope != "broker" and self.declare is None:
+                declared.within_process(f"topic://{topic}", self.hint)
             return False
         return declared.declare(f"topic://{topic}", lambda _key: declare(topic), required=False)
 

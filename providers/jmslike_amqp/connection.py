@@ -386,10 +386,7 @@ class AmqpConnection(ProviderConnection):
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``
         (ORD-18 declared late): a refusal is logged and False returned."""
-        declare = self.exclusivity.declare
-        if declare is None:
-            return self.exclusivity.scope == "broker"
-        return self.exclusive_queues.declare(queue.name, declare, required=required)
+        return self.exclusivity.hold_queue(self.exclusive_queues, queue.name, required=required)
 
     def reply_to_of(self, incoming: Incoming) -> Destination | None:
         """The JMSReplyTo of a received message, from ``reply-to`` and its kind."""

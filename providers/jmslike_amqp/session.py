@@ -202,7 +202,9 @@ class AmqpSession(ProviderSession):
             # ORD-18 across processes: the broker itself holds the queue to one consumer.
             connection.declare_exclusive_queue(destination, required=False)
         elif claim.strict and destination.is_topic:
-            connection.exclusivity.hold_topic(connection.exclusive_queues, destination.name)
+            connection.exclusivity.hold_topic(
+                connection.exclusive_queues, destination.name, shared=shared
+            )
         try:
             consumer = AmqpConsumer(
                 self, destination, sink, spec.selector, claim=claim, ring=ring, **extra

@@ -122,10 +122,7 @@ class StompConnection(ProviderConnection):
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``
         (ORD-18 declared late): a refusal is logged and False returned."""
-        declare = self.exclusivity.declare
-        if declare is None:
-            return self.exclusivity.scope == "broker"
-        return self.exclusive_queues.declare(queue.name, declare, required=required)
+        return self.exclusivity.hold_queue(self.exclusive_queues, queue.name, required=required)
 
     def wire_name(self, destination: Destination) -> str:
         """The STOMP ``destination`` header: RabbitMQ's single-active-consumer queues are

@@ -193,7 +193,9 @@ class StompSession(ProviderSession):
                 connection.declare_exclusive_queue(destination, required=False)
                 headers["destination"] = connection.wire_name(destination)
             elif destination.is_topic:
-                connection.exclusivity.hold_topic(connection.exclusive_queues, destination.name)
+                connection.exclusivity.hold_topic(
+                    connection.exclusive_queues, destination.name, shared=shared
+                )
             if not self.holds_many:
                 headers.update(dialect.prefetch_headers(1))
             if shared:

@@ -214,3 +214,31 @@ def test_ord11_group_order_survives_a_consumer_process_crash(case: str) -> None:
             got.append((message.text, message.jms_redelivered))
         assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
         assert _flagged(case, got)
+
+
+ARTEMIS = [case for case in CASES if case.id.startswith("artemis")]
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_ord18_without_management_url_says_it_holds_within_the_process(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ORD-18 on Artemis needs ``managementUrl`` to hold across processes (neither STOMP
+    nor AMQP can make a queue exclusive). Without it a strictly ordered queue or shared
+    subscription is kept within the process, and the first consumer says so once per
+    destination, naming the setting: before, nothing told the user that a consumer in
+    another process was a second active consumer."""
+    url = case_url(case).partition("?managementUrl=")[0]
+    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
+    topic = f"topic://strict-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(url, strictly_ordered=f"{queue},{topic}")
+    with caplog.at_level("WARNING", logger="jmslike"), factory.create_connection() as connection:
+        for _ in range(2):
+            session = connection.create_session()
+            session.create_consumer(queue, strictly_ordered=True, standby=True)
+            session.create_shared_consumer(topic, "s", strictly_ordered=True, standby=True)
+            session.create_consumer(topic, strictly_ordered=True)  # its own subscription
+    warned = [r.getMessage() for r in caplog.records if "within this process only" in r.message]
+    assert len(warned) == 2, warned
+    assert queue in warned[0] and topic in warned[1]
+    assert all("managementUrl" in message for message in warned)
