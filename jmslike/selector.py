@@ -778,6 +778,12 @@ class SelectorDialect:
     one and a quote, is written with a keyword touching its opening quote, which spares it
     and means the same. (One that starts with quotes and then one, ``'PERSISTENT``, is
     rewritten all the same: no text survives that translator as that literal.)"""
+    carried: Mapping[str, str] = field(default_factory=dict)
+    """Header field -> the property in which jmslike's own messages carry its value, the
+    broker seeing the header's default (JMSPriority travels in ``jmslikePriority`` where
+    the broker would let priority reorder a group, ORD-12). A test of the field becomes
+    "the property's test where the property is set, else the header's", which also holds
+    for messages other clients sent with the header itself."""
     string_properties: bool = False
     """The broker holds every property as a string (STOMP carries them as headers), and
     reads a string as a number or boolean only where the selector compares it with one.
@@ -843,6 +849,38 @@ def _outside(taken: Iterable[str]) -> str:
     return candidate
 
 
+def _identifiers(node: _Node) -> set[str]:
+    """The identifiers a node reads (an IN, LIKE or IS NULL test's own name aside)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, _Ident):
+            found.add(current.name)
+        for child in ("left", "right", "operand", "low", "high"):
+            if isinstance(value := getattr(current, child, None), _Node):
+                stack.append(value)
+        if isinstance(current, _Logic):
+            stack.extend(current.operands)
+    return found
+
+
+def _renamed(node: _Node, old: str, new: str) -> _Node:
+    """``node`` reading identifier ``new`` wherever it read ``old``."""
+    if isinstance(node, _Ident):
+        return replace(node, name=new) if node.name == old else node
+    if isinstance(node, _Test):
+        return replace(node, name=new) if node.name == old else node
+    changes: dict[str, Any] = {
+        child: _renamed(value, old, new)
+        for child in ("left", "right", "operand", "low", "high")
+        if isinstance(value := getattr(node, child, None), _Node)
+    }
+    if isinstance(node, _Logic):
+        changes["operands"] = tuple(_renamed(o, old, new) for o in node.operands)
+    return replace(node, **changes) if changes else node
+
+
 class _Renderer:
     """Writes a checked tree out as selector text for one :class:`SelectorDialect`.
 
@@ -858,6 +896,8 @@ class _Renderer:
         self.values = dialect.values
         self.guarded = dialect.guarded
         self.strings = dialect.string_properties
+        self.carried = dialect.carried
+        self.dialect = dialect
 
     def render(self, node: _Node) -> str:
         return self._condition(node)[0]
@@ -885,6 +925,10 @@ class _Renderer:
         return text if binds >= needed else f"({text})"
 
     def _node(self, node: _Node) -> tuple[str, int]:
+        if self.carried and isinstance(node, _Binary | _Between | _Test):
+            carried = self._carried_test(node)
+            if carried is not None:
+                return carried, _BP_OR
         if isinstance(node, _Lit):
             text = _literal_text(node.value)
             return text, _BP_UNARY if text.startswith("-") else _BP_ATOM
@@ -921,6 +965,26 @@ class _Renderer:
     def _wrap_condition(self, node: _Node, needed: int) -> str:
         text, binds = self._condition(node)
         return text if binds >= needed else f"({text})"
+
+    def _carried_test(self, node: _Node) -> str | None:
+        """A test that reads a carried header (see ``SelectorDialect.carried``), written
+        as the property's test where the property is set, else the header's; None if the
+        node reads none or is not a test."""
+        if isinstance(node, _Binary) and node.op not in _TESTS:
+            return None
+        named = _identifiers(node)
+        if isinstance(node, _Test):
+            named.add(node.name)
+        moved = [header for header in self.carried if header in named]
+        if not moved:
+            return None
+        header = moved[0]
+        prop = self.carried[header]
+        rest = {name: value for name, value in self.carried.items() if name != header}
+        inner = _Renderer(replace(self.dialect, carried=rest))
+        by_property = inner._node(_renamed(node, header, prop))[0]
+        by_header = inner._node(node)[0]
+        return f"({prop} IS NOT NULL AND ({by_property})) OR ({prop} IS NULL AND ({by_header}))"
 
     def _value(self, name: str, value: str) -> str:
         """``value`` compared with identifier ``name``, in the broker's spelling."""
@@ -1089,15 +1153,17 @@ class Selector:
         literal spellings (``0x1F``, ``1.5f``) were."""
         return _Renderer(dialect).render(self._tree)
 
-    def property_arithmetic(self) -> str | None:
-        """The first property (not a JMS header field) the selector does arithmetic on,
-        or None: a broker that holds properties as strings may not compute with them."""
+    def property_arithmetic(self, carried: Iterable[str] = ()) -> str | None:
+        """The first property (not a JMS header field, unless a ``carried`` one: see
+        ``SelectorDialect.carried``) the selector does arithmetic on, or None: a broker
+        that holds properties as strings may not compute with them."""
+        headers = HEADER_IDENTIFIERS - set(carried)
         stack: list[_Node] = [self._tree]
         while stack:
             node = stack.pop()
             if isinstance(node, _Binary) and node.op not in _TESTS:
                 for operand in (node.left, node.right):
-                    if isinstance(operand, _Ident) and operand.name not in HEADER_IDENTIFIERS:
+                    if isinstance(operand, _Ident) and operand.name not in headers:
                         return operand.name
             for child in ("left", "right", "operand", "low", "high"):
                 if isinstance(value := getattr(node, child, None), _Node):

@@ -15,6 +15,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from proton.reactor import LinkOption
@@ -42,7 +43,7 @@ from jmslike.spi.reconnect import reconnect_policy
 from jmslike.spi.strict import registry_for
 from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import tls_options
-from jmslike_amqp.codec import REPLY_TO_TYPE, destination_for
+from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, destination_for
 from jmslike_amqp.credit import Credit
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.session import AmqpSession
@@ -304,6 +305,10 @@ class AmqpConnection(ProviderConnection):
         renames header fields and rewrites every ``'PERSISTENT'`` literal, a property's
         included: it gets Core names already, and those literals guarded from it."""
         dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
+        if not self.capabilities.priority:
+            # The header says 4 and jmslike's messages carry the priority in a property
+            # (codec.encode): `JMSPriority > 5` read the 4 and selected nothing.
+            dialect = replace(dialect, carried={"JMSPriority": PRIORITY_PROPERTY})
         return render_selector(selector, dialect)
 
     def node_options(self, destination: Destination, address: str) -> list[LinkOption]:

@@ -46,7 +46,7 @@ from jmslike.spi.messages import (
     set_previous_expiration,
     update_provider_properties,
 )
-from jmslike_stomp.dialect import Dialect
+from jmslike_stomp.dialect import ID_HEADER, PRIORITY_HEADER, TIMESTAMP_HEADER, Dialect
 
 __all__ = [
     "RESERVED",
@@ -61,13 +61,10 @@ TYPE_HEADER = "jmslikeType"
 NO_TEXT = "text-null"
 """The type header's value for a TextMessage whose text is None (not "")."""
 TYPES_HEADER = "jmslikeTypes"
-ID_HEADER = "jmslikeMessageID"
 GROUP_HEADER = "jmslikeGroupID"
 SEQ_HEADER = GROUP_SEQ_PROPERTY
 DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
-PRIORITY_HEADER = "jmslikePriority"
-TIMESTAMP_HEADER = "jmslikeTimestamp"
 PREV_EXPIRATION_HEADER = "jmslikeGroupPrevExpires"
 
 _TEMPORARY_WIRE_NAMES: dict[str, str] = {}

@@ -21,7 +21,8 @@ from jmslike.selector import Selector, message_lookup
 from jmslike.spi.messages import set_provider_property
 from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
-from jmslike_stomp.codec import ID_HEADER, decode
+from jmslike_stomp.codec import decode
+from jmslike_stomp.dialect import ID_HEADER
 from jmslike_stomp.transport import StompTransport
 
 if TYPE_CHECKING:

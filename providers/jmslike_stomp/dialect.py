@@ -25,6 +25,12 @@ from dataclasses import dataclass, replace
 from jmslike.errors import InvalidSelectorError
 from jmslike.selector import ARTEMIS_FILTER, JMS_SYNTAX, parse_selector
 
+ID_HEADER = "jmslikeMessageID"
+"""jmslike's JMSMessageID: the broker's ``message-id`` is its own."""
+PRIORITY_HEADER = "jmslikePriority"
+"""Where the JMS priority travels when the broker must not see it (``Dialect.priority``)."""
+TIMESTAMP_HEADER = "jmslikeTimestamp"
+"""The sender's JMSTimestamp, where the broker stamps its own (``Dialect.keeps_timestamp``)."""
 CLASSIC_STOMP_SELECTORS = replace(JMS_SYNTAX, string_properties=True)
 """JMS syntax for Classic, which holds a STOMP message's properties as strings."""
 ARTEMIS_STOMP_SELECTORS = replace(ARTEMIS_FILTER, string_properties=True)
@@ -248,16 +254,27 @@ def _broker_selector(dialect: Dialect, selector: str | None) -> str | None:
     parsed = parse_selector(selector)
     if parsed is None:
         return None
+    # Header fields the broker holds its own value of, jmslike's messages carrying the
+    # sender's in a header of their own: `JMSPriority > 5` read the broker's 4 and
+    # selected nothing, `JMSMessageID = 'ID:...'` the broker's message-id. A test of one
+    # reads jmslike's header where a message has it, else the broker's field.
+    carried = {"JMSMessageID": ID_HEADER}
+    if not dialect.priority:
+        carried["JMSPriority"] = PRIORITY_HEADER
+    if not dialect.keeps_timestamp:
+        carried["JMSTimestamp"] = TIMESTAMP_HEADER
     if dialect.selectors != "core":
-        if dialect.name == "activemq" and (name := parsed.property_arithmetic()) is not None:
+        if dialect.name == "activemq" and (name := parsed.property_arithmetic(carried)):
             # Classic computes only with numbers, and a STOMP property is a string there:
             # `n + 1 > 2` threw on the broker for every message ("Cannot call plus
             # operation on: 2 and: 1"), and the consumer got nothing from then on.
             raise InvalidSelectorError(
-                f"invalid selector {selector!r}: ActiveMQ Classic over STOMP holds property "
-                f"{name!r} as a string and cannot do arithmetic with it; compare the "
-                "property itself (n > 1), or use AMQP, which carries its type",
+                f"invalid selector {selector!r}: ActiveMQ Classic over STOMP holds {name!r} "
+                "as a string and cannot do arithmetic with it; compare it as it is "
+                "(n > 1), or use AMQP, which carries its type",
                 selector or "",
             )
-        return parsed.render(CLASSIC_STOMP_SELECTORS)
-    return "convert_string_expressions:" + parsed.render(ARTEMIS_STOMP_SELECTORS)
+        return parsed.render(replace(CLASSIC_STOMP_SELECTORS, carried=carried))
+    return "convert_string_expressions:" + parsed.render(
+        replace(ARTEMIS_STOMP_SELECTORS, carried=carried)
+    )

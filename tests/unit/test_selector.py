@@ -1396,5 +1396,35 @@ def test_classic_stomp_refuses_arithmetic_on_properties() -> None:
 
     with pytest.raises(InvalidSelectorError, match=r"'n'.*arithmetic"):
         _broker_selector(ACTIVEMQ, "a = 'x' OR n + 1 > 2")
-    assert _broker_selector(ACTIVEMQ, "JMSPriority + 1 > 5") == "JMSPriority + 1 > 5.0"
+    assert _broker_selector(ACTIVEMQ, "JMSTimestamp + 1 > 5") == "JMSTimestamp + 1 > 5.0"
+    with pytest.raises(InvalidSelectorError, match="JMSPriority"):  # carried in a header
+        _broker_selector(ACTIVEMQ, "JMSPriority + 1 > 5")
     assert _broker_selector(ARTEMIS, "n + 1 > 2") == "convert_string_expressions:n + 1 > 2.0"
+
+
+CARRIED = replace(JMS_SYNTAX, carried={"JMSPriority": "jmslikePriority"})
+
+
+@pytest.mark.parametrize(
+    "text", ["JMSPriority > 5", "NOT JMSPriority BETWEEN 1 AND 4", "JMSPriority + 1 = a"]
+)
+@pytest.mark.parametrize("sent", [None, 0, 4, 8])
+@pytest.mark.parametrize("header", [4, 9])
+@pytest.mark.parametrize("a", [None, 5, 9])
+def test_carried_header_selects_by_the_property_where_set(
+    text: str, sent: int | None, header: int, a: int | None
+) -> None:
+    """SelectorDialect.carried: the broker holds the header's default (4) for jmslike's
+    messages, whose priority travels in jmslikePriority when it is not 4; another
+    client's message has the header only (``sent`` None). Either way the rendered text,
+    read with what the broker holds, selects as the selector does with the true value."""
+    if sent is not None:
+        header = 4  # jmslike keeps the header at 4
+    true_priority = header if sent is None or sent == 4 else sent
+    broker = {"JMSPriority": header, "a": a}
+    if sent is not None and sent != 4:
+        broker["jmslikePriority"] = sent
+    text_ = compile_(text).render(CARRIED)
+    got = truth_of(compile_(text_), {k: v for k, v in broker.items() if v is not None})
+    want = truth_of(compile_(text), {"JMSPriority": true_priority, **({"a": a} if a else {})})
+    assert got == want, (text_, broker)

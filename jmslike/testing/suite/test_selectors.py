@@ -116,6 +116,36 @@ def test_selector_on_typed_properties(connection, unique, require, drain) -> Non
         consumer.close()
 
 
+def test_selector_on_header_fields(connection, unique, require, drain) -> None:
+    """API message_selector on JMSPriority, JMSMessageID and JMSTimestamp, which some
+    brokers hold values of their own for (jmslike keeps priority off the wire where the
+    broker would let it reorder a group, and over STOMP the broker's message id and
+    timestamp are its own): ``JMSPriority > 5`` selected nothing on Classic and Artemis,
+    and ``JMSMessageID = '<id>'`` nothing over STOMP."""
+    require(connection, "selectors")
+    session = connection.create_session()
+    queue = f"queue://{unique('q')}"
+    producer = session.create_producer(queue)
+    sent = []
+    for n, priority in enumerate([0, 4, 8]):
+        message = session.create_text_message(f"m{n}")
+        producer.send(message, priority=priority)
+        sent.append(message)
+    first_id, last_stamp = sent[0].jms_message_id, sent[2].jms_timestamp
+    cases = [
+        ("JMSPriority > 5", ["m2"]),
+        ("JMSPriority BETWEEN 1 AND 4", ["m1"]),
+        (f"JMSMessageID = '{first_id}'", ["m0"]),
+        (f"JMSTimestamp <= {last_stamp} AND JMSPriority < 8", ["m0", "m1"]),
+    ]
+    for selector, expected in cases:  # sorted: a broker may list by priority
+        got = sorted(m.text for m in session.create_browser(queue, selector))
+        assert got == expected, selector
+    connection.start()
+    consumer = session.create_consumer(queue, message_selector="JMSPriority >= 4")
+    assert sorted(m.text for m in drain(consumer, 0.5)) == ["m1", "m2"]
+
+
 def test_browser_selector_literals_that_look_like_header_values_are_kept(
     connection, unique, require
 ) -> None:
