@@ -43,7 +43,7 @@ from jmslike.spi.reconnect import reconnect_policy
 from jmslike.spi.strict import registry_for
 from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import tls_options
-from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, destination_for
+from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
 from jmslike_amqp.credit import Credit
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.session import AmqpSession
@@ -305,11 +305,13 @@ class AmqpConnection(ProviderConnection):
         renames header fields and rewrites every ``'PERSISTENT'`` literal, a property's
         included: it gets Core names already, and those literals guarded from it."""
         dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
-        if not self.capabilities.priority:
-            # The header says 4 and jmslike's messages carry the priority in a property
-            # (codec.encode): `JMSPriority > 5` read the 4 and selected nothing.
-            dialect = replace(dialect, carried={"JMSPriority": PRIORITY_PROPERTY})
-        return render_selector(selector, dialect)
+        # Where the header says 4 (or group-sequence is unset: Classic), jmslike's messages
+        # carry the value in a property (codec.encode): `JMSPriority > 5` read the 4 and
+        # selected nothing.
+        carried = {} if self.capabilities.priority else {"JMSPriority": PRIORITY_PROPERTY}
+        if self.classic:
+            carried["JMSXGroupSeq"] = SEQ_PROPERTY
+        return render_selector(selector, replace(dialect, carried=carried))
 
     def node_options(self, destination: Destination, address: str) -> list[LinkOption]:
         """What a link to ``destination`` announces: its kind.

@@ -254,11 +254,12 @@ def _broker_selector(dialect: Dialect, selector: str | None) -> str | None:
     parsed = parse_selector(selector)
     if parsed is None:
         return None
-    # Header fields the broker holds its own value of, jmslike's messages carrying the
+    # Fields the broker holds its own value of (or none), jmslike's messages carrying the
     # sender's in a header of their own: `JMSPriority > 5` read the broker's 4 and
-    # selected nothing, `JMSMessageID = 'ID:...'` the broker's message-id. A test of one
-    # reads jmslike's header where a message has it, else the broker's field.
-    carried = {"JMSMessageID": ID_HEADER}
+    # selected nothing, `JMSMessageID = 'ID:...'` the broker's message-id, and the group
+    # sequence travels in jmslike's header (ORD-4). A test of one reads jmslike's header
+    # where a message has it, else the broker's field.
+    carried = {"JMSMessageID": ID_HEADER, "JMSXGroupSeq": dialect.group_seq_header}
     if not dialect.priority:
         carried["JMSPriority"] = PRIORITY_HEADER
     if not dialect.keeps_timestamp:

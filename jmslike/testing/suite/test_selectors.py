@@ -146,6 +146,33 @@ def test_selector_on_header_fields(connection, unique, require, drain) -> None:
     assert sorted(m.text for m in drain(consumer, 0.5)) == ["m1", "m2"]
 
 
+def test_selector_on_group_fields(connection, unique, require) -> None:
+    """API message_selector on JMSXGroupID and JMSXGroupSeq (JMS lets selectors read the
+    JMSX properties). Where jmslike carries the sequence in a header of its own (ORD-4:
+    every STOMP broker, Classic over AMQP), ``JMSXGroupSeq = 2`` selected nothing."""
+    require(connection, "selectors")
+    require(connection, "browsers")
+    session = connection.create_session()
+    queue = f"queue://{unique('q')}"
+    producers = {}
+    for group in ("ga", "gb"):
+        producers[group] = session.create_producer(queue)
+        producers[group].enable_ordering_group(group)
+    for n in range(2):
+        for group, producer in producers.items():
+            producer.send(session.create_text_message(f"{group}{n}"))
+    session.create_producer(queue).send(session.create_text_message("none"))
+    cases = [
+        ("JMSXGroupID = 'ga'", ["ga0", "ga1"]),
+        ("JMSXGroupID IS NULL", ["none"]),
+        ("JMSXGroupSeq = 2", ["ga1", "gb1"]),
+        ("JMSXGroupID LIKE '%b' AND JMSXGroupSeq < 2", ["gb0"]),
+    ]
+    for selector, expected in cases:
+        got = sorted(m.text for m in session.create_browser(queue, selector))
+        assert got == expected, selector
+
+
 def test_browser_selector_literals_that_look_like_header_values_are_kept(
     connection, unique, require
 ) -> None:
