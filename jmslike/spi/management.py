@@ -306,7 +306,10 @@ def _as_frame(entry: dict[str, Any]) -> tuple[dict[str, str], bytes]:
     headers["expires"] = str(entry.get("expiration", 0))
     headers["persistent"] = "true" if entry.get("durable") else "false"
     text = entry.get("text")  # a TextMessage (a STOMP frame without content-length)
-    body = text.encode("utf-8") if isinstance(text, str) else bytes(entry.get("BodyPreview") or [])
+    # Jolokia writes the preview as Java bytes, signed: a body byte 0xff came as -1, and
+    # bytes() refused it (browsing a Java client's BytesMessage over STOMP raised).
+    preview = entry.get("BodyPreview") or []
+    body = text.encode("utf-8") if isinstance(text, str) else bytes(b & 0xFF for b in preview)
     length = headers.get("content-length")
     if length and length.isdigit() and int(length) > len(body):
         raise JMSException(

@@ -311,6 +311,11 @@ class AmqpConnection(ProviderConnection):
         carried = {} if self.capabilities.priority else {"JMSPriority": PRIORITY_PROPERTY}
         if self.classic:
             carried["JMSXGroupSeq"] = SEQ_PROPERTY
+        elif self.broker == "artemis":
+            # A Core client's sequence is the property _AMQ_GROUP_SEQUENCE, which Artemis'
+            # filters do not read as JMSXGroupSeq (a Java producer's `JMSXGroupSeq = 2`
+            # selected nothing); an AMQP sender's is the group-sequence field.
+            carried["JMSXGroupSeq"] = "_AMQ_GROUP_SEQUENCE"
         return render_selector(selector, replace(dialect, carried=carried))
 
     def node_options(self, destination: Destination, address: str) -> list[LinkOption]:

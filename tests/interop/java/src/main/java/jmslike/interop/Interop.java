@@ -113,6 +113,7 @@ public final class Interop {
         int perGroup = Integer.parseInt(args.getOrDefault("per-group", "6"));
         String run = args.get("run");
         String partitions = args.get("partitions");
+        boolean priorities = args.containsKey("priorities"); // even index 8, odd 4
         Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
         Queue queue = session.createQueue(args.get("queue"));
         MessageProducer producer = session.createProducer(partitions == null ? queue : null);
@@ -120,6 +121,9 @@ public final class Interop {
         for (int index = 1; index <= perGroup; index++) {
             for (int g = 0; g < groups; g++) {
                 Message message = build(session, run, g, index);
+                if (priorities) {
+                    producer.setPriority(index % 2 == 0 ? 8 : 4);
+                }
                 Map<String, Object> record;
                 if (partitions == null) {
                     producer.send(message);
