@@ -865,6 +865,17 @@ def _identifiers(node: _Node) -> set[str]:
     return found
 
 
+def _is_value(node: _Node) -> bool:
+    """An identifier or arithmetic on some: a value that is NULL when one of them is."""
+    if isinstance(node, _Ident):
+        return True
+    return (
+        isinstance(node, _Binary)
+        and node.op not in _TESTS
+        and (_is_value(node.left) or _is_value(node.right))
+    )
+
+
 def _renamed(node: _Node, old: str, new: str) -> _Node:
     """``node`` reading identifier ``new`` wherever it read ``old``."""
     if isinstance(node, _Ident):
@@ -937,7 +948,9 @@ class _Renderer:
         if isinstance(node, _Binary):
             if node.op in _TESTS:
                 return self._comparison(node)
-            if node.unary:
+            if node.unary and not self.strings:
+                # (Over STOMP a sign is written 0 - x: Artemis negated a property that came
+                # as a string to NULL, where it computes 0 - '7' as -7.)
                 operand, binds = self._node(node.right)
                 if binds == _BP_UNARY:
                     # Another sign: spaced, never bracketed. Brackets made each nested
@@ -1040,10 +1053,10 @@ class _Renderer:
         cases, unspelled = [], []
         for value in self.values[ident.name]:
             literal = _Lit(value, start=node.start, end=node.end)
-            holds = self._comparison(replace(node, op="=", left=ident, right=literal))[0]
+            holds = self._wrap(replace(node, op="=", left=ident, right=literal), _BP_AND + 1)
             then = self._wrap(replace(node, left=literal, right=other), _BP_AND + 1)
             cases.append(f"({holds} AND {then})")
-            unspelled.append(f"NOT ({holds})")
+            unspelled.append(f"NOT {holds}" if holds.startswith("(") else f"NOT ({holds})")
         name = self.names.get(ident.name, ident.name)
         unspelled.append(f"{name} {node.op} {self._wrap(other, _BP_ADD)}")
         return " OR ".join([*cases, f"({' AND '.join(unspelled)})"])
@@ -1052,17 +1065,48 @@ class _Renderer:
         spelled = self._respelled(node)
         if spelled is not None:
             return self._spelled_comparison(node, *spelled), _BP_OR
+        if node.op in ("=", "<>") and not _identifiers(node.left) and _identifiers(node.right):
+            # Classic and Artemis take `0 = n` as FALSE and `0 <> n` as TRUE where n is
+            # NULL, not UNKNOWN (so `NOT (0 = n)` selected messages without n), a constant
+            # expression on the left too; `n = 0` and `n <> 0` they read as JMS does.
+            node = replace(node, left=node.right, right=node.left)
         left, guard_left = self._operand(node.left, node.right)
         right, guard_right = self._operand(node.right, node.left)
         if not (guard_left or guard_right):
+            if node.op in ("=", "<>") and _is_value(node.left) and _is_value(node.right):
+                guard = self._unknown_if_null(node)
+                if guard:
+                    # Classic and Artemis take NULL = NULL as TRUE (`n = n` selected
+                    # messages without n): held to non-NULL identifiers, UNKNOWN else.
+                    return f"({left} {node.op} {right} AND {guard[0]}) OR {guard[1]}", _BP_OR
             return f"{left} {node.op} {right}", _BP_CMP
         if isinstance(node.left, _Lit) and isinstance(node.right, _Lit):  # both: its value
             value = _compare(node.op, node.left.value, node.right.value)
             return _literal_text(bool(value)), _BP_ATOM
+        other = node.left if guard_right else node.right
         if guard_right:  # strings compare with = and <> only, which are symmetric
             left, right = right, left
         # p is (TRUE AND p) in three-valued logic too; AND touches the literal's quote.
+        if isinstance(other, _Ident):
+            # The literal comes first here, where `'v' = x` is FALSE and `'v' <> x` TRUE
+            # for a NULL x (see above): held to a non-NULL x, with a second case that is
+            # UNKNOWN exactly for a NULL x, as `x <> ''` is.
+            unknown = f"({right} IS NULL AND {right} <> '')"
+            return (
+                f"(TRUE AND{left} {node.op} {right} AND {right} IS NOT NULL) OR {unknown}",
+                _BP_OR,
+            )
         return f"TRUE AND{left} {node.op} {right}", _BP_AND
+
+    def _unknown_if_null(self, node: _Node) -> tuple[str, str] | None:
+        """("every identifier of ``node`` is set", "one is not, and then UNKNOWN"), in
+        this dialect's names; None for a node that reads no identifier."""
+        names = sorted({self.names.get(n, n) for n in _identifiers(node)})
+        if not names:
+            return None
+        set_ = " AND ".join(f"{name} IS NOT NULL" for name in names)
+        unset = " OR ".join(f"{name} IS NULL AND {name} <> ''" for name in names)
+        return set_, f"({unset})"
 
     def _keyword_literal(self, keyword: str, value: str) -> str:
         return keyword + ("" if self._exposed(value) else " ") + _quote(value)
