@@ -25,43 +25,31 @@ from javapeer import Endpoint, java_url, run_java
 
 from jmslike import ConnectionFactory
 
-JAVA = {  # jmslike URL variable -> (Java protocol, the Java client's broker variable)
-    "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL": ("openwire", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL"),
-    "JMSLIKE_TEST_ACTIVEMQ_AMQP_URL": ("openwire", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL"),
-    "JMSLIKE_TEST_ARTEMIS_STOMP_URL": ("core", "JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
-    "JMSLIKE_TEST_ARTEMIS_AMQP_URL": ("core", "JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
+JAVA = {  # jmslike URL variable -> (case id, Java protocol, the Java client's broker variable)
+    "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL": ("classic-stomp", "openwire", "ACTIVEMQ_OPENWIRE"),
+    "JMSLIKE_TEST_ACTIVEMQ_AMQP_URL": ("classic-amqp", "openwire", "ACTIVEMQ_OPENWIRE"),
+    "JMSLIKE_TEST_ARTEMIS_STOMP_URL": ("artemis-stomp", "core", "ARTEMIS_AMQP"),
+    "JMSLIKE_TEST_ARTEMIS_AMQP_URL": ("artemis-amqp", "core", "ARTEMIS_AMQP"),
 }
 CASES = [
-    pytest.param(variable, id=case, marks=[pytest.mark.java, *marks])
-    for variable, case, marks in [
-        (
-            "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL",
-            "java-openwire-jmslike-stomp-classic",
-            [pytest.mark.activemq, pytest.mark.stomp],
-        ),
-        (
-            "JMSLIKE_TEST_ACTIVEMQ_AMQP_URL",
-            "java-openwire-jmslike-amqp-classic",
-            [pytest.mark.activemq, pytest.mark.amqp],
-        ),
-        (
-            "JMSLIKE_TEST_ARTEMIS_STOMP_URL",
-            "java-core-jmslike-stomp-artemis",
-            [pytest.mark.artemis, pytest.mark.stomp],
-        ),
-        (
-            "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
-            "java-core-jmslike-amqp-artemis",
-            [pytest.mark.artemis, pytest.mark.amqp],
-        ),
-    ]
+    pytest.param(
+        variable,
+        id=f"java-{protocol}-jmslike-{case}",
+        marks=[
+            pytest.mark.java,
+            pytest.mark.activemq if "ACTIVEMQ" in variable else pytest.mark.artemis,
+            pytest.mark.stomp if "STOMP" in variable else pytest.mark.amqp,
+        ],
+    )
+    for variable, (case, protocol, _java) in JAVA.items()
 ]
 
 
 @pytest.mark.parametrize("variable", CASES)
 def test_selectors_read_a_java_producers_header_fields(variable: str, java_jar: Path) -> None:
     url = broker_url(variable)
-    protocol, java_variable = JAVA[variable]
+    _case, protocol, java = JAVA[variable]
+    java_variable = f"JMSLIKE_TEST_{java}_URL"
     queue = f"selectors-{uuid.uuid4().hex[:8]}"
     run_java(
         java_jar, "produce", Endpoint(url, protocol, java_url(protocol, broker_url(java_variable))),
