@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Final
@@ -849,20 +849,22 @@ def _outside(taken: Iterable[str]) -> str:
     return candidate
 
 
-def _identifiers(node: _Node) -> set[str]:
-    """The identifiers a node reads (an IN, LIKE or IS NULL test's own name aside)."""
-    found: set[str] = set()
+def _nodes(node: _Node) -> Iterator[_Node]:
+    """``node`` and every node under it."""
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, _Ident):
-            found.add(current.name)
+        yield current
         for child in ("left", "right", "operand", "low", "high"):
             if isinstance(value := getattr(current, child, None), _Node):
                 stack.append(value)
         if isinstance(current, _Logic):
             stack.extend(current.operands)
-    return found
+
+
+def _identifiers(node: _Node) -> set[str]:
+    """The identifiers a node reads (an IN, LIKE or IS NULL test's own name aside)."""
+    return {current.name for current in _nodes(node) if isinstance(current, _Ident)}
 
 
 def _is_value(node: _Node) -> bool:
@@ -1053,10 +1055,10 @@ class _Renderer:
         cases, unspelled = [], []
         for value in self.values[ident.name]:
             literal = _Lit(value, start=node.start, end=node.end)
-            holds = self._wrap(replace(node, op="=", left=ident, right=literal), _BP_AND + 1)
+            test = replace(node, op="=", left=ident, right=literal)
             then = self._wrap(replace(node, left=literal, right=other), _BP_AND + 1)
-            cases.append(f"({holds} AND {then})")
-            unspelled.append(f"NOT {holds}" if holds.startswith("(") else f"NOT ({holds})")
+            cases.append(f"({self._wrap(test, _BP_AND + 1)} AND {then})")
+            unspelled.append("NOT " + self._wrap(test, _BP_ATOM))
         name = self.names.get(ident.name, ident.name)
         unspelled.append(f"{name} {node.op} {self._wrap(other, _BP_ADD)}")
         return " OR ".join([*cases, f"({' AND '.join(unspelled)})"])
@@ -1202,17 +1204,11 @@ class Selector:
         ``SelectorDialect.carried``) the selector does arithmetic on, or None: a broker
         that holds properties as strings may not compute with them."""
         headers = HEADER_IDENTIFIERS - set(carried)
-        stack: list[_Node] = [self._tree]
-        while stack:
-            node = stack.pop()
+        for node in _nodes(self._tree):
             if isinstance(node, _Binary) and node.op not in _TESTS:
                 for operand in (node.left, node.right):
                     if isinstance(operand, _Ident) and operand.name not in headers:
                         return operand.name
-            for child in ("left", "right", "operand", "low", "high"):
-                if isinstance(value := getattr(node, child, None), _Node):
-                    stack.append(value)
-            stack.extend(getattr(node, "operands", ()) if isinstance(node, _Logic) else ())
         return None
 
     def __repr__(self) -> str:
