@@ -849,13 +849,17 @@ def _outside(taken: Iterable[str]) -> str:
     return candidate
 
 
+_CHILDREN: Final = ("left", "right", "operand", "low", "high")
+"""The attributes under which a node keeps single child nodes (a _Logic keeps a tuple)."""
+
+
 def _nodes(node: _Node) -> Iterator[_Node]:
     """``node`` and every node under it."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        for child in ("left", "right", "operand", "low", "high"):
+        for child in _CHILDREN:
             if isinstance(value := getattr(current, child, None), _Node):
                 stack.append(value)
         if isinstance(current, _Logic):
@@ -886,7 +890,7 @@ def _renamed(node: _Node, old: str, new: str) -> _Node:
         return replace(node, name=new) if node.name == old else node
     changes: dict[str, Any] = {
         child: _renamed(value, old, new)
-        for child in ("left", "right", "operand", "low", "high")
+        for child in _CHILDREN
         if isinstance(value := getattr(node, child, None), _Node)
     }
     if isinstance(node, _Logic):
