@@ -25,6 +25,7 @@ figures of the last sitting.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -63,6 +64,40 @@ def _close(case: str, fleet: Fleet) -> None:
         delete_rabbitmq_queues(case, fleet.queue.removeprefix("queue://"))
 
 
+def _busy_jiffies() -> tuple[int, int]:
+    """(busy, total) clock ticks of the whole machine so far, from /proc/stat: how busy
+    both cores were while the consumers ran (broker included) says where scaling stops."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _phases(done: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean milliseconds a session spent per message waiting in ``receive``, working and
+    acknowledging: with the work fixed, the other two say whether the broker round trips
+    or the machine hold a session back."""
+    sessions: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for record in done:
+        sessions.setdefault((record["pid"], record.get("session", 0)), []).append(record)
+    waits, works, acks = [], [], []
+    for records in sessions.values():
+        records.sort(key=lambda r: r["start"])
+        for before, after in itertools.pairwise(records):
+            waits.append(after["start"] - before["finished"])
+        works += [r["end"] - r["start"] for r in records]
+        acks += [r["finished"] - r["end"] for r in records]
+    mean = lambda values: statistics.fmean(values) * 1000 if values else 0.0  # noqa: E731
+    counts = [len(records) for records in sessions.values()]
+    return {
+        "wait_ms": mean(waits),
+        "work_ms": mean(works),
+        "ack_ms": mean(acks),
+        # The run lasts as long as its busiest session: how evenly the messages spread.
+        "balance": statistics.fmean(counts) / max(counts) if counts else 0.0,
+        "per_session": sorted(counts),
+    }
+
+
 def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         fleet = Fleet(
@@ -73,13 +108,16 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
         started = time.monotonic()
         sent = send_groups(fleet, args.groups, per_group, DeliveryMode.NON_PERSISTENT)
         send_seconds = time.monotonic() - started
+        busy_before, total_before = _busy_jiffies()
         try:
             for _ in range(processes):
                 fleet.start(args.sessions)
             fleet.wait_processed(len(sent), args.timeout)
+            busy_after, total_after = _busy_jiffies()
         finally:
             _close(case, fleet)
         records = fleet.records()
+    cpu_s = sum(r["cpu_s"] for r in records if "cpu_s" in r)
     done = [r for r in records if r.get("ok")]
     elapsed = max(r.get("finished", r["end"]) for r in done) - min(r["start"] for r in done)
     found = problems(records, sent)
@@ -92,6 +130,11 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
         "msg_s": len(sent) / elapsed,
         "problems": found[:5],
         "duplicates": len(done) - len({r["text"] for r in done}),
+        # CPU of the consumer processes (start to exit) per message, and how busy the
+        # machine's cores were while they consumed (1.0: every core all the time).
+        "consumer_cpu_us": cpu_s / len(sent) * 1e6,
+        "machine_busy": (busy_after - busy_before) / max(1, total_after - total_before),
+        **_phases(done),
     }
 
 
@@ -157,15 +200,18 @@ def main() -> int:
         print(json.dumps({"case": case, "takeover_s": times}), flush=True)
     lines = [
         "| broker / protocol | processes x sessions | msg/s | vs 1 process | lost, "
-        "misordered, overlapping | unflagged duplicates |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "misordered, overlapping | unflagged duplicates | consumers' CPU a message | "
+        "cores busy | per message: receive wait / work / acknowledge |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         base = next(r["msg_s"] for r in rows if r["case"] == row["case"] and r["processes"] == 1)
         lines.append(
             f"| {row['case']} | {row['processes']} x {row['sessions']} | {row['msg_s']:,.0f} | "
             f"{row['msg_s'] / base:.2f} | {'; '.join(row['problems']) or 'none'} | "
-            f"{row['duplicates']} |"
+            f"{row['duplicates']} | {row['consumer_cpu_us']:,.0f} µs | "
+            f"{row['machine_busy']:.0%} | {row['wait_ms']:.2f} / {row['work_ms']:.2f} / "
+            f"{row['ack_ms']:.2f} ms |"
         )
     lines += ["", "| broker / protocol | kill to take-over, median | max | partitions timed |",
               "| --- | --- | --- | --- |"]  # fmt: skip

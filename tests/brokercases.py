@@ -31,10 +31,14 @@ def case_url(case: str) -> str:
     """A URL of the case's broker that carries everything a child process needs."""
     broker, protocol = case.split("-")
     url = broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")
-    if broker == "artemis":
-        url += "?managementUrl=" + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
     if case == "rabbitmq-amqp":
         url += "/jmslike-amqp"  # the vhost of the AMQP contract case (scripts/brokers/rabbitmq.sh)
+    if broker in ("artemis", "rabbitmq"):
+        # Named even where jmslike would guess it (RabbitMQ's port 15672): brokers started
+        # with a port offset (scripts/brokers.sh) listen elsewhere, and a guess would reach
+        # another broker's API, declaring the partitions there.
+        management = broker_url(f"JMSLIKE_TEST_{broker.upper()}_MANAGEMENT_URL")
+        url += "?managementUrl=" + quote(management, safe="")
     return url
 
 

@@ -12,7 +12,8 @@ failed CLIENT_ACKNOWLEDGE acknowledge (the work is done; the broker may have tak
 ACK). Work whose commit was rolled back is not an effect.
 
 Every half second it writes which partitions its consumers own to ``<log>.owned``. It
-runs until its standard input closes, then closes its connection and exits 0.
+runs until its standard input closes, then closes its connection, logs the CPU time
+it used (``{"pid", "cpu_s"}``, for benchmarks/partitions.py) and exits 0.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import sys
 import threading
 import time
@@ -58,7 +60,7 @@ def main() -> int:
         session = connection.create_session(transacted, Session.CLIENT_ACKNOWLEDGE)
         consumers.append((session, session.create_consumer(args.queue)))
 
-    def work(session: Session, consumer) -> None:  # type: ignore[no-untyped-def]
+    def work(index: int, session: Session, consumer) -> None:  # type: ignore[no-untyped-def]
         while not stop.is_set():
             try:
                 message = consumer.receive(0.3)
@@ -80,7 +82,10 @@ def main() -> int:
             # Logged before the acknowledgement, replaced by the record after it: a
             # process killed while its ACK or COMMIT is on the wire leaves this one, in
             # doubt (the broker may have taken it: the message is then never seen again).
-            pending = {"pid": os.getpid(), "text": message.text, "start": start, "end": end}
+            pending = {
+                "pid": os.getpid(), "session": index, "text": message.text,
+                "start": start, "end": end,
+            }  # fmt: skip
             write(
                 {**pending, "redelivered": message.jms_redelivered, "ok": False, "in_doubt": True}
             )
@@ -101,11 +106,8 @@ def main() -> int:
                 write({"pid": os.getpid(), "error": f"finish: {exc}", "at": time.time()})
             write(
                 {
-                    "pid": os.getpid(),
-                    "text": message.text,
+                    **pending,
                     "redelivered": message.jms_redelivered,
-                    "start": start,
-                    "end": end,
                     "finished": time.time(),
                     "ok": ok,
                     "in_doubt": in_doubt,
@@ -113,7 +115,7 @@ def main() -> int:
             )
 
     threads = [
-        threading.Thread(target=work, args=pair, daemon=True, name=f"worker-{i}")
+        threading.Thread(target=work, args=(i, *pair), daemon=True, name=f"worker-{i}")
         for i, pair in enumerate(consumers)
     ]
     connection.start()
@@ -134,6 +136,8 @@ def main() -> int:
     for thread in threads:
         thread.join(10.0)
     connection.close()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    write({"pid": os.getpid(), "cpu_s": usage.ru_utime + usage.ru_stime})
     log.close()
     return 0
 
