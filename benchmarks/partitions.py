@@ -6,8 +6,12 @@ CLIENT_ACKNOWLEDGE, the queue partitioned by jmslike.toml alone):
 
 * **scaling**: ``--messages`` (100,000) in ``--groups`` (1,000) groups are queued, then 1,
   2 and 4 consumer processes (``--sessions`` sessions each) take them with a
-  ``--work-ms`` (2 ms) handler. Throughput is messages over the time from the first
-  message's start to the last one's end. Every run is checked with
+  ``--work-ms`` (2 ms) handler; with ``--settle`` the processes start first, their
+  partitions settle, and then the messages are sent. Throughput is messages over the
+  time from the first message's start to the last one's end. Each row also says where
+  the time went: the consumer processes' CPU a message, how busy the machine's cores
+  were, a session's mean receive wait, work and acknowledgement per message, and the
+  balance (mean messages a session over the busiest session's). Every run is checked with
   jmslike.testing.ordercheck: nothing lost, nothing processed twice unflagged, every
   group in order, never two of a group at once.
 * **take-over**: three processes consume; one is killed with SIGKILL mid-stream; for
@@ -16,7 +20,7 @@ CLIENT_ACKNOWLEDGE, the queue partitioned by jmslike.toml alone):
 
     python benchmarks/partitions.py [--cases rabbitmq-stomp,rabbitmq-amqp]
         [--messages 100000] [--groups 1000] [--work-ms 2] [--processes 1,2,4]
-        [--sessions 2] [--partitions 16] [--kill-trials 3] [--markdown FILE]
+        [--sessions 2] [--partitions 16] [--kill-trials 3] [--settle] [--markdown FILE]
 
 The brokers must be running (scripts/brokers.sh start). docs/performance.md has the
 figures of the last sitting.
@@ -98,6 +102,21 @@ def _phases(done: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _wait_settled(fleet: Fleet, partitions: int, processes: int, timeout: float) -> None:
+    """Until every partition has its owner and the processes hold even shares (within
+    one), as they report every half second."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        owned = fleet.owned()
+        counts = [len(parts) for parts in owned.values()]
+        held = sorted(p for parts in owned.values() for p in parts)
+        settled = len(owned) == processes and held == list(range(partitions))
+        if settled and max(counts) - min(counts) <= 1:
+            return
+        time.sleep(0.25)
+    raise TimeoutError(f"partitions not settled over {processes} processes: {fleet.owned()}")
+
+
 def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         fleet = Fleet(
@@ -105,13 +124,20 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
             partitions=args.partitions, work_ms=(args.work_ms, args.work_ms),
         )  # fmt: skip
         per_group = args.messages // args.groups
-        started = time.monotonic()
-        sent = send_groups(fleet, args.groups, per_group, DeliveryMode.NON_PERSISTENT)
-        send_seconds = time.monotonic() - started
         busy_before, total_before = _busy_jiffies()
         try:
-            for _ in range(processes):
-                fleet.start(args.sessions)
+            if args.settle:
+                for _ in range(processes):
+                    fleet.start(args.sessions)
+                _wait_settled(fleet, args.partitions, processes, args.timeout)
+                busy_before, total_before = _busy_jiffies()
+            started = time.monotonic()
+            sent = send_groups(fleet, args.groups, per_group, DeliveryMode.NON_PERSISTENT)
+            send_seconds = time.monotonic() - started
+            if not args.settle:
+                busy_before, total_before = _busy_jiffies()
+                for _ in range(processes):
+                    fleet.start(args.sessions)
             fleet.wait_processed(len(sent), args.timeout)
             busy_after, total_after = _busy_jiffies()
         finally:
@@ -183,6 +209,12 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--kill-trials", type=int, default=3)
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="start the processes and wait for their partitions to settle, then send "
+        "(default: queue every message first, then start them one after another)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--json", type=Path)
