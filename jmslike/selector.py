@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from jmslike.errors import InvalidSelectorError
 
@@ -353,7 +353,9 @@ class _Parser:
             operand = self._expr(_BP_MUL)
             self._require(operand, _NUMERIC, f"unary {value!r} needs a numeric operand")
             if isinstance(operand, _Lit) and not isinstance(operand.value, str | bool):
-                folded = -operand.value if value == "-" else operand.value
+                # + 0: -0.0 equals 0.0 in JMS (Java's <), but Classic and Artemis compare
+                # doubles as Double.compareTo does, -0.0 below 0.0; -0.0 + 0 is 0.0.
+                folded = (-operand.value if value == "-" else operand.value) + 0
                 # -(-9223372036854775808) is no long: folded, it rendered as a literal
                 # that does not parse (tests/unit/test_fuzz_text.py); it stays 0 - x.
                 if not isinstance(folded, int) or -_LONG_MAX - 1 <= folded <= _LONG_MAX:
@@ -927,7 +929,17 @@ class _Renderer:
         return self._node(node)
 
     def _compared(self, node: _Node, needed: int) -> str:
-        """A comparison's or BETWEEN's operand (see ``string_properties`` for an integer)."""
+        """A comparison's or BETWEEN's operand (see ``string_properties`` for an integer).
+
+        Over string properties, arithmetic on literals alone is written as its value: its
+        integer result made Artemis read a property compared with it as a long, so '-1.5'
+        was not below ``(0 - 0)``; as ``0.0`` it is."""
+        if self.strings and isinstance(node, _Binary) and not _identifiers(node):
+            folded = _value(node)
+            if isinstance(folded, _Const) and _is_number(folded.value):
+                number = cast(int | float, folded.value) + 0  # -0.0 + 0 is 0.0 (see _prefix)
+                if math.isfinite(number):
+                    node = _Lit(number, start=node.start, end=node.end)
         if (
             self.strings
             and isinstance(node, _Lit)

@@ -23,6 +23,7 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_selector_brokers.py`` (
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import uuid
@@ -31,11 +32,11 @@ from typing import Any
 
 import pytest
 from brokercases import CASES, case_url
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from jmslike import Connection, ConnectionFactory, Session
-from jmslike.selector import parse_selector
+from jmslike.selector import Selector, _Binary, _function, _nodes, _value, parse_selector
 
 BROKER_SELECTORS = [case for case in CASES if not case.id.startswith("rabbitmq")]
 """RabbitMQ filters no queue (jmslike filters topics itself, with the same evaluator)."""
@@ -105,6 +106,26 @@ def _messages() -> list[dict[str, Any]]:
     return rows
 
 
+def _negative_zero(selector: Selector, rows: list[dict[str, Any]]) -> bool:
+    """Whether some arithmetic of the selector comes to -0.0 on some message at the
+    broker: ``n * 0`` for a negative double n, or a sign on a double zero (``-(n + 1.5)``
+    for n = -1.5; Java negates, where jmslike computes 0 - x). Classic and Artemis compare
+    doubles as ``Double.compareTo`` does, -0.0 below 0.0; JMS (Java's ``<``) holds them
+    equal. docs/providers.md lists it; jmslike cannot write it away, since the value
+    arises on the broker."""
+    arithmetic = [
+        (node.unary, _function(_value(node.right if node.unary else node)))
+        for node in _nodes(selector._tree)
+        if isinstance(node, _Binary) and node.op in "+-*/"
+    ]
+    for row in rows:
+        for sign, compute in arithmetic:
+            value = compute(row.get)
+            if isinstance(value, float) and value == 0 and (sign or math.copysign(1, value) < 0):
+                return True
+    return False
+
+
 @pytest.fixture(params=BROKER_SELECTORS)
 def filled(request: pytest.FixtureRequest) -> Iterator[tuple[str, Session, str, list[dict]]]:
     """A queue on the case's broker holding the 24 messages, and a session to browse it."""
@@ -160,6 +181,7 @@ def test_brokers_select_what_jmslike_selects(
     def check(text: str) -> None:
         selector = parse_selector(text)
         assert selector is not None
+        assume(not _negative_zero(selector, rows))
         want = [str(i) for i, row in enumerate(rows) if selector.matches(row.get)]
         got = sorted((m.text for m in session.create_browser(queue, text)), key=int)
         assert got == want, (case, text, selector.render())

@@ -99,6 +99,7 @@ selector_text = st.one_of(
 @example(text="'unterminated")
 @example(text="+" * 123 + "p=9+0")  # rendered past the depth limit (found by atheris)
 @example(text="- -1 = a AND -(-9223372036854775808) < b")
+@example(text="A=A")  # a NULL guard: no fixed point (found by hypothesis, 2026-11-29)
 def test_any_selector_text_parses_or_is_an_invalid_selector(text: str) -> None:
     EXAMPLES["selector parse"] += 1
     try:
@@ -111,7 +112,11 @@ def test_any_selector_text_parses_or_is_an_invalid_selector(text: str) -> None:
         rendered = selector.render() if dialect is None else selector.render(dialect)
         again = Selector(rendered)
         if dialect is None:
-            assert again.render() == rendered, (text, rendered)
+            # A NULL guard (Classic and Artemis take NULL = NULL as TRUE) guards again
+            # when rendered again: no fixed point there (tests/fuzz/atheris_selector.py
+            # skips it too); what it selects is the same, which test_selector.py checks.
+            if "IS NULL AND" not in rendered:
+                assert again.render() == rendered, (text, rendered)
             assert again.identifiers == selector.identifiers
     EXAMPLES["selector round-tripped"] += 1
 
