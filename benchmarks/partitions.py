@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -102,6 +103,25 @@ def _phases(done: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+_PID_FILES = {
+    "rabbitmq": "rabbitmq/rabbitmq.pid",
+    "activemq": "activemq/activemq.pid",
+    "artemis": "artemis-instance/data/artemis.pid",
+}
+
+
+def _broker_cpu(case: str) -> float | None:
+    """CPU seconds the case's broker has used so far, from the pid file scripts/brokers.sh
+    writes ($JMSLIKE_BROKERS_DIR, default .brokers); None where there is none."""
+    home = Path(os.environ.get("JMSLIKE_BROKERS_DIR") or _HERE.parent / ".brokers")
+    try:
+        pid = int((home / _PID_FILES[case.partition("-")[0]]).read_text().split()[0])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (KeyError, OSError, ValueError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_settled(fleet: Fleet, partitions: int, processes: int, timeout: float) -> None:
     """Until every partition has its owner and the processes hold even shares (within
     one), as they report every half second."""
@@ -125,21 +145,25 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
         )  # fmt: skip
         per_group = args.messages // args.groups
         busy_before, total_before = _busy_jiffies()
+        broker_before = _broker_cpu(case)
         try:
             if args.settle:
                 for _ in range(processes):
                     fleet.start(args.sessions)
                 _wait_settled(fleet, args.partitions, processes, args.timeout)
                 busy_before, total_before = _busy_jiffies()
+                broker_before = _broker_cpu(case)
             started = time.monotonic()
             sent = send_groups(fleet, args.groups, per_group, DeliveryMode.NON_PERSISTENT)
             send_seconds = time.monotonic() - started
             if not args.settle:
                 busy_before, total_before = _busy_jiffies()
+                broker_before = _broker_cpu(case)
                 for _ in range(processes):
                     fleet.start(args.sessions)
             fleet.wait_processed(len(sent), args.timeout)
             busy_after, total_after = _busy_jiffies()
+            broker_after = _broker_cpu(case)
         finally:
             _close(case, fleet)
         records = fleet.records()
@@ -160,6 +184,12 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
         # machine's cores were while they consumed (1.0: every core all the time).
         "consumer_cpu_us": cpu_s / len(sent) * 1e6,
         "machine_busy": (busy_after - busy_before) / max(1, total_after - total_before),
+        # The broker's CPU a message while they consumed (None: no pid file found).
+        "broker_cpu_us": (
+            (broker_after - broker_before) / len(sent) * 1e6
+            if broker_before is not None and broker_after is not None
+            else None
+        ),
         **_phases(done),
     }
 
@@ -232,16 +262,17 @@ def main() -> int:
         print(json.dumps({"case": case, "takeover_s": times}), flush=True)
     lines = [
         "| broker / protocol | processes x sessions | msg/s | vs 1 process | lost, "
-        "misordered, overlapping | unflagged duplicates | consumers' CPU a message | "
-        "cores busy | per message: receive wait / work / acknowledge |",
+        "misordered, overlapping | unflagged duplicates | CPU a message: consumers / "
+        "broker | cores busy | per message: receive wait / work / acknowledge |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         base = next(r["msg_s"] for r in rows if r["case"] == row["case"] and r["processes"] == 1)
+        broker = "-" if row["broker_cpu_us"] is None else f"{row['broker_cpu_us']:,.0f}"
         lines.append(
             f"| {row['case']} | {row['processes']} x {row['sessions']} | {row['msg_s']:,.0f} | "
             f"{row['msg_s'] / base:.2f} | {'; '.join(row['problems']) or 'none'} | "
-            f"{row['duplicates']} | {row['consumer_cpu_us']:,.0f} µs | "
+            f"{row['duplicates']} | {row['consumer_cpu_us']:,.0f} / {broker} µs | "
             f"{row['machine_busy']:.0%} | {row['wait_ms']:.2f} / {row['work_ms']:.2f} / "
             f"{row['ack_ms']:.2f} ms |"
         )

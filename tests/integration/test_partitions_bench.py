@@ -35,6 +35,7 @@ def test_partitions_bench_reports_scaling_and_take_over(tmp_path: Path) -> None:
         assert row["messages"] == 300 and row["problems"] == [], row
         assert row["msg_s"] > 0 and row["consumer_cpu_us"] > 0, row
         assert 0 < row["machine_busy"] <= 1 and 0 < row["balance"] <= 1, row
+        assert row["broker_cpu_us"] is None or row["broker_cpu_us"] > 0, row
         assert sum(row["per_session"]) >= 300, row
         assert row["work_ms"] >= 0.5, row
     assert report["takeover"]["rabbitmq-stomp"], "no partition of the killed process was timed"
