@@ -19,9 +19,10 @@ embedded broker gives back only what it is handed; a message dropped here stayed
 flight to a closed consumer and stalled the partition for good).
 
 Credit: each partition's broker consumer keeps ``window`` messages in flight, and what
-the API layer has not asked for yet waits in a surplus queue here. So the API layer's
-credit accounting stays exact however many partitions feed it, and no partition waits
-for another's round trip.
+the API layer has not asked for yet waits here in a surplus queue per partition, handed
+out one partition after another (``_Surplus``). So the API layer's credit accounting
+stays exact however many partitions feed it, and no partition waits for another's round
+trip or backlog.
 
 Threads: deliveries arrive on provider threads (``_arrive``); ``flow``, ``close`` and
 ``finished`` come from the session's thread; ``assign`` from the coordinator's. One lock
@@ -53,6 +54,65 @@ __all__ = ["PartitionedConsumer"]
 log = logging.getLogger("jmslike.partitions")
 
 _ids = itertools.count(1)
+
+
+class _Surplus:
+    """What arrived before the API layer asked for it, a queue per partition, handed out
+    one partition after another. Over STOMP a session that may hold many messages
+    (CLIENT_ACKNOWLEDGE, transacted) subscribes with no window, and RabbitMQ pushed a
+    partition's whole backlog at once; in one queue, the first message of a partition
+    taken over later waited behind all of it (a SIGKILLed process's partitions moved in
+    2 s and started 0.6 to 3.4 s later, benchmarks/partitions.py). A partition's own
+    order is kept; partitions hold different groups, so their order among each other is
+    nobody's promise."""
+
+    __slots__ = ("_queues", "_turns")
+
+    def __init__(self) -> None:
+        self._queues: dict[int, deque[tuple[Message, Any]]] = {}
+        self._turns: deque[int] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._turns)
+
+    def append(self, index: int, message: Message, token: Any) -> None:
+        queue = self._queues.get(index)
+        if queue is None:
+            queue = self._queues[index] = deque()
+            self._turns.append(index)
+        queue.append((message, token))
+
+    def popleft(self) -> tuple[int, Message, Any]:
+        index = self._turns.popleft()
+        queue = self._queues[index]
+        message, token = queue.popleft()
+        if queue:
+            self._turns.append(index)
+        else:
+            del self._queues[index]
+        return index, message, token
+
+    def take(self, index: int, which: Callable[[Any], bool] | None = None) -> list[Any]:
+        """Remove partition ``index``'s deliveries (those ``which`` picks), returning
+        their tokens in arrival order."""
+        queue = self._queues.get(index)
+        if not queue:
+            return []
+        taken = [token for _m, token in queue if which is None or which(token)]
+        if which is None or len(taken) == len(queue):
+            del self._queues[index]
+            self._turns.remove(index)
+        else:
+            chosen = {id(token) for token in taken}
+            self._queues[index] = deque(e for e in queue if id(e[1]) not in chosen)
+        return taken
+
+    def tokens(self) -> list[tuple[int, Any]]:
+        return [(index, token) for index, queue in self._queues.items() for _m, token in queue]
+
+    def clear(self) -> None:
+        self._queues.clear()
+        self._turns.clear()
 
 
 @dataclass(eq=False)
@@ -110,7 +170,7 @@ class PartitionedConsumer(ProviderConsumer):
         self._lock = threading.RLock()
         self._parts: dict[int, _Part] = {}
         self._wanted: frozenset[int] = frozenset()
-        self._surplus: deque[tuple[int, Message, Any]] = deque()
+        self._surplus = _Surplus()
         self._tokens: dict[int, tuple[int, Any]] = {}
         """id(token) -> (partition, token) for what the API layer holds or buffers."""
         self._credit = 0
@@ -159,7 +219,7 @@ class PartitionedConsumer(ProviderConsumer):
             if self._credit > 0:
                 self._pass_on(part, message, token)
             else:
-                self._surplus.append((index, message, token))
+                self._surplus.append(index, message, token)
         if misrouted is not None:
             self._coordinator.report(self._misrouted_error(misrouted, index))
 
@@ -281,10 +341,9 @@ class PartitionedConsumer(ProviderConsumer):
     def _leave(self, part: _Part) -> bool:
         """With the lock held: stop taking from ``part``; True if it can go at once."""
         part.leaving = True
-        kept = [entry for entry in self._surplus if entry[0] == part.index]
+        kept = self._surplus.take(part.index)
         if kept:
-            self._surplus = deque(e for e in self._surplus if e[0] != part.index)
-            part.kept[:0] = [token for _i, _m, token in kept]
+            part.kept[:0] = kept
         if part.outstanding <= 0:
             part.giving = True
             return True
@@ -349,9 +408,7 @@ class PartitionedConsumer(ProviderConsumer):
         """A partition's broker consumer lost its deliveries (a reconnect): drop them
         here and in the API layer's buffer; the broker hands them out again."""
         with self._lock:
-            kept = [e for e in self._surplus if e[0] == index and stale(e[2])]
-            self._surplus = deque(e for e in self._surplus if e not in kept)
-            dropped = [token for _i, _m, token in kept]
+            dropped = self._surplus.take(index, stale)
             part = self._parts.get(index)
             if part is not None:
                 dropped += [t for t in part.kept if stale(t)]
@@ -424,7 +481,7 @@ class PartitionedConsumer(ProviderConsumer):
                     entry = self._tokens.pop(id(token), None)
                     if entry is not None and entry[0] in per_part:
                         per_part[entry[0]][slot].append(token)
-            for index, _message, token in self._surplus:
+            for index, token in self._surplus.tokens():
                 if index in per_part:
                     per_part[index][1].append(token)
             self._surplus.clear()

@@ -106,6 +106,46 @@ def test_groups_spread_over_partitions_and_kept_in_order(make_factory, unique) -
         assert not groups_of[0] & groups_of[1]
 
 
+def test_a_partition_is_not_served_behind_another_partitions_backlog(make_factory, unique) -> None:
+    """ORD-9 within a process: a consumer that owns two partitions hands their messages
+    out in turn. Over STOMP a CLIENT_ACKNOWLEDGE session's partitions come with no window,
+    and RabbitMQ pushed one partition's whole backlog at once; in one queue, the other
+    partition's first message waited behind all of it (after a SIGKILL, the partitions a
+    survivor took over started up to 3.4 s after it subscribed to them)."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue, count=2)
+    names = [f"g{i}" for i in range(100)]
+    busy, late = (next(g for g in names if partition_of(g, 2) == p) for p in (0, 1))
+    with factory.create_connection() as connection:
+        sender = connection.create_session()
+        producers = {}
+        for group in (busy, late):
+            producers[group] = sender.create_producer(queue)
+            producers[group].enable_ordering_group(group)
+        for n in range(1, 201):
+            producers[busy].send(sender.create_text_message(f"{busy}:{n}"))
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        first = consumer.receive(5.0)
+        assert first is not None and first.text == f"{busy}:1"
+        first.acknowledge()
+        time.sleep(0.5)  # the backlog arrives, wherever the broker pushes it
+        for n in range(1, 4):
+            producers[late].send(sender.create_text_message(f"{late}:{n}"))
+        time.sleep(0.5)
+        before = 0
+        while True:
+            message = consumer.receive(5.0)
+            assert message is not None, f"{late}:1 never came"
+            message.acknowledge()
+            if message.ordering_group == late:
+                break
+            before += 1
+        assert message.text == f"{late}:1"
+        assert before <= 3, f"{late}:1 came after {before} messages of {busy}'s backlog"
+
+
 def test_closing_a_consumer_hands_its_partitions_over_in_order(make_factory, unique) -> None:
     """ORD-10, ORD-11 on a partitioned queue: a consumer that closes holding a group's
     messages unacknowledged gives its partitions to the process's other consumer, which
