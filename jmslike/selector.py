@@ -938,7 +938,9 @@ class _Renderer:
             folded = _value(node)
             if isinstance(folded, _Const) and _is_number(folded.value):
                 number = cast(int | float, folded.value) + 0  # -0.0 + 0 is 0.0 (see _prefix)
-                if math.isfinite(number):
+                # Past a long, Java wraps where Python does not: left to the broker.
+                in_range = isinstance(number, float) or -_LONG_MAX - 1 <= number <= _LONG_MAX
+                if in_range and math.isfinite(number):
                     node = _Lit(number, start=node.start, end=node.end)
         if (
             self.strings
