@@ -91,7 +91,10 @@ def _phases(done: list[dict[str, Any]]) -> dict[str, float]:
             waits.append(after["start"] - before["finished"])
         works += [r["end"] - r["start"] for r in records]
         acks += [r["finished"] - r["end"] for r in records]
-    mean = lambda values: statistics.fmean(values) * 1000 if values else 0.0  # noqa: E731
+
+    def mean(values: list[float]) -> float:
+        return statistics.fmean(values) * 1000 if values else 0.0
+
     counts = [len(records) for records in sessions.values()]
     return {
         "wait_ms": mean(waits),
@@ -144,26 +147,22 @@ def scaling(case: str, args: argparse.Namespace, processes: int) -> dict[str, An
             partitions=args.partitions, work_ms=(args.work_ms, args.work_ms),
         )  # fmt: skip
         per_group = args.messages // args.groups
-        busy_before, total_before = _busy_jiffies()
-        broker_before = _broker_cpu(case)
         try:
             if args.settle:
                 for _ in range(processes):
                     fleet.start(args.sessions)
                 _wait_settled(fleet, args.partitions, processes, args.timeout)
-                busy_before, total_before = _busy_jiffies()
-                broker_before = _broker_cpu(case)
+                # Consumption starts with the first send: CPU is counted from here.
+                (busy_before, total_before), broker_before = _busy_jiffies(), _broker_cpu(case)
             started = time.monotonic()
             sent = send_groups(fleet, args.groups, per_group, DeliveryMode.NON_PERSISTENT)
             send_seconds = time.monotonic() - started
             if not args.settle:
-                busy_before, total_before = _busy_jiffies()
-                broker_before = _broker_cpu(case)
+                (busy_before, total_before), broker_before = _busy_jiffies(), _broker_cpu(case)
                 for _ in range(processes):
                     fleet.start(args.sessions)
             fleet.wait_processed(len(sent), args.timeout)
-            busy_after, total_after = _busy_jiffies()
-            broker_after = _broker_cpu(case)
+            (busy_after, total_after), broker_after = _busy_jiffies(), _broker_cpu(case)
         finally:
             _close(case, fleet)
         records = fleet.records()

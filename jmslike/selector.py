@@ -934,8 +934,8 @@ class _Renderer:
         Over string properties, arithmetic on literals alone is written as its value: its
         integer result made Artemis read a property compared with it as a long, so '-1.5'
         was not below ``(0 - 0)``; as ``0.0`` it is."""
-        if self.strings and isinstance(node, _Binary) and not _identifiers(node):
-            folded = _value(node)
+        if self.strings and isinstance(node, _Binary):
+            folded = _value(node)  # a _Const exactly when no identifier is read
             if isinstance(folded, _Const) and _is_number(folded.value):
                 number = cast(int | float, folded.value) + 0  # -0.0 + 0 is 0.0 (see _prefix)
                 # Past a long, Java wraps where Python does not: left to the broker.
