@@ -1,7 +1,7 @@
 """A TCP relay between a client and a real broker that a test can break on purpose.
 
-``127.0.0.1:<port>`` forwards to the broker. What it can do to every connection through
-it, as networks and broker restarts do:
+``127.0.0.1:<port>`` (a free port, or the one asked for) forwards to the broker. What it
+can do to every connection through it, as networks and broker restarts do:
 
 * ``cut()``: close both sides at once (a broker restart, a reset connection);
   ``cut_one(index)`` does it to one connection only (the others stay up);
@@ -33,11 +33,11 @@ SLOW_CHUNK = 1024
 class Relay:
     """127.0.0.1:<port> -> ``target``, with faults to inject."""
 
-    def __init__(self, target: tuple[str, int], name: str = "") -> None:
+    def __init__(self, target: tuple[str, int], name: str = "", port: int = 0) -> None:
         self.target = target
         self.name = name
         """What the relay stands for (a test case's id), for reports."""
-        self._server = socket.create_server(("127.0.0.1", 0))
+        self._server = socket.create_server(("127.0.0.1", port))
         self.port = self._server.getsockname()[1]
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()

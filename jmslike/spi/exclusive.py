@@ -9,7 +9,8 @@ differently:
   ``activemq.exclusive`` header, AMQP's ``?consumer.exclusive=true`` address option).
   Nothing to declare.
 * Artemis: an *exclusive queue*, a property of the queue set through its management API
-  (neither STOMP nor AMQP can set it), so ``managementUrl`` must be given.
+  (neither STOMP nor AMQP can set it): ``managementUrl``, or the console's default
+  address if the broker serves it there (jmslike.spi.console).
 * RabbitMQ: a *single-active-consumer* queue, declared with that argument through the
   management API before anything else uses the queue name (a queue declared without it
   cannot be changed); consumers and senders then address it as ``/amq/queue/<name>``,
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from jmslike.config import FactorySettings
 from jmslike.errors import ConfigurationError, IllegalStateError, InvalidDestinationError
+from jmslike.spi.console import artemis_console
 from jmslike.spi.management import ArtemisManagement, RabbitManagement
 from jmslike.spi.perbroker import PerBroker
 
@@ -133,6 +135,9 @@ class Exclusivity:
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
+    management_url: str | None = None
+    """Artemis' management endpoint, given (``managementUrl``) or found where ``artemis
+    create`` puts it (jmslike.spi.console); None: none to use."""
 
     def hold_queue(self, declared: ExclusiveQueues, queue: str, *, required: bool) -> bool:
         """ORD-18 or a partition on ``queue``: one active consumer across processes, once
@@ -191,11 +196,21 @@ def exclusivity_for(
     user: str | None,
     password: str | None,
     vhost: str = "/",
+    *,
+    port: int | None = None,
 ) -> Exclusivity:
     """The :class:`Exclusivity` of a connection to ``broker`` ("activemq", "artemis",
-    "rabbitmq", or anything else) on ``host``."""
+    "rabbitmq", or anything else) on ``host``; ``port``: the one broker's port (None
+    for a failover URL), where Artemis' management API is looked for without a
+    ``managementUrl`` (jmslike.spi.console)."""
     url = settings.extra.get("managementUrl")
     timeout = settings.request_timeout
+    why = ""
+    if broker == "artemis" and not url:
+        if port is None:
+            why = "a failover URL's members are not looked up"
+        else:
+            url, why = artemis_console(host, port, user, password, timeout)
     if broker == "activemq":
         return Exclusivity("broker", None)
     if broker == "rabbitmq":
@@ -221,10 +236,11 @@ def exclusivity_for(
             depths=artemis.queue_depths,
             declare_topic=artemis.declare_exclusive_address,
             delete_subscription=artemis.delete_subscription_queue,
+            management_url=url,
         )
     hint = (
-        f"set managementUrl to Artemis' Jolokia endpoint (http://{host}:8161/console/jolokia "
-        "by default) so that jmslike can make the queue exclusive"
+        "set managementUrl to Artemis' Jolokia endpoint (http://<host>:<console "
+        f"port>/console/jolokia) so that jmslike can make the queue exclusive ({why})"
         if broker == "artemis"
         else f"{broker} has no exclusive queues jmslike knows how to ask for"
     )

@@ -8,7 +8,8 @@ the broker's HTTP management API, with the connection's own credentials:
   whether a durable subscription exists, and making a queue *exclusive* (one consumer
   active at a time, whatever process or protocol it uses), which strictly ordered
   destinations (ORD-18) and partitioned queues need across processes. Used when the
-  factory's ``managementUrl`` setting names the endpoint.
+  factory's ``managementUrl`` setting names the endpoint, or where ``artemis create``
+  puts it if that is the connected broker's (jmslike.spi.console).
 * **RabbitMQ** (the management plugin, ``http://host:15672``): declaring a
   *single-active-consumer* queue, the same promise. Neither STOMP nor AMQP 1.0 can
   declare one on RabbitMQ 3.10; the HTTP API can (``PUT /api/queues/<vhost>/<name>``).
@@ -173,6 +174,20 @@ class ArtemisManagement(_Http):
             }
         )
         log.info("Artemis address %s: its queues made exclusive from now on", address)
+
+    def listens_on(self, port: int) -> bool:
+        """Whether one of this broker's acceptors listens on ``port``: how a management
+        API found at the default address is known to be the broker's that jmslike
+        connected to, and not another broker's on the same host."""
+        pattern = (
+            f"org.apache.activemq.artemis:broker={self._broker_name()},component=acceptors,name=*"
+        )
+        found = self._call({"type": "read", "mbean": pattern, "attribute": "Parameters"})
+        acceptors = found.values() if isinstance(found, dict) else ()
+        return any(
+            str((acceptor or {}).get("Parameters", {}).get("port")) == str(port)
+            for acceptor in acceptors
+        )
 
     def _broker_name(self) -> str:
         if self._broker is None:

@@ -147,7 +147,13 @@ class AmqpConnection(ProviderConnection):
             )
         )
         self.exclusivity = exclusivity_for(
-            self.broker, first.host, settings, user, password, vhost or "/"
+            self.broker,
+            first.host,
+            settings,
+            user,
+            password,
+            vhost or "/",
+            port=None if len(members) > 1 else first.port or 5672,
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         native = not self.rabbitmq

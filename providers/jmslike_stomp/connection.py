@@ -94,12 +94,6 @@ class StompConnection(ProviderConnection):
         if self.dialect.tcp_no_delay:
             self.transport.set_no_delay()
         self.transport.set_quick_ack(self.dialect.quick_ack)
-        management_url = settings.extra.get("managementUrl")
-        self.management = (
-            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
-            if management_url and self.dialect.management == "artemis-jolokia"
-            else None
-        )
         first = url.members[0] if url.members else url
         self.exclusivity = exclusivity_for(
             self.dialect.name,
@@ -108,6 +102,13 @@ class StompConnection(ProviderConnection):
             self._user,
             self._password,
             self.transport.vhost,
+            port=None if len(url.members) > 1 else first.port or 61613,
+        )
+        management_url = self.exclusivity.management_url
+        self.management = (
+            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
+            if management_url and self.dialect.management == "artemis-jolokia"
+            else None
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         self.capabilities = _capabilities(

@@ -24,11 +24,15 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from brokercases import CASES, case_url
+from brokerenv import broker_url
+from faultproxy import Relay
 
 from jmslike import ConnectionFactory, Session
+from jmslike.spi import console
 
 CHILD = """
 import sys
@@ -218,6 +222,9 @@ def test_ord11_group_order_survives_a_consumer_process_crash(case: str) -> None:
 
 ARTEMIS = [case for case in CASES if case.id.startswith("artemis")]
 
+DEFAULT_CONSOLE = "http://127.0.0.1:8161/console/jolokia"
+"""Where ``artemis create`` puts the console; the suite's Artemis serves it elsewhere."""
+
 
 @pytest.mark.parametrize("case", ARTEMIS)
 def test_ord18_without_management_url_says_it_holds_within_the_process(
@@ -231,6 +238,7 @@ def test_ord18_without_management_url_says_it_holds_within_the_process(
     url = case_url(case).partition("?managementUrl=")[0]
     queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
     topic = f"topic://strict-{uuid.uuid4().hex[:8]}"
+    console.forget()  # jmslike looks at the default address again
     factory = ConnectionFactory(url, strictly_ordered=f"{queue},{topic}")
     with caplog.at_level("WARNING", logger="jmslike"), factory.create_connection() as connection:
         for _ in range(2):
@@ -242,3 +250,74 @@ def test_ord18_without_management_url_says_it_holds_within_the_process(
     assert len(warned) == 2, warned
     assert queue in warned[0] and topic in warned[1]
     assert all("managementUrl" in message for message in warned)
+    # and where jmslike looked for it (the suite's consoles are not at the default port)
+    assert all(DEFAULT_CONSOLE in message for message in warned), warned
+
+
+@pytest.fixture
+def console_at_default_address() -> Iterator[None]:
+    """The suite's Artemis console, reachable where ``artemis create`` puts it (port
+    8161) through a relay, so that jmslike's look-up (jmslike/spi/console.py) meets the
+    real Jolokia there. Answers kept from before or for later are dropped."""
+    management = urlsplit(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"))
+    try:
+        relay = Relay((management.hostname or "127.0.0.1", management.port or 8161), port=8161)
+    except OSError as exc:
+        pytest.fail(f"port 8161 is taken ({exc}): this test serves Artemis' console there")
+    console.forget()
+    try:
+        yield
+    finally:
+        relay.close()
+        console.forget()
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_ord18_across_processes_with_the_console_at_its_default_address(
+    case: str, console_at_default_address: None
+) -> None:
+    """ORD-18 across processes on Artemis with no ``managementUrl``, where the broker
+    serves its console at the default address: every process finds the management API
+    there by itself, checks it is its broker's (an acceptor on the port it connected
+    to), and makes the queue exclusive. The scenario of
+    test_ord18_strict_queue_has_one_consumer_across_processes, child included, with the
+    setting left out; before, the child was a second active consumer."""
+    url = case_url(case).partition("?managementUrl=")[0]
+    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(url, strictly_ordered=queue)
+    with factory.create_connection() as connection:
+        assert connection.capabilities.exclusive_scope == "broker"
+        sender = connection.create_session()
+        producer = sender.create_producer(queue)
+        for n in range(1, 6):
+            producer.send(sender.create_text_message(f"m{n}"))
+        with _child_holding(CHILD, url, queue) as child:
+            mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
+            connection.start()
+            _takes_over_after_the_kill(case, child, consumer)
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_a_console_at_the_default_address_that_is_another_brokers_is_not_used(
+    case: str, console_at_default_address: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A console at the default address is used only if it is the broker's that the
+    connection reached: here the connection goes through a relay on another port, so
+    none of the console's acceptors listens on the connection's port, as for a second
+    broker on the same host. Declaring there would make the other broker's queue
+    exclusive and leave this one's open to every process."""
+    url = case_url(case).partition("?managementUrl=")[0]
+    parts = urlsplit(url)
+    relay = Relay((parts.hostname or "127.0.0.1", parts.port or 0))
+    try:
+        other = url.replace(f":{parts.port}", f":{relay.port}", 1)
+        queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
+        factory = ConnectionFactory(other, strictly_ordered=queue)
+        with caplog.at_level("WARNING", logger="jmslike"), factory.create_connection() as c:
+            assert c.capabilities.exclusive_scope == "process"
+            c.create_session().create_consumer(queue, strictly_ordered=True)
+    finally:
+        relay.close()
+    warned = [r.getMessage() for r in caplog.records if "within this process only" in r.message]
+    assert len(warned) == 1 and "another broker's" in warned[0], warned
