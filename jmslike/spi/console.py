@@ -22,6 +22,7 @@ process opening many connections asks once, and a console started later is found
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -38,6 +39,9 @@ TIMEOUT = 2.0
 made while a connection opens."""
 REMEMBER = 60.0
 """Seconds an answer is kept for later connections of the process."""
+
+_ADVICE = re.compile(r"(?::\s*(?:set|give) managementUrl|\s*\(setting managementUrl\)).*$", re.S)
+"""The advice that ends jmslike.spi.management's errors."""
 
 _lock = threading.Lock()
 _answers: dict[tuple[str, int, str | None], tuple[float, str | None, str]] = {}
@@ -66,7 +70,8 @@ def artemis_console(
                 f"listens on port {port})"
             )
     except Exception as exc:  # whatever answers there (or not) is only not the API
-        why = f"tried the default {url}: {exc}"
+        # The error's advice (set managementUrl) is the caller's to give, once.
+        why = "the default address did not serve: " + _ADVICE.sub("", str(exc))
     with _lock:
         _answers[key] = (now, found, why)
     if found is not None:

@@ -208,7 +208,7 @@ def exclusivity_for(
     why = ""
     if broker == "artemis" and not url:
         if port is None:
-            why = "a failover URL's members are not looked up"
+            why = "a failover URL's brokers are not looked for at the default address"
         else:
             url, why = artemis_console(host, port, user, password, timeout)
     if broker == "activemq":
@@ -240,7 +240,7 @@ def exclusivity_for(
         )
     hint = (
         "set managementUrl to Artemis' Jolokia endpoint (http://<host>:<console "
-        f"port>/console/jolokia) so that jmslike can make the queue exclusive ({why})"
+        f"port>/console/jolokia) so that jmslike can make the queue exclusive; {why}"
         if broker == "artemis"
         else f"{broker} has no exclusive queues jmslike knows how to ask for"
     )
