@@ -321,3 +321,17 @@ def test_a_console_at_the_default_address_that_is_another_brokers_is_not_used(
         relay.close()
     warned = [r.getMessage() for r in caplog.records if "within this process only" in r.message]
     assert len(warned) == 1 and "another broker's" in warned[0], warned
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_a_failover_url_is_not_looked_up_at_the_default_address(
+    case: str, console_at_default_address: None
+) -> None:
+    """A failover URL may name several brokers, each with a console of its own: which
+    one speaks for the others is the user's to say (``managementUrl``), so with a
+    console at the default address of the first, jmslike still asks none of them."""
+    url = case_url(case).partition("?managementUrl=")[0]
+    scheme, rest = url.split("://", 1)
+    factory = ConnectionFactory(f"failover:({scheme}://{rest},{scheme}://{rest})")
+    with factory.create_connection() as connection:
+        assert connection.capabilities.exclusive_scope == "process"
