@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from brokercases import case_url
+from brokerenv import broker_url
 from faultproxy import Relay
+
+from jmslike.spi import console
 
 
 @pytest.fixture
@@ -20,3 +24,21 @@ def relay_for(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Relay]
     relay = Relay((host, int(port)), name=case)
     yield direct.replace(f"{host}:{port}", f"127.0.0.1:{relay.port}", 1), direct, relay
     relay.close()
+
+
+@pytest.fixture
+def console_at_default_address() -> Iterator[None]:
+    """The suite's Artemis console, reachable where ``artemis create`` puts it (port
+    8161) through a relay, so that jmslike's look-up (jmslike/spi/console.py) meets the
+    real Jolokia there. Answers kept from before or for later are dropped."""
+    management = urlsplit(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"))
+    try:
+        relay = Relay((management.hostname or "127.0.0.1", management.port or 8161), port=8161)
+    except OSError as exc:
+        pytest.fail(f"port 8161 is taken ({exc}): this test serves Artemis' console there")
+    console.forget()
+    try:
+        yield
+    finally:
+        relay.close()
+        console.forget()

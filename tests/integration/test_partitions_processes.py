@@ -188,10 +188,14 @@ def fleet(
     partitions: int | None = PARTITIONS,
     failover: bool = False,
     work_ms: tuple[float, float] = (0.5, 4.0),
+    management_url: bool = True,
 ) -> Iterator[Fleet]:
     """The processes' URL is the case's, with ``failover`` in a ``failover:(...)`` URL
-    (jmslike reconnects by itself; else the loss ends the connection for good)."""
+    (jmslike reconnects by itself; else the loss ends the connection for good), without
+    ``managementUrl`` if ``management_url`` is False."""
     url = case_url(case)
+    if not management_url:
+        url = url.partition("?managementUrl=")[0]
     if heartbeat_ms:
         if case.endswith("stomp"):
             # Heart-beats: the broker notices a frozen process after a few missed ones,
@@ -310,6 +314,25 @@ def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
     """ORD-9, ORD-16: three processes, nothing lost, no unflagged duplicate, every group
     in send order and never in progress twice at once."""
     with fleet(tmp_path, case, _queue()) as group:
+        for _ in range(3):
+            group.start()
+        sent = send_groups(group)
+        group.wait_processed(len(sent), 120.0)
+        owned = group.owned()
+        assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
+    assert_kept(group, sent)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id.startswith("artemis")])
+def test_groups_kept_across_processes_with_artemis_console_at_its_default_address(
+    case: str, tmp_path: Path, console_at_default_address: None
+) -> None:
+    """Issue 16 on Artemis with no ``managementUrl``: each process finds the management
+    API where ``artemis create`` puts it (here the suite's console, relayed to port
+    8161) and makes its partitions exclusive queues, so the three processes keep every
+    group as with the setting. Before, the partitioned consumer refused to start there
+    (``exclusive_scope`` was "process")."""
+    with fleet(tmp_path, case, _queue(), management_url=False) as group:
         for _ in range(3):
             group.start()
         sent = send_groups(group)

@@ -28,7 +28,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from brokercases import CASES, case_url
-from brokerenv import broker_url
 from faultproxy import Relay
 
 from jmslike import ConnectionFactory, Session
@@ -252,24 +251,6 @@ def test_ord18_without_management_url_says_it_holds_within_the_process(
     assert all("managementUrl" in message for message in warned)
     # and where jmslike looked for it (the suite's consoles are not at the default port)
     assert all(DEFAULT_CONSOLE in message for message in warned), warned
-
-
-@pytest.fixture
-def console_at_default_address() -> Iterator[None]:
-    """The suite's Artemis console, reachable where ``artemis create`` puts it (port
-    8161) through a relay, so that jmslike's look-up (jmslike/spi/console.py) meets the
-    real Jolokia there. Answers kept from before or for later are dropped."""
-    management = urlsplit(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"))
-    try:
-        relay = Relay((management.hostname or "127.0.0.1", management.port or 8161), port=8161)
-    except OSError as exc:
-        pytest.fail(f"port 8161 is taken ({exc}): this test serves Artemis' console there")
-    console.forget()
-    try:
-        yield
-    finally:
-        relay.close()
-        console.forget()
 
 
 @pytest.mark.parametrize("case", ARTEMIS)
