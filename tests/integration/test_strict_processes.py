@@ -19,6 +19,7 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_strict_processes.py -v`
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import uuid
@@ -122,6 +123,62 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
             consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
             connection.start()
             _takes_over_after_the_kill(case, child, consumer)
+
+
+FROZEN_NOTICED = {case.id for case in CASES} - {"rabbitmq-amqp"}
+"""Cases whose broker drops a frozen client's connection by itself: STOMP heart-beats,
+and the AMQP idle timeout of Classic and Artemis (6 s on the test brokers). RabbitMQ
+3.10 never drops a silent AMQP 1.0 client: there the frozen process keeps the queue
+until it wakes and its own idle timeout ends its connection (docs/partitions.md)."""
+
+FREEZE_S = 8.0
+"""How long the holder stays frozen: past the brokers' 6 s AMQP idle timeout, and past
+the child's own (5 s) where only waking ends its connection."""
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ord18_standby_takes_over_from_a_frozen_process(case: str) -> None:
+    """ORD-18 (+ ORD-11), issue 16: the active consumer's process is frozen (SIGSTOP, as a
+    long GC pause or a stopped VM) holding two unacknowledged messages. Its connections
+    stay open, so only the broker noticing the silence (STOMP heart-beats, the AMQP idle
+    timeout) lets the other process's standby take over, with the frozen process's two
+    messages first, in order, flagged, then the rest. On RabbitMQ over AMQP that happens
+    only once the process wakes (its own idle timeout ends its connection)."""
+    url = case_url(case)
+    keep_alive = "heartbeat=1000" if case.endswith("stomp") else "idleTimeout=5000"
+    child_url = url + ("&" if "?" in url else "?") + keep_alive
+    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
+    factory = ConnectionFactory(url, strictly_ordered=queue)
+    with factory.create_connection() as connection:
+        sender = connection.create_session()
+        producer = sender.create_producer(queue)
+        for n in range(1, 6):
+            producer.send(sender.create_text_message(f"m{n}"))
+        with _child_holding(CHILD, child_url, queue) as child:
+            mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
+            connection.start()
+            assert consumer.receive(1.0) is None  # the child is the active consumer
+            child.send_signal(signal.SIGSTOP)
+            try:
+                first = consumer.receive(FREEZE_S)
+                if case not in FROZEN_NOTICED:
+                    assert first is None, "took over from a process RabbitMQ cannot see frozen"
+                    child.send_signal(signal.SIGCONT)
+                    first = consumer.receive(15.0)
+            finally:
+                child.send_signal(signal.SIGCONT)
+            assert first is not None, f"no take-over within {FREEZE_S} s of the freeze"
+            got = [(first.text, first.jms_redelivered)]
+            first.acknowledge()
+            for _ in range(3):
+                message = consumer.receive(10.0)
+                assert message is not None, f"took over with only {got}"
+                got.append((message.text, message.jms_redelivered))
+                message.acknowledge()
+            assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
+            assert _flagged(case, got)
+            assert consumer.receive(0.2) is None
 
 
 SUBSCRIPTION_CHILD = """
