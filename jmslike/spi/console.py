@@ -15,7 +15,7 @@ from before: the broker cannot be asked, and the warnings name ``managementUrl``
 reason found here. A failover URL is not looked up: which member's console would speak
 for the others is the user's to say.
 
-The answer is kept per broker address and user for :data:`REMEMBER` seconds, so that a
+The answer is kept per broker address and login for :data:`REMEMBER` seconds, so that a
 process opening many connections asks once, and a console started later is found.
 """
 
@@ -44,7 +44,8 @@ _ADVICE = re.compile(r"(?::\s*(?:set|give) managementUrl|\s*\(setting management
 """The advice that ends jmslike.spi.management's errors."""
 
 _lock = threading.Lock()
-_answers: dict[tuple[str, int, str | None], tuple[float, str | None, str]] = {}
+_answers: dict[tuple[str, int, str | None, str | None], tuple[float, str | None, str]] = {}
+"""(host, port, user, password) -> (when, the endpoint or None, why not)."""
 
 
 def artemis_console(
@@ -52,7 +53,7 @@ def artemis_console(
 ) -> tuple[str | None, str]:
     """The Artemis management endpoint at the default address if it is this broker's,
     else None; and, for None, why not (for the warnings that name ``managementUrl``)."""
-    key = (host, port, user)
+    key = (host, port, user, password)
     now = time.monotonic()
     with _lock:
         known = _answers.get(key)
