@@ -309,11 +309,8 @@ def _queue() -> str:
     return f"queue://parts-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
-    """ORD-9, ORD-16: three processes, nothing lost, no unflagged duplicate, every group
-    in send order and never in progress twice at once."""
-    with fleet(tmp_path, case, _queue()) as group:
+def _kept_across_three_processes(case: str, tmp_path: Path, *, management_url: bool) -> None:
+    with fleet(tmp_path, case, _queue(), management_url=management_url) as group:
         for _ in range(3):
             group.start()
         sent = send_groups(group)
@@ -321,6 +318,13 @@ def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
         owned = group.owned()
         assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
     assert_kept(group, sent)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_groups_kept_across_three_processes(case: str, tmp_path: Path) -> None:
+    """ORD-9, ORD-16: three processes, nothing lost, no unflagged duplicate, every group
+    in send order and never in progress twice at once."""
+    _kept_across_three_processes(case, tmp_path, management_url=True)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.id.startswith("artemis")])
@@ -332,14 +336,7 @@ def test_groups_kept_across_processes_with_artemis_console_at_its_default_addres
     8161) and makes its partitions exclusive queues, so the three processes keep every
     group as with the setting. Before, the partitioned consumer refused to start there
     (``exclusive_scope`` was "process")."""
-    with fleet(tmp_path, case, _queue(), management_url=False) as group:
-        for _ in range(3):
-            group.start()
-        sent = send_groups(group)
-        group.wait_processed(len(sent), 120.0)
-        owned = group.owned()
-        assert sorted(p for ps in owned.values() for p in ps) == list(range(PARTITIONS)), owned
-    assert_kept(group, sent)
+    _kept_across_three_processes(case, tmp_path, management_url=False)
 
 
 @pytest.mark.parametrize("case", CASES)

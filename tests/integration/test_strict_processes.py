@@ -90,9 +90,16 @@ def _takes_over_after_the_kill(case: str, child: subprocess.Popen[str], consumer
     assert consumer.receive(1.0) is None  # the child is the active consumer
     child.kill()
     child.wait(10.0)
+    _took_over_in_order(case, consumer)
+
+
+def _took_over_in_order(case: str, consumer: Any, first: Any = None) -> None:
+    """The standby gets m2 and m3 (the child's unfinished ones), flagged, then m4, m5,
+    and nothing more; ``first``: the first of them, received already."""
     got = []
-    for _ in range(4):
-        message = consumer.receive(10.0)
+    while len(got) < 4:
+        message = first or consumer.receive(10.0)
+        first = None
         assert message is not None, f"took over with only {got}"
         got.append((message.text, message.jms_redelivered))
         message.acknowledge()
@@ -103,12 +110,13 @@ def _takes_over_after_the_kill(case: str, child: subprocess.Popen[str], consumer
     assert consumer.receive(0.2) is None
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None:
-    """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
-    ordered queue, this process's consumer gets nothing; when that process dies, this one
-    takes over with what it left unfinished, in order, redelivered, then the rest."""
-    url = case_url(case)
+@contextlib.contextmanager
+def _standby_beside_a_holder(
+    url: str, child_url: str | None = None
+) -> Iterator[tuple[Any, subprocess.Popen[str], Any]]:
+    """A strictly ordered queue holding m1..m5, a child process (URL ``child_url``, else
+    ``url``) holding it (m1 acknowledged, m2 and m3 not), and this process's standby
+    consumer on it: (connection, child, standby)."""
     queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
     # Declared by the sender too: RabbitMQ cannot make a queue single-active-consumer
     # once something declared it as an ordinary one.
@@ -118,11 +126,20 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
         producer = sender.create_producer(queue)
         for n in range(1, 6):
             producer.send(sender.create_text_message(f"m{n}"))
-        with _child_holding(CHILD, url, queue) as child:
+        with _child_holding(CHILD, child_url or url, queue) as child:
             mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
             consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
             connection.start()
-            _takes_over_after_the_kill(case, child, consumer)
+            yield connection, child, consumer
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None:
+    """ORD-18 (+ ORD-11): while another process's consumer is active on the strictly
+    ordered queue, this process's consumer gets nothing; when that process dies, this one
+    takes over with what it left unfinished, in order, redelivered, then the rest."""
+    with _standby_beside_a_holder(case_url(case)) as (_connection, child, consumer):
+        _takes_over_after_the_kill(case, child, consumer)
 
 
 FROZEN_NOTICED = {case.id for case in CASES} - {"rabbitmq-amqp"}
@@ -147,38 +164,19 @@ def test_ord18_standby_takes_over_from_a_frozen_process(case: str) -> None:
     url = case_url(case)
     keep_alive = "heartbeat=1000" if case.endswith("stomp") else "idleTimeout=5000"
     child_url = url + ("&" if "?" in url else "?") + keep_alive
-    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
-    factory = ConnectionFactory(url, strictly_ordered=queue)
-    with factory.create_connection() as connection:
-        sender = connection.create_session()
-        producer = sender.create_producer(queue)
-        for n in range(1, 6):
-            producer.send(sender.create_text_message(f"m{n}"))
-        with _child_holding(CHILD, child_url, queue) as child:
-            mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-            consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
-            connection.start()
-            assert consumer.receive(1.0) is None  # the child is the active consumer
-            child.send_signal(signal.SIGSTOP)
-            try:
-                first = consumer.receive(FREEZE_S)
-                if case not in FROZEN_NOTICED:
-                    assert first is None, "took over from a process RabbitMQ cannot see frozen"
-                    child.send_signal(signal.SIGCONT)
-                    first = consumer.receive(15.0)
-            finally:
+    with _standby_beside_a_holder(url, child_url) as (_connection, child, consumer):
+        assert consumer.receive(1.0) is None  # the child is the active consumer
+        child.send_signal(signal.SIGSTOP)
+        try:
+            first = consumer.receive(FREEZE_S)
+            if case not in FROZEN_NOTICED:
+                assert first is None, "took over from a process RabbitMQ cannot see frozen"
                 child.send_signal(signal.SIGCONT)
-            assert first is not None, f"no take-over within {FREEZE_S} s of the freeze"
-            got = [(first.text, first.jms_redelivered)]
-            first.acknowledge()
-            for _ in range(3):
-                message = consumer.receive(10.0)
-                assert message is not None, f"took over with only {got}"
-                got.append((message.text, message.jms_redelivered))
-                message.acknowledge()
-            assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
-            assert _flagged(case, got)
-            assert consumer.receive(0.2) is None
+                first = consumer.receive(15.0)
+        finally:
+            child.send_signal(signal.SIGCONT)
+        assert first is not None, f"no take-over within {FREEZE_S} s of the freeze"
+        _took_over_in_order(case, consumer, first)
 
 
 SUBSCRIPTION_CHILD = """
@@ -321,19 +319,9 @@ def test_ord18_across_processes_with_the_console_at_its_default_address(
     test_ord18_strict_queue_has_one_consumer_across_processes, child included, with the
     setting left out; before, the child was a second active consumer."""
     url = case_url(case).partition("?managementUrl=")[0]
-    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
-    factory = ConnectionFactory(url, strictly_ordered=queue)
-    with factory.create_connection() as connection:
+    with _standby_beside_a_holder(url) as (connection, child, consumer):
         assert connection.capabilities.exclusive_scope == "broker"
-        sender = connection.create_session()
-        producer = sender.create_producer(queue)
-        for n in range(1, 6):
-            producer.send(sender.create_text_message(f"m{n}"))
-        with _child_holding(CHILD, url, queue) as child:
-            mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-            consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
-            connection.start()
-            _takes_over_after_the_kill(case, child, consumer)
+        _takes_over_after_the_kill(case, child, consumer)
 
 
 @pytest.mark.parametrize("case", ARTEMIS)
