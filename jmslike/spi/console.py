@@ -45,26 +45,39 @@ _ADVICE = re.compile(r"(?::\s*(?:set|give) managementUrl|\s*\(setting management
 
 _lock = threading.Lock()
 _answers: dict[tuple[str, int, str | None, str | None], tuple[float, str | None, str]] = {}
-"""(host, port, user, password) -> (when, the endpoint or None, why not)."""
+"""(host, port, user, password) -> (when, the broker's name in its MBeans or None, why
+not). The name is what the look-up learnt: the caller's client need not search again."""
 
 
 def artemis_console(
     host: str, port: int, user: str | None, password: str | None, timeout: float
-) -> tuple[str | None, str]:
-    """The Artemis management endpoint at the default address if it is this broker's,
-    else None; and, for None, why not (for the warnings that name ``managementUrl``)."""
+) -> tuple[ArtemisManagement | None, str]:
+    """A client of the Artemis management API at the default address, with ``timeout``
+    for its later calls, if that API is this broker's; else None and why not (for the
+    warnings that name ``managementUrl``)."""
     key = (host, port, user, password)
+    url = ARTEMIS_CONSOLE.format(host=f"[{host}]" if ":" in host else host)
     now = time.monotonic()
     with _lock:
         known = _answers.get(key)
-    if known is not None and now - known[0] < REMEMBER:
-        return known[1], known[2]
-    url = ARTEMIS_CONSOLE.format(host=f"[{host}]" if ":" in host else host)
+    if known is None or now - known[0] >= REMEMBER:
+        known = _look(key, url, min(timeout, TIMEOUT), now)
+    _when, broker, why = known
+    if broker is None:
+        return None, why
+    return ArtemisManagement(url, user, password, timeout, broker=broker), ""
+
+
+def _look(
+    key: tuple[str, int, str | None, str | None], url: str, timeout: float, now: float
+) -> tuple[float, str | None, str]:
+    """Ask the default address once and keep the answer (see artemis_console)."""
+    host, port, user, password = key
     found: str | None = None
     try:
-        management = ArtemisManagement(url, user, password, min(timeout, TIMEOUT))
+        management = ArtemisManagement(url, user, password, timeout)
         if management.listens_on(port):
-            found, why = url, ""
+            found, why = management.broker_name(), ""
         else:
             why = (
                 f"the management API at {url} is another broker's (none of its acceptors "
@@ -79,7 +92,7 @@ def artemis_console(
         log.info("Artemis at %s:%s: management API found at %s", host, port, url)
     else:
         log.debug("Artemis at %s:%s: no management API found: %s", host, port, why)
-    return found, why
+    return now, found, why
 
 
 def forget() -> None:

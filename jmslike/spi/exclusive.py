@@ -135,9 +135,10 @@ class Exclusivity:
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
-    management_url: str | None = None
-    """Artemis' management endpoint, given (``managementUrl``) or found where ``artemis
-    create`` puts it (jmslike.spi.console); None: none to use."""
+    artemis: ArtemisManagement | None = None
+    """Artemis' management API, at ``managementUrl`` or found where ``artemis create``
+    puts it (jmslike.spi.console), for the connection's other uses of it (browsing over
+    STOMP); None: none to use."""
 
     def hold_queue(self, declared: ExclusiveQueues, queue: str, *, required: bool) -> bool:
         """ORD-18 or a partition on ``queue``: one active consumer across processes, once
@@ -205,12 +206,6 @@ def exclusivity_for(
     ``managementUrl`` (jmslike.spi.console)."""
     url = settings.extra.get("managementUrl")
     timeout = settings.request_timeout
-    why = ""
-    if broker == "artemis" and not url:
-        if port is None:
-            why = "a failover URL's brokers are not looked for at the default address"
-        else:
-            url, why = artemis_console(host, port, user, password, timeout)
     if broker == "activemq":
         return Exclusivity("broker", None)
     if broker == "rabbitmq":
@@ -228,15 +223,23 @@ def exclusivity_for(
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
             bound_topics=lambda queue: rabbit.topic_bindings(vhost, queue),
         )
-    if broker == "artemis" and url:
-        artemis = ArtemisManagement(url, user, password, timeout)
+    why = ""
+    artemis: ArtemisManagement | None = None
+    if broker == "artemis":
+        if url:
+            artemis = ArtemisManagement(url, user, password, timeout)
+        elif port is None:
+            why = "a failover URL's brokers are not looked for at the default address"
+        else:
+            artemis, why = artemis_console(host, port, user, password, timeout)
+    if artemis is not None:
         return Exclusivity(
             "broker",
             artemis.declare_exclusive,
             depths=artemis.queue_depths,
             declare_topic=artemis.declare_exclusive_address,
             delete_subscription=artemis.delete_subscription_queue,
-            management_url=url,
+            artemis=artemis,
         )
     hint = (
         "set managementUrl to Artemis' Jolokia endpoint (http://<host>:<console "

@@ -116,9 +116,19 @@ class ArtemisManagement(_Http):
 
     product = "Artemis management"
 
-    def __init__(self, url: str, user: str | None, password: str | None, timeout: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        user: str | None,
+        password: str | None,
+        timeout: float,
+        *,
+        broker: str | None = None,
+    ) -> None:
         super().__init__(url, user, password, timeout)
-        self._broker: str | None = None
+        self._broker = broker
+        """The broker's name in its MBeans: asked for once (one search), or given by
+        whoever asked already (jmslike.spi.console)."""
 
     def _call(self, request: dict[str, Any]) -> Any:
         _status, reply = self._request("POST", "", request)
@@ -131,7 +141,7 @@ class ArtemisManagement(_Http):
         """Make the anycast queue ``queue`` exclusive: one consumer active at a time, of
         any process or protocol; created if missing, updated if it exists (its messages
         stay)."""
-        broker = f"org.apache.activemq.artemis:broker={self._broker_name()}"
+        broker = f"org.apache.activemq.artemis:broker={self.broker_name()}"
         config = {
             "name": queue,
             "address": queue,
@@ -168,7 +178,7 @@ class ArtemisManagement(_Http):
         self._call(
             {
                 "type": "exec",
-                "mbean": f"org.apache.activemq.artemis:broker={self._broker_name()}",
+                "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
                 "operation": "addAddressSettings(java.lang.String,java.lang.String)",
                 "arguments": [address, json.dumps({"defaultExclusiveQueue": True})],
             }
@@ -180,7 +190,7 @@ class ArtemisManagement(_Http):
         API found at the default address is known to be the broker's that jmslike
         connected to, and not another broker's on the same host."""
         pattern = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=acceptors,name=*"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=acceptors,name=*"
         )
         found = self._call({"type": "read", "mbean": pattern, "attribute": "Parameters"})
         acceptors = found.values() if isinstance(found, dict) else ()
@@ -189,7 +199,8 @@ class ArtemisManagement(_Http):
             for acceptor in acceptors
         )
 
-    def _broker_name(self) -> str:
+    def broker_name(self) -> str:
+        """The broker's name in its MBeans (one search the first time)."""
         if self._broker is None:
             found = self._call({"type": "search", "mbean": "org.apache.activemq.artemis:broker=*"})
             if not found:
@@ -201,7 +212,7 @@ class ArtemisManagement(_Http):
         """The queue's messages as (STOMP-like headers, body), in delivery order; [] if the
         queue does not exist yet (Artemis creates queues on first use)."""
         mbean = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
         )
         request = {
@@ -221,7 +232,7 @@ class ArtemisManagement(_Http):
     def queue_depths(self, prefix: str) -> dict[str, int]:
         """Messages (waiting and delivered) of every anycast queue named ``prefix...``."""
         pattern = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address=*,subcomponent=queues,routing-type="anycast",queue={_quoted(prefix)[:-1]}*"'
         )
         found: dict[str, int] = {}
@@ -236,7 +247,7 @@ class ArtemisManagement(_Http):
     def consumer_count(self, queue: str) -> int:
         """How many consumers the anycast queue ``queue`` has (0 if it does not exist)."""
         mbean = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
         )
         try:
@@ -250,7 +261,7 @@ class ArtemisManagement(_Http):
     def _multicast_queue(self, queue: str) -> str | None:
         """The MBean name of the multicast queue ``queue``, on any address (None: none)."""
         pattern = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address=*,subcomponent=queues,routing-type="multicast",queue={_quoted(queue)}'
         )
         found = self._call({"type": "search", "mbean": pattern})
@@ -278,7 +289,7 @@ class ArtemisManagement(_Http):
             self._call(
                 {
                     "type": "exec",
-                    "mbean": f"org.apache.activemq.artemis:broker={self._broker_name()}",
+                    "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
                     "operation": "destroyQueue(java.lang.String)",
                     "arguments": [queue],
                 }
@@ -298,7 +309,7 @@ class ArtemisManagement(_Http):
         it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing
         when asked to delete one that does not (JMS wants an error)."""
         pattern = (
-            f"org.apache.activemq.artemis:broker={self._broker_name()},component=addresses,"
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f"address=*,subcomponent=queues,routing-type=*,queue={_quoted(f'{client_id}.{name}')}"
         )
         return bool(self._call({"type": "search", "mbean": pattern}))

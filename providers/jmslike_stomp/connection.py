@@ -30,7 +30,6 @@ from jmslike.errors import (
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
-from jmslike.spi.management import ArtemisManagement
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
 from jmslike.spi.strict import registry_for
 from jmslike_stomp.capabilities import _capabilities
@@ -104,12 +103,7 @@ class StompConnection(ProviderConnection):
             self.transport.vhost,
             port=None if len(url.members) > 1 else first.port or 61613,
         )
-        management_url = self.exclusivity.management_url
-        self.management = (
-            ArtemisManagement(management_url, self._user, self._password, settings.request_timeout)
-            if management_url and self.dialect.management == "artemis-jolokia"
-            else None
-        )
+        self.management = self.exclusivity.artemis
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         self.capabilities = _capabilities(
             self.dialect, self.transport, self.management, self.exclusivity

@@ -122,8 +122,6 @@ class Dialect:
     exclusive_header: str | None = None
     """SUBSCRIBE header that makes the broker deliver to one such subscriber at a time
     (Classic's exclusive consumer): strictly ordered destinations across processes."""
-    management: str | None = None
-    """``artemis-jolokia``: browsing through the management API (setting managementUrl)."""
 
     def prefetch_headers(self, prefetch: int) -> dict[str, str]:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
@@ -186,7 +184,6 @@ ARTEMIS = Dialect(
     shared_subscription="artemis",
     group_seq_header="_AMQ_GROUP_SEQUENCE",
     dead_letter_queue="DLQ",
-    management="artemis-jolokia",
     keeps_timestamp=False,
     quick_ack=False,
 )
