@@ -110,6 +110,9 @@ class StompConsumer(ProviderConsumer):
         self._headers = headers
         self._filter = client_filter
         self.sub_id = sub_id
+        self.cumulative_sub = sub_id if headers.get("ack") == "client" else None
+        """The subscription's id where it acknowledges cumulatively (``ack:client``): its
+        held ACKs replace each other (``Wire.hold``)."""
         self._durable_name: str | None = None
         self.prepare: Callable[[], None] | None = None
         """What the broker needs done before each SUBSCRIBE, a reconnect's too (RabbitMQ:

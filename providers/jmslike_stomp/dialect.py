@@ -122,6 +122,13 @@ class Dialect:
     exclusive_header: str | None = None
     """SUBSCRIBE header that makes the broker deliver to one such subscriber at a time
     (Classic's exclusive consumer): strictly ordered destinations across processes."""
+    cumulative_ack: bool = False
+    """``ack:client`` (one ACK covers every earlier message of the subscription) for a
+    consumer that finishes in order and holds its ACKs: a write per many messages, and a
+    third to a half of the broker's work per message (docs/performance.md, "What one ACK
+    per message costs the broker"). Not where jmslike's client gate may park a message
+    while later ones are finished (RabbitMQ), nor where NACK gives a message back, since a
+    cumulative NACK would give back every earlier one too."""
 
     def prefetch_headers(self, prefetch: int) -> dict[str, str]:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
@@ -164,6 +171,7 @@ ACTIVEMQ = Dialect(
     exclusive_header="activemq.exclusive",
     dead_letter_queue="ActiveMQ.DLQ",
     tcp_no_delay=False,
+    cumulative_ack=True,
 )
 
 ARTEMIS = Dialect(
@@ -186,6 +194,7 @@ ARTEMIS = Dialect(
     dead_letter_queue="DLQ",
     keeps_timestamp=False,
     quick_ack=False,
+    cumulative_ack=True,
 )
 
 RABBITMQ = Dialect(

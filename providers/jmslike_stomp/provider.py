@@ -13,8 +13,10 @@ The SPI classes have a module each:
   letters (a send to the factory's dead-letter queue, then an acknowledgement: NACK
   means "discard" on Artemis and "to ActiveMQ.DLQ" on Classic, neither what jmslike
   promises).
-* ``consumer.py``: ``StompConsumer``, one subscription with ``ack:client-individual``,
-  made on the first request for messages with the broker's prefetch header set from the
+* ``consumer.py``: ``StompConsumer``, one subscription with ``ack:client-individual``
+  (``ack:client``, cumulative, where an AUTO or DUPS_OK consumer holds its ACKs on a
+  broker that keeps groups itself: it finishes in order there), made on the first
+  request for messages with the broker's prefetch header set from the
   factory's ``prefetch`` (1 by default: a consumer never holds a group's next message
   ahead of time, ORD-9). Delivery counts are kept by jmslike, per message, because the
   brokers do not send them.

@@ -166,6 +166,18 @@ class StompSession(ProviderSession):
         elif durable:
             sub_id = connection.durable_headers(destination, subscription or "", headers)
             connection.active_durables.add(subscription or "")
+        if (
+            dialect.cumulative_ack
+            and self.ack_batch >= 2
+            and not window
+            and client_filter is None
+        ):
+            # Cumulative ACKs where this consumer finishes in order and holds its ACKs
+            # (AUTO or DUPS_OK, a window of 8 or more, no failover URL). Not for a
+            # container's feed (``window``), whose sessions finish its messages in any
+            # order, nor where the consumer filters (its reading thread acknowledges what
+            # it drops, ahead of what the application has not finished).
+            headers["ack"] = "client"
         if destination.is_temporary and destination.name not in connection.temporary_names:
             raise InvalidDestinationError(
                 f"{destination} belongs to another connection: only the connection that "
@@ -291,7 +303,9 @@ class StompSession(ProviderSession):
             ack_id = token.ack_id
             after = written if number == last else None
             if ack_id:
-                consumer.transport.hold_ack(ack_id, batch, after)
+                consumer.transport.hold_ack(
+                    ack_id, batch, after, cumulative=consumer.cumulative_sub
+                )
             elif after is not None:
                 after(True)  # nothing to write for it (RabbitMQ's auto ack)
             self.connection.forget(token.key)

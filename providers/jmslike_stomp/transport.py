@@ -535,12 +535,19 @@ class StompTransport:
             raise  # a confirmed ACK (CLIENT_ACKNOWLEDGE) says it was lost: the caller tells
 
     def hold_ack(
-        self, ack_id: str, batch: int, written: Callable[[bool], None] | None = None
+        self,
+        ack_id: str,
+        batch: int,
+        written: Callable[[bool], None] | None = None,
+        *,
+        cumulative: str | None = None,
     ) -> None:
         """An ACK nobody waits for that may wait for company (``Wire.hold``): it goes
         with the next frame written, with ``batch`` held ones, or ``ACK_DELAY`` later;
-        then ``written(ok)`` is called (``Wire.hold``). Where stomp.py writes (no wire)
-        or the connection is down, as :meth:`frame`, and ``written`` right after."""
+        then ``written(ok)`` is called (``Wire.hold``). ``cumulative``: the id of an
+        ``ack:client`` subscription, whose held ACK the next one replaces. Where stomp.py
+        writes (no wire) or the connection is down, as :meth:`frame`, and ``written``
+        right after."""
         wire = self._wire
         if wire is None or not wire.writes or not self.connected:
             try:
@@ -553,7 +560,7 @@ class StompTransport:
                 written(True)
             return
         try:
-            wire.hold(encode_frame("ACK", {"id": ack_id}), batch, written)
+            wire.hold(encode_frame("ACK", {"id": ack_id}), batch, written, key=cumulative)
         except (NotConnectedException, OSError, AttributeError) as exc:
             if self.reconnects:
                 return  # as frame(): the broker delivers it again, flagged

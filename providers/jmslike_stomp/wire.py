@@ -31,6 +31,11 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   ``sendall`` that carried the frame, but only by the thread that held a frame or by
   the flusher, never by another writer (an application's SEND, stomp.py's heart-beat,
   a close), which may hold locks the callback needs.
+* **Cumulative ACKs**: on a subscription with ``ack:client`` one ACK covers every
+  earlier message, so a held ACK of such a subscription (``hold(..., key=sub_id)``)
+  replaces the one it held last, as long as nothing was queued after that one (a *cell*
+  in the outbox, written with whatever it holds then): one ACK goes per ``batch``
+  messages, or per :data:`ACK_DELAY`, never after a later frame it should have preceded.
 
 :func:`encode_frame` builds the same bytes as stomp.py 1.2's ``send_frame`` (values
 escaped, headers sorted; tests compare the two). Where stomp.py's internals are not the
@@ -230,6 +235,19 @@ def _set_no_delay(sock: Any) -> None:
         log.debug("STOMP: TCP_NODELAY not set on %r", sock)
 
 
+class _Cell:
+    """A held cumulative ACK in the outbox, replaced by the next one of its subscription
+    until the flush takes it (both under ``Wire._cell_lock``)."""
+
+    __slots__ = ("count", "data", "key", "taken")
+
+    def __init__(self, key: str, data: bytes) -> None:
+        self.key = key
+        self.data = data
+        self.count = 1
+        self.taken = False
+
+
 class Wire:
     """The reading and writing paths of one stomp.py connection (see the module)."""
 
@@ -249,7 +267,10 @@ class Wire:
         self._transport: Any = conn.transport
         self._on_message = on_message
         self._buffer = b""
-        self._outbox: deque[bytes] = deque()
+        self._outbox: deque[bytes | _Cell] = deque()
+        self._cells: dict[str, _Cell] = {}
+        """Each subscription's cell still in the outbox (:meth:`hold` with a key)."""
+        self._cell_lock = threading.Lock()
         self._written: deque[Callable[[bool], None]] = deque()
         """Callbacks of held frames (:meth:`hold`), each queued after its frame."""
         self._done: deque[tuple[Callable[[bool], None], bool]] = deque()
@@ -292,17 +313,49 @@ class Wire:
             if self._done:  # held frames went with ours: the flusher calls their callbacks
                 self._schedule()
 
-    def hold(self, data: bytes, batch: int, written: Callable[[bool], None] | None = None) -> None:
+    def hold(
+        self,
+        data: bytes,
+        batch: int,
+        written: Callable[[bool], None] | None = None,
+        *,
+        key: str | None = None,
+    ) -> None:
         """Queue ``data`` (an ACK nobody waits for) without writing it, unless ``batch``
         frames now wait: it goes with the next frame written, or :data:`ACK_DELAY` from
         now. Order holds as for :meth:`write`: whatever is written next goes after it.
         ``written(ok)`` is called once it went (True) or failed (False), by this thread
-        or the flusher."""
+        or the flusher. ``key``: a cumulative ACK of that subscription (see the module);
+        the ACKs of one subscription must come from one thread at a time."""
+        if key is not None and written is None:
+            self._hold_cumulative(key, data, batch)
+            return
         outbox = self._outbox
         outbox.append(data)  # (before _due is read: see _Flusher.run)
         if written is not None:
             self._written.append(written)  # after its frame: see _flush
         if len(outbox) >= batch:
+            self.write_held()
+        else:
+            self._schedule()
+
+    def _hold_cumulative(self, key: str, data: bytes, batch: int) -> None:
+        outbox = self._outbox
+        with self._cell_lock:
+            cell = self._cells.get(key)
+            try:
+                last = outbox[-1]
+            except IndexError:  # empty, or the flusher took the last one meanwhile
+                last = None
+            if cell is not None and last is cell and not cell.taken:
+                cell.data = data
+                cell.count += 1
+                count = cell.count
+            else:  # a frame went in after it (or it went): this one comes after that
+                cell = self._cells[key] = _Cell(key, data)
+                outbox.append(cell)  # (before _due is read: see _Flusher.run)
+                count = 1
+        if count >= batch:
             self.write_held()
         else:
             self._schedule()
@@ -346,7 +399,15 @@ class Wire:
         chunks: list[bytes] = []
         outbox = self._outbox
         while outbox:
-            chunks.append(outbox.popleft())
+            item = outbox.popleft()
+            if isinstance(item, _Cell):
+                with self._cell_lock:
+                    item.taken = True
+                    if self._cells.get(item.key) is item:
+                        del self._cells[item.key]
+                    chunks.append(item.data)
+            else:
+                chunks.append(item)
         sock = self._transport.socket
         if not chunks:
             self._done.extend((callback, sock is not None) for callback in taken)

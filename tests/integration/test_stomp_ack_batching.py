@@ -15,6 +15,11 @@ tests/faultproxy.py's relay, which the test cuts to see what the broker has:
   flusher the last few ACKs stayed in the outbox and those messages came again.
 * **The consumer closes at once**: the held ACKs go before the UNSUBSCRIBE (one outbox,
   in order), so nothing finished comes again.
+* **Cumulative ACKs** (``ack:client``) on ActiveMQ Classic and Artemis, where such a
+  consumer finishes in order: the held ACK is replaced by the next one, so one goes per
+  batch; every case above runs that way there. Not on RabbitMQ (its client gate may
+  park a message while later ones are finished), not for CLIENT_ACKNOWLEDGE, and not at
+  a window too small to hold ACKs.
 * **Grouped messages** are held too. Where jmslike keeps the groups (RabbitMQ's client
   gate), the gate frees a group only once its ACK is written, so two sessions on two
   connections still never have one group's messages in progress at once, in order
@@ -81,6 +86,36 @@ def _left(url: str, queue: str, expected: int) -> list[str]:
             got.append(str(message.text))
             message.acknowledge()
     return got
+
+
+@pytest.mark.parametrize("case", STOMP_CASES)
+def test_a_consumer_acknowledges_cumulatively_only_where_it_finishes_in_order(
+    case: str,
+) -> None:
+    """``ack:client`` for an AUTO or DUPS_OK consumer whose ACKs are held, on the brokers
+    that keep groups themselves; ``client-individual`` everywhere else."""
+    cumulative_broker = case.startswith(("activemq-", "artemis-"))
+    queue = f"ack-mode-{uuid.uuid4().hex[:8]}"
+    url = case_url(case)
+    for prefetch, mode, expected in [
+        (WINDOW, Session.AUTO_ACKNOWLEDGE, cumulative_broker),
+        (WINDOW, Session.DUPS_OK_ACKNOWLEDGE, cumulative_broker),
+        (WINDOW, Session.CLIENT_ACKNOWLEDGE, False),
+        (1, Session.AUTO_ACKNOWLEDGE, False),  # the default: one ACK per message anyway
+    ]:
+        with ConnectionFactory(url, prefetch=prefetch).create_connection() as connection:
+            session = connection.create_session(False, mode)
+            consumer = session.create_consumer(session.create_queue(queue))
+            cumulative = consumer._provider.cumulative_sub  # type: ignore[attr-defined]
+            assert (cumulative is not None) == expected, (prefetch, mode)
+    if case.startswith("artemis-"):
+        # Artemis ignores a shared subscription's selector, so the consumer drops what
+        # it does not match, acknowledging it from its reading thread: in any order.
+        with ConnectionFactory(url, prefetch=WINDOW).create_connection() as connection:
+            session = connection.create_session(False, Session.AUTO_ACKNOWLEDGE)
+            topic = session.create_topic(f"ack-mode-{uuid.uuid4().hex[:8]}")
+            consumer = session.create_shared_consumer(topic, "filtered", "k = 2")
+            assert consumer._provider.cumulative_sub is None  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("group", [None, "g1"], ids=["ungrouped", "grouped"])

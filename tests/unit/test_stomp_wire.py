@@ -206,6 +206,66 @@ def test_a_held_frames_callback_comes_after_its_write_from_the_holder_or_the_flu
     assert not w._written and not w._done
 
 
+def test_a_cumulative_ack_replaces_the_one_held_before_it_until_a_frame_follows() -> None:
+    """Wire.hold with a key (a subscription with ``ack:client``): the newest ACK takes the
+    place of the one held before it, so one goes per batch; once any frame is queued
+    after it, the next ACK comes after that frame (an ACK never moves past a frame it
+    followed); subscriptions do not replace each other's; a lone one goes within
+    ACK_DELAY; nothing is left behind."""
+    conn = _Conn()
+    conn.transport.socket.gate.set()
+    written = conn.transport.socket.written
+    w = wire.Wire(conn, lambda frame: None)
+    w.hold(b"a1", 3, key="a")
+    w.hold(b"a2", 3, key="a")
+    assert written == []
+    w.hold(b"a3", 3, key="a")  # the third of the batch: only the newest is written
+    assert written == [b"a3"]
+    w.hold(b"a4", 3, key="a")
+    w.hold(b"b1", 3, key="b")  # another subscription's: a cell of its own
+    w.hold(b"a5", 3, key="a")  # b1 follows a4 now: a5 comes after b1
+    w.write(b"S")
+    assert written[-1] == b"a4b1a5S"
+    w.hold(b"a6", 3, key="a")
+    w.hold(b"a7", 3, key="a")
+    deadline = time.monotonic() + 5
+    while written[-1] != b"a7" and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert written[-1] == b"a7"  # the flusher wrote the newest alone
+    assert not w._outbox and not w._cells
+
+
+def test_cumulative_acks_of_one_subscription_are_never_lost_or_reordered() -> None:
+    """One thread holds a subscription's ACKs in order while others write and the flusher
+    runs: the last ACK of every write is the newest held before it, each write's ACKs
+    ascend, and the last one written is the last one held."""
+    conn = _Conn()
+    conn.transport.socket.gate.set()
+    written = conn.transport.socket.written
+    w = wire.Wire(conn, lambda frame: None)
+    stop = threading.Event()
+
+    def sends() -> None:
+        while not stop.is_set():
+            w.write(b"S;", wait=False)
+            time.sleep(0.0001)
+
+    other = threading.Thread(target=sends)
+    other.start()
+    try:
+        for number in range(1, 3001):
+            w.hold(f"{number};".encode(), 16, key="x")
+    finally:
+        stop.set()
+        other.join(5)
+    deadline = time.monotonic() + 5
+    while w._outbox and time.monotonic() < deadline:
+        time.sleep(0.001)
+    acks = [int(part) for part in b"".join(written).decode().split(";") if part.isdigit()]
+    assert acks == sorted(acks) and len(set(acks)) == len(acks)
+    assert acks[-1] == 3000
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.text(st.sampled_from("\\cnrq:ab"), max_size=10), max_size=6))
 def test_header_lines_read_as_stomp_py_reads_them(lines: list[str]) -> None:
