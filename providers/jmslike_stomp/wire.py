@@ -237,15 +237,15 @@ def _set_no_delay(sock: Any) -> None:
 
 class _Cell:
     """A held cumulative ACK in the outbox, replaced by the next one of its subscription
-    until the flush takes it (both under ``Wire._cell_lock``)."""
+    while it is the outbox's last frame; the flush pops it, then reads it (both under
+    ``Wire._cell_lock``), so a popped cell is never the last and never replaced."""
 
-    __slots__ = ("count", "data", "key", "taken")
+    __slots__ = ("count", "data", "key")
 
     def __init__(self, key: str, data: bytes) -> None:
         self.key = key
         self.data = data
         self.count = 1
-        self.taken = False
 
 
 class Wire:
@@ -347,7 +347,7 @@ class Wire:
                 last = outbox[-1]
             except IndexError:  # empty, or the flusher took the last one meanwhile
                 last = None
-            if cell is not None and last is cell and not cell.taken:
+            if cell is not None and last is cell:
                 cell.data = data
                 cell.count += 1
                 count = cell.count
@@ -402,7 +402,6 @@ class Wire:
             item = outbox.popleft()
             if isinstance(item, _Cell):
                 with self._cell_lock:
-                    item.taken = True
                     if self._cells.get(item.key) is item:
                         del self._cells[item.key]
                     chunks.append(item.data)
