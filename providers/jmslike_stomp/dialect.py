@@ -124,11 +124,12 @@ class Dialect:
     (Classic's exclusive consumer): strictly ordered destinations across processes."""
     cumulative_ack: bool = False
     """``ack:client`` (one ACK covers every earlier message of the subscription) for a
-    consumer that finishes in order and holds its ACKs: a write per many messages, and a
-    third to a half of the broker's work per message (docs/performance.md, "What one ACK
-    per message costs the broker"). Not where jmslike's client gate may park a message
-    while later ones are finished (RabbitMQ), nor where NACK gives a message back, since a
-    cumulative NACK would give back every earlier one too."""
+    consumer that finishes in order and holds its ACKs: a write per many messages, and
+    less of the broker's work per message (half on ActiveMQ Classic, a sixth on Artemis
+    by raw stomp.py: docs/performance.md, "What one ACK per message costs the broker").
+    Not where jmslike's client gate may park a message while later ones are finished
+    (RabbitMQ), nor where NACK gives a message back, since a cumulative NACK would give
+    back every earlier one too."""
 
     def prefetch_headers(self, prefetch: int) -> dict[str, str]:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
