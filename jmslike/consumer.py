@@ -155,6 +155,9 @@ class MessageConsumer:
         elif self._provider.adaptive_credit:
             self._max_ask = max(self._prefetch, self._connection._settings.max_prefetch)
         self._adaptive = self._max_ask > self._prefetch
+        self._takes = self._provider.takes_directly and self._gate is None and feed is None
+        """receive() takes each message in the call that finishes the last one, where the
+        provider can (``takes_directly``): with no client gate or feed between them."""
         self._provider.revoke = self._revoke
 
     def __repr__(self) -> str:
@@ -353,17 +356,8 @@ class MessageConsumer:
         ``send(credit)`` carries the request, alone (``_pump``) or with the acknowledgement
         of the message just finished (``Session._run_listener``: one broker round instead
         of two, as ``receive()`` does). False if nothing was needed."""
-        if (
-            self._buffer  # at a glance first: only this thread takes from the buffer
-            or self._credit > 0
-            or self._closed
-            or self._listener is None
-            or not self._connection._started
-        ):
+        if not self._listener_idle():
             return False
-        with self._cond:
-            if self._buffer or self._credit > 0:
-                return False
         ask = self._next_ask()
         with self._mutex:
             self._credit += ask
@@ -375,6 +369,31 @@ class MessageConsumer:
             raise
         if ask > self._prefetch:
             self._watch_request(self._credit)  # a grown request, taken back if idle
+        return True
+
+    def _listener_idle(self) -> bool:
+        """A started listener with nothing buffered and nothing asked for."""
+        if (
+            self._buffer  # at a glance first: only this thread takes from the buffer
+            or self._credit > 0
+            or self._closed
+            or self._listener is None
+            or not self._connection._started
+        ):
+            return False
+        with self._cond:
+            return not (self._buffer or self._credit > 0)
+
+    def _take_after(self, token: Any) -> bool:
+        """A listener finished the message of ``token`` and has nothing buffered or asked
+        for, on a provider that takes directly: acknowledge it and take the next message
+        in one call, and wake the dispatcher for it. False (nothing done) otherwise."""
+        if not self._listener_idle():
+            return False
+        taken = self._session._take_next(self, [token])
+        if taken is not None:
+            self._buffer.append(taken)
+            self._session._wake(self)
         return True
 
     def _watch_request(self, credit: int) -> None:
@@ -435,38 +454,38 @@ class MessageConsumer:
                 )
             if math.isinf(timeout):
                 timeout = None
+        item: Buffered | None = None
         if self._last is not None:
             if not self._buffer and self._credit <= 0 and self._connection._started:
-                # Finish the last message and ask for the next in one provider call.
-                mutex = self._mutex
-                ask = self._next_ask()
-                mutex.acquire()
-                try:
-                    self._credit += ask
-                finally:
-                    mutex.release()
-                session._finish_last(self, self._provider, ask)
+                if self._takes:  # finish the last message and take the next in one call
+                    item = session._finish_last_and_take(self)
+                else:  # finish the last message and ask for the next in one provider call
+                    self._finish_and_ask()
             else:
                 session._finish_last(self, more=bool(self._buffer))
+        elif self._takes and not self._buffer and self._credit <= 0 and self._connection._started:
+            item = session._take_next(self)
         deadline = None if timeout is None else time.monotonic() + timeout
         buffer = self._buffer
         connection = self._connection
         while True:
-            if (
-                buffer
-                and not buffer[0][2]
-                and not self._closed
-                and connection._failed is None
-                and connection._started
-            ):
-                item: Buffered | None = buffer.popleft()  # _wait_for_item's fast path
-            else:
-                item = self._wait_for_item(deadline)
             if item is None:
-                return None
-            if self._adaptive:
-                self._took()
+                if (
+                    buffer
+                    and not buffer[0][2]
+                    and not self._closed
+                    and connection._failed is None
+                    and connection._started
+                ):
+                    item = buffer.popleft()  # _wait_for_item's fast path
+                else:
+                    item = self._wait_for_item(deadline)
+                if item is None:
+                    return None
+                if self._adaptive and not self._takes:
+                    self._took()
             message, token = item[0], item[1]
+            item = None
             # Only a redelivery (a count above 1) can be past the limit: the check's call
             # is skipped for every first delivery.
             count = message._properties.get(DELIVERY_COUNT)
@@ -483,6 +502,18 @@ class MessageConsumer:
                     )
                     chain(context)
                 return message
+
+    def _finish_and_ask(self) -> None:
+        """AUTO/DUPS_OK receive() with nothing buffered or asked for: finish the last
+        message and ask for the next in one provider call."""
+        mutex = self._mutex
+        ask = self._next_ask()
+        mutex.acquire()
+        try:
+            self._credit += ask
+        finally:
+            mutex.release()
+        self._session._finish_last(self, self._provider, ask)
 
     def receive_no_wait(self) -> Message | None:
         """A message if one can be had at once, else None."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike._dispatch import SessionDispatcher
@@ -501,6 +501,21 @@ class Session:
             raise
         self._gate_finished(done)
 
+    def _finish_last_and_take(self, consumer: MessageConsumer) -> Buffered | None:
+        """AUTO/DUPS_OK receive() with nothing buffered, on a provider that takes directly
+        (``ProviderConsumer.takes_directly``; no client gate, no feed): the previous
+        message is done, and the next comes back from the same call, or None."""
+        held = consumer._last
+        consumer._last = None
+        done = held is not None and self._held.pop(held, False) is None
+        return self._take_next(consumer, [held.token] if done else ())
+
+    def _take_next(self, consumer: MessageConsumer, tokens: Sequence[Any] = ()) -> Buffered | None:
+        """receive() with nothing buffered or asked for, on a provider that takes directly:
+        acknowledge ``tokens``, and the next message, or None."""
+        taken = self._provider.acknowledge_and_take(tokens, consumer._provider)
+        return None if taken is None else (taken[0], taken[1], 0.0)
+
     def _redeliver_last(self, consumer: MessageConsumer) -> None:
         """AUTO/DUPS_OK: the message ``consumer`` returned last is not finished but given
         again, ahead of the rest (JMS 2.0 receiveBody with a body of the wrong type);
@@ -546,16 +561,16 @@ class Session:
                 self._redeliver([held])
             return
         if self._auto and held is not None and self._held.pop(held, False) is None:
-            if (
-                self._gate is None
-                and consumer._feed is None
-                and consumer._ask_for_more(  # the buffer is empty: both in one call
+            if self._gate is None and consumer._feed is None:
+                if consumer._takes:  # the buffer is empty: finish and take in one call
+                    if consumer._take_after(held.token):
+                        return
+                elif consumer._ask_for_more(  # the buffer is empty: both in one call
                     lambda ask: self._provider.acknowledge_and_flow(
                         [held.token], consumer._provider, ask
                     )
-                )
-            ):
-                return
+                ):
+                    return
             self._acknowledge_one(held, more=bool(consumer._buffer))
 
     def _acknowledge_one(self, held: _Held, *, more: bool) -> None:

@@ -517,17 +517,38 @@ class Broker:
         lock = self.lock  # acquire/try/release: see send()
         lock.acquire()
         try:
-            if len(entries) == 1:  # the AUTO_ACKNOWLEDGE receive loop: _finish_locked inlined
-                entry = entries[0]
-                channel = entry.channel
-                channel.finish(entry, now)
-                if channel.waiting:
-                    channel.dispatch(now)
-            elif entries:
-                self._finish_locked(entries, now)
+            self._finish_few(entries, now)
             slot.channel.flow(slot, credit, now)
         finally:
             lock.release()
+
+    def acknowledge_and_take(
+        self, entries: Sequence[Entry], slot: ConsumerSlot
+    ) -> tuple[Message, Entry] | None:
+        """Finish ``entries``, then deliver ``slot``'s next message straight to the caller
+        (a ``receive()`` with nothing buffered), or None if it may take none now. Consumers
+        waiting with credit are served first, as on any acknowledgement."""
+        now = time.time()
+        lock = self.lock  # acquire/try/release: see send()
+        lock.acquire()
+        try:
+            self._finish_few(entries, now)
+            if slot.closed:
+                return None
+            return slot.channel.hand_out(slot, now)
+        finally:
+            lock.release()
+
+    def _finish_few(self, entries: Sequence[Entry], now: float) -> None:
+        """``_finish_locked``, with the AUTO_ACKNOWLEDGE receive loop's one entry inlined."""
+        if len(entries) == 1:
+            entry = entries[0]
+            channel = entry.channel
+            channel.finish(entry, now)
+            if channel.waiting:
+                channel.dispatch(now)
+        elif entries:
+            self._finish_locked(entries, now)
 
     def flow(self, slot: ConsumerSlot, credit: int) -> None:
         now = time.time()

@@ -453,13 +453,25 @@ class Channel:
                         heapq.heappush(mine.heap, head.key)
 
     def _serve(self, slot: ConsumerSlot, now: float) -> bool:
-        """Give ``slot`` one message if it may take one; False if there is none for it.
+        """Give ``slot`` one message if it may take one; False if there is none for it."""
+        delivery = self.hand_out(slot, now)
+        if delivery is None:
+            return False
+        slot.credit -= 1
+        slot.sink(*delivery)
+        return True
+
+    def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
+        """Deliver to ``slot`` the next message it may take: the copy it gets and its
+        entry, or None. Whether the slot has credit is the caller's business: ``_serve``
+        pushes to the slot's sink, a ``receive()`` that has nothing buffered takes the
+        delivery directly (``Broker.acknowledge_and_take``).
 
         The hot path of every delivery: ``take`` and ``delivered_copy`` inlined.
         """
         entry = self.next_for(slot, now)
         if entry is None:
-            return False
+            return None
         if entry.group is not None or entry.row is not None:
             self.take(entry, slot.holder, now)
         else:  # take() for a message in no group and not in a file store
@@ -467,12 +479,10 @@ class Channel:
             entry.count += 1
             self.pending -= 1
             self.inflight += 1
-        slot.credit -= 1
         msg = entry.message._copy()
         msg.jms_redelivered = entry.count > 1
         msg._properties[DELIVERY_COUNT] = entry.count
-        slot.sink(msg, entry)
-        return True
+        return msg, entry
 
     def dispatch(self, now: float) -> None:
         """Give waiting consumers what they may take, one message per consumer per round."""
@@ -665,18 +675,16 @@ class StrictChannel(Channel):
         owned = self.owned
         return bool(owned) and (len(owned) > 1 or slot not in owned)
 
-    def _serve(self, slot: ConsumerSlot, now: float) -> bool:
+    def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
         if slot.standby or self._blocked_for(slot):
-            return False
+            return None
         entry = self.next_for(slot, now)
         if entry is None:
-            return False
+            return None
         self.take(entry, slot.holder, now)
         self.owners[entry.seq] = slot
         self.owned[slot] = self.owned.get(slot, 0) + 1
-        slot.credit -= 1
-        slot.sink(entry.delivered_copy(), entry)
-        return True
+        return entry.delivered_copy(), entry
 
     def _disown(self, entry: Entry) -> None:
         owner = self.owners.pop(entry.seq, None)

@@ -36,6 +36,7 @@ _connection_ids = itertools.count(1)
 
 class EmbeddedConsumer(ProviderConsumer):
     adaptive_credit = True  # flow(0) clears the slot's credit under the broker's lock
+    takes_directly = True  # the broker is in this process: a receive() takes, no push
 
     def __init__(self, broker: Broker, slot: ConsumerSlot, sub: Subscription | None) -> None:
         self._broker = broker
@@ -93,6 +94,13 @@ class EmbeddedSession(ProviderSession):
             self._broker.acknowledge_and_flow(tokens, consumer._slot, credit)
         else:  # pragma: no cover - a foreign consumer cannot reach this broker
             super().acknowledge_and_flow(tokens, consumer, credit)
+
+    def acknowledge_and_take(
+        self, tokens: Sequence[Any], consumer: ProviderConsumer
+    ) -> tuple[Message, Any] | None:
+        if isinstance(consumer, EmbeddedConsumer):
+            return self._broker.acknowledge_and_take(tokens, consumer._slot)
+        return super().acknowledge_and_take(tokens, consumer)  # pragma: no cover
 
     def redeliver(self, token: Any) -> Message:
         entry: Entry = token

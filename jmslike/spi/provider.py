@@ -160,6 +160,14 @@ class ProviderConsumer(abc.ABC):
     Providers that cannot (a STOMP window fixed at SUBSCRIBE, a broker that refuses a
     drain) inherit False."""
 
+    takes_directly: bool = False
+    """True when :meth:`ProviderSession.acknowledge_and_take` can hand this consumer its
+    next message in the call (a broker in this process). A ``receive()`` loop with nothing
+    buffered then takes each message that way instead of granting credit and waiting for
+    the push: nothing waits in its buffer (ORD-9 at no cost), and a message costs one
+    call where it cost a grant, a push and a hand-over. Providers that push inherit
+    False."""
+
     @abc.abstractmethod
     def flow(self, credit: int) -> None:
         """Allow up to ``credit`` more deliveries beyond those already pushed.
@@ -282,6 +290,18 @@ class ProviderSession(abc.ABC):
         if tokens:
             self.acknowledge(tokens)
         consumer.flow(credit)
+
+    def acknowledge_and_take(
+        self, tokens: Sequence[Any], consumer: ProviderConsumer
+    ) -> tuple[Message, Any] | None:
+        """Acknowledge ``tokens``, then return ``consumer``'s next delivery (the message and
+        its token) if it may have one now, else None; never waits, grants no credit.
+        Called only for a consumer whose ``takes_directly`` is True, with no credit
+        outstanding and nothing buffered. Default: acknowledge and return None (the API
+        layer then grants credit as usual)."""
+        if tokens:
+            self.acknowledge(tokens)
+        return None
 
     @abc.abstractmethod
     def redeliver(self, token: Any) -> Message:

@@ -702,7 +702,8 @@ def test_ord9_grown_request_taken_back_when_idle(make_connection, unique) -> Non
     ca = a.create_consumer(queue)
     conn.start()
     largest = _drain_fast(ca, 400)
-    if ca.request_limit > conn._settings.prefetch:
+    if ca.request_limit > conn._settings.prefetch and not ca._takes:
+        # (A consumer that takes directly asks for nothing while messages are there.)
         assert largest > conn._settings.prefetch, "the request never grew"
     got: list[Message | None] = []
     waiting = threading.Thread(target=lambda: got.append(ca.receive(5.0)))
@@ -744,7 +745,7 @@ def test_ord9_grown_listener_request_taken_back_when_idle(make_connection, uniqu
     ca.set_message_listener(listener)
     conn.start()
     assert drained.wait(10.0), f"the listener got {len(seen)} of 400"
-    if ca.request_limit > prefetch:
+    if ca.request_limit > prefetch and not ca._takes:
         assert largest[0] > prefetch, "the request never grew"
     time.sleep(0.3)  # the queue is dry: the grown request is taken back
     _send(sender, queue, ["g:1", "h:1", "u401"])
