@@ -100,6 +100,7 @@ class MessageConsumer:
         self._listener: MessageListener | None = None
         self._last: Any = None  # AUTO/DUPS_OK with receive(): the delivery not yet finished
         self._closed = False
+        self._closing = False  # close() has begun (see Session._handed_out_while_closing)
         self._warned_groups = selector is None
         self._gate = session._gate
         # Where the provider's consumers read from several sockets, arrival order at the
@@ -495,6 +496,10 @@ class MessageConsumer:
                 or not session._past_redelivery_limit(self, message, token)
             ):
                 message = session._deliver(self, message, token)
+                if self._closing:  # another thread is closing this consumer
+                    kept = session._handed_out_while_closing(self, message)
+                    if kept is None:
+                        return None
                 chain = self._connection._delivery_chain
                 if chain is not None:
                     context = DeliveryContext(

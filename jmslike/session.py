@@ -842,6 +842,7 @@ class Session:
 
     def _close_consumer(self, consumer: MessageConsumer) -> None:
         """Close one consumer; its unacknowledged messages go back in order (ORD-10)."""
+        consumer._closing = True  # before its held messages are gathered, see below
         dispatcher = self._dispatcher
         if dispatcher is not None and not dispatcher.in_dispatcher():
             consumer._listener = None
@@ -863,6 +864,28 @@ class Session:
         consumer._last = None
         self._acknowledge(finished)
         consumer._shutdown([] if self.transacted else mine)
+
+    def _handed_out_while_closing(
+        self, consumer: MessageConsumer, message: Message
+    ) -> Message | None:
+        """A receive() on ``consumer`` handed ``message`` out while another thread closed
+        the consumer. If the close saw it (it finished it, or left it to the
+        transaction), the receive returns it. If not, nobody would ever finish it or give
+        it back, and its group would stay held for good: it goes back to the broker now,
+        and the receive returns None, as a receive that a close cuts short does in JMS."""
+        if self.transacted:
+            return message
+        with self._lock:
+            held = next(
+                (h for h in self._held if h.consumer is consumer and h.message is message), None
+            )
+            if held is None:
+                return message
+            del self._held[held]
+        if consumer._last is held:
+            consumer._last = None
+        self._release([held])
+        return None
 
     def close(self) -> None:
         """Close the session: consumers give back what they held; a transaction rolls back."""

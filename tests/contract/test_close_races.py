@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from jmslike import Session
 from jmslike.testing.helpers import send_texts
 
@@ -45,6 +47,43 @@ def test_a_delivery_arriving_while_a_consumer_closes_is_not_lost(
     other.start()
     texts = [m.text for m in drain(other.create_session().create_consumer(queue))]
     assert texts == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("mode", [Session.AUTO_ACKNOWLEDGE, Session.CLIENT_ACKNOWLEDGE])
+def test_a_message_received_while_another_thread_closes_the_consumer_goes_back(
+    make_connection, unique, drain, monkeypatch, mode
+) -> None:
+    """ORD-10, API/consumer.close: a receive() that got its message from the provider
+    just as another thread closed the consumer, after the close had gathered what the
+    consumer held, returns None and the message goes back, ahead of the rest. (Before:
+    the receive returned it to the closed consumer, which nobody finished or gave back;
+    on the embedded broker it stayed in flight and its group stayed held for good.) Here
+    the close runs between the two, every time."""
+    queue = f"queue://{unique('q')}"
+    connection = make_connection()
+    session = connection.create_session(False, mode)
+    send_texts(session, queue, ["a", "b", "c"])
+    consumer = session.create_consumer(queue)
+    connection.start()
+    first = consumer.receive(5.0)
+    assert first is not None and first.text == "a"
+    if mode == Session.CLIENT_ACKNOWLEDGE:
+        first.acknowledge()
+    deliver = session._deliver
+
+    def close_first(*args):  # type: ignore[no-untyped-def]
+        closing = threading.Thread(target=consumer.close)
+        closing.start()
+        closing.join(10.0)
+        return deliver(*args)
+
+    monkeypatch.setattr(session, "_deliver", close_first)
+    assert consumer.receive(5.0) is None
+    monkeypatch.undo()
+    other = make_connection()
+    other.start()
+    texts = [m.text for m in drain(other.create_session().create_consumer(queue))]
+    assert texts == ["b", "c"]
 
 
 def test_a_close_while_receive_asks_the_broker_ends_the_receive_with_none(
