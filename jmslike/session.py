@@ -869,10 +869,12 @@ class Session:
         self, consumer: MessageConsumer, message: Message
     ) -> Message | None:
         """A receive() on ``consumer`` handed ``message`` out while another thread closed
-        the consumer. If the close saw it (it finished it, or left it to the
-        transaction), the receive returns it. If not, nobody would ever finish it or give
-        it back, and its group would stay held for good: it goes back to the broker now,
-        and the receive returns None, as a receive that a close cuts short does in JMS."""
+        the consumer. If the close saw it, the receive returns it where the close
+        finished it (AUTO/DUPS_OK) or left it to the transaction, and None where the
+        close gave it back (CLIENT_ACKNOWLEDGE). If the close did not see it, nobody
+        would ever finish it or give it back, and its group would stay held for good: it
+        goes back to the broker now, and the receive returns None, as a receive that a
+        close cuts short does in JMS."""
         if self.transacted:
             return message
         with self._lock:
@@ -880,7 +882,7 @@ class Session:
                 (h for h in self._held if h.consumer is consumer and h.message is message), None
             )
             if held is None:
-                return message
+                return message if self._auto else None
             del self._held[held]
         if consumer._last is held:
             consumer._last = None

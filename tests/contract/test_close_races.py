@@ -50,15 +50,18 @@ def test_a_delivery_arriving_while_a_consumer_closes_is_not_lost(
 
 
 @pytest.mark.parametrize("mode", [Session.AUTO_ACKNOWLEDGE, Session.CLIENT_ACKNOWLEDGE])
+@pytest.mark.parametrize("close", ["before the hand-out", "after the hand-out"])
 def test_a_message_received_while_another_thread_closes_the_consumer_goes_back(
-    make_connection, unique, drain, monkeypatch, mode
+    make_connection, unique, drain, monkeypatch, mode, close
 ) -> None:
     """ORD-10, API/consumer.close: a receive() that got its message from the provider
-    just as another thread closed the consumer, after the close had gathered what the
-    consumer held, returns None and the message goes back, ahead of the rest. (Before:
-    the receive returned it to the closed consumer, which nobody finished or gave back;
-    on the embedded broker it stayed in flight and its group stayed held for good.) Here
-    the close runs between the two, every time."""
+    just as another thread closed the consumer. Closed before the receive handed it out
+    (so the close did not see it), the receive returns None and the message goes back,
+    ahead of the rest. (Before: the receive returned it to the closed consumer, which
+    nobody finished or gave back; on the embedded broker it stayed in flight and its
+    group stayed held for good.) Closed just after, the close finished it (AUTO: the
+    receive returns it) or gave it back (CLIENT_ACKNOWLEDGE: the receive returns None).
+    Here the close runs at that point, every time."""
     queue = f"queue://{unique('q')}"
     connection = make_connection()
     session = connection.create_session(False, mode)
@@ -71,19 +74,22 @@ def test_a_message_received_while_another_thread_closes_the_consumer_goes_back(
         first.acknowledge()
     deliver = session._deliver
 
-    def close_first(*args):  # type: ignore[no-untyped-def]
+    def close_there(*args):  # type: ignore[no-untyped-def]
+        handed = deliver(*args) if close == "after the hand-out" else None
         closing = threading.Thread(target=consumer.close)
         closing.start()
         closing.join(10.0)
-        return deliver(*args)
+        return deliver(*args) if handed is None else handed
 
-    monkeypatch.setattr(session, "_deliver", close_first)
-    assert consumer.receive(5.0) is None
+    monkeypatch.setattr(session, "_deliver", close_there)
+    got = consumer.receive(5.0)
     monkeypatch.undo()
+    returned = close == "after the hand-out" and mode == Session.AUTO_ACKNOWLEDGE
+    assert (got.text if got is not None else None) == ("b" if returned else None)
     other = make_connection()
     other.start()
     texts = [m.text for m in drain(other.create_session().create_consumer(queue))]
-    assert texts == ["b", "c"]
+    assert texts == (["c"] if returned else ["b", "c"])
 
 
 def test_a_close_while_receive_asks_the_broker_ends_the_receive_with_none(
