@@ -456,16 +456,13 @@ class MessageConsumer:
             if math.isinf(timeout):
                 timeout = None
         item: Buffered | None = None
-        if self._last is not None:
-            if not self._buffer and self._credit <= 0 and self._connection._started:
-                if self._takes:  # finish the last message and take the next in one call
-                    item = session._finish_last_and_take(self)
-                else:  # finish the last message and ask for the next in one provider call
-                    self._finish_and_ask()
-            else:
-                session._finish_last(self, more=bool(self._buffer))
-        elif self._takes and not self._buffer and self._credit <= 0 and self._connection._started:
-            item = session._take_next(self)
+        if not self._buffer and self._credit <= 0 and self._connection._started:
+            if self._takes:  # finish the last message, if any, and take the next in one call
+                item = session._finish_last_and_take(self)
+            elif self._last is not None:  # finish it and ask for the next in one call
+                self._finish_and_ask()
+        elif self._last is not None:
+            session._finish_last(self, more=bool(self._buffer))
         deadline = None if timeout is None else time.monotonic() + timeout
         buffer = self._buffer
         connection = self._connection

@@ -502,17 +502,17 @@ class Session:
         self._gate_finished(done)
 
     def _finish_last_and_take(self, consumer: MessageConsumer) -> Buffered | None:
-        """AUTO/DUPS_OK receive() with nothing buffered, on a provider that takes directly
+        """receive() with nothing buffered or asked for, on a provider that takes directly
         (``ProviderConsumer.takes_directly``; no client gate, no feed): the previous
-        message is done, and the next comes back from the same call, or None."""
+        message, if AUTO/DUPS_OK left one, is done, and the next comes back from the same
+        call, or None."""
         held = consumer._last
         consumer._last = None
         done = held is not None and self._held.pop(held, False) is None
         return self._take_next(consumer, [held.token] if done else ())
 
-    def _take_next(self, consumer: MessageConsumer, tokens: Sequence[Any] = ()) -> Buffered | None:
-        """receive() with nothing buffered or asked for, on a provider that takes directly:
-        acknowledge ``tokens``, and the next message, or None."""
+    def _take_next(self, consumer: MessageConsumer, tokens: Sequence[Any]) -> Buffered | None:
+        """Acknowledge ``tokens`` and take ``consumer``'s next message, or None."""
         taken = self._provider.acknowledge_and_take(tokens, consumer._provider)
         return None if taken is None else (taken[0], taken[1], 0.0)
 
