@@ -111,13 +111,14 @@ class GroupBinding:
         if props is _NO_PROPERTIES:  # a stored copy's shared empty table: take its own
             props = message._own_properties()
         props[GROUP_ID] = self.name
-        props[GROUP_SEQ] = self._next_seq
-        message._group_prev_expiration = self._last_expiration if self._next_seq > 1 else 0
+        seq = self._next_seq
+        props[GROUP_SEQ] = seq
+        self._next_seq = seq + 1
+        message._group_prev_expiration = self._last_expiration  # 0 for a binding's first
         self._last_expiration = message.jms_expiration
         if message._prop_types:
             message._prop_types.pop(GROUP_ID, None)
             message._prop_types.pop(GROUP_SEQ, None)
-        self._next_seq += 1
 
 
 def check_message_group(message: Message) -> None:

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from jmslike.message import DELIVERY_COUNT, Message
+from jmslike.message import DELIVERY_COUNT, GROUP_ID, Message
 
 if TYPE_CHECKING:
     from jmslike.embedded.store import FileStore
@@ -143,7 +143,8 @@ class Entry:
             self.group: str | None = None
         else:
             self.key = (9 - message.jms_priority) << _SEQ_BITS | seq
-            self.group = message.ordering_group
+            group = message._properties.get(GROUP_ID)  # Message.ordering_group, inlined
+            self.group = group if isinstance(group, str) else None
         self.due = message.jms_delivery_time / 1000.0
         self.expires = message.jms_expiration / 1000.0
         self.count = 0
@@ -251,7 +252,10 @@ class Channel:
                 else:
                     self.ready.push(entry.key)
         else:
-            state = self.groups.state(entry.group)
+            groups = self.groups._groups  # GroupTable.state, inlined on the hot path
+            state = groups.get(entry.group)
+            if state is None:
+                state = groups[entry.group] = GroupState()
             state.waiting.append(entry)
             if len(state.waiting) == 1:
                 self._place_head(state, now)
@@ -423,8 +427,28 @@ class Channel:
                 self.held[holder] = KeyQueue(live)
 
     # ---------------------------------------------------------------- deliver
-    def take(self, entry: Entry, holder: Hashable, now: float) -> None:
-        """Mark ``entry`` delivered to ``holder``'s session; the group is now held there."""
+    def _serve(self, slot: ConsumerSlot, now: float) -> bool:
+        """Give ``slot`` one message if it may take one; False if there is none for it."""
+        delivery = self.hand_out(slot, now)
+        if delivery is None:
+            return False
+        slot.credit -= 1
+        slot.sink(*delivery)
+        return True
+
+    def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
+        """Deliver to ``slot`` the next message it may take: the copy it gets and its
+        entry, or None. Whether the slot has credit is the caller's business: ``_serve``
+        pushes to the slot's sink, a ``receive()`` that has nothing buffered takes the
+        delivery directly (``Broker.acknowledge_and_take``).
+
+        Marks the entry delivered (written to the file store first, if it has a row) and
+        makes the slot's session the group's holder. The hot path of every delivery:
+        ``delivered_copy`` and the group bookkeeping inlined.
+        """
+        entry = self.next_for(slot, now)
+        if entry is None:
+            return None
         entry.state = INFLIGHT
         entry.count += 1
         self.pending -= 1
@@ -432,9 +456,10 @@ class Channel:
         if entry.row is not None and self.store is not None:
             self.store.set_delivered(entry.row, entry.count)  # before anyone can see it
         group = entry.group
-        if group is not None:
+        if group is not None:  # the group is now held by the slot's session (ORD-9)
+            holder = slot.holder
             state = self.groups._groups[group]
-            state.holder = holder  # GroupTable.take, inlined on the hot path
+            state.holder = holder
             state.unfinished += 1
             waiting = state.waiting
             waiting.popleft()
@@ -451,34 +476,6 @@ class Channel:
                         fifo.append(head.key)
                     else:
                         heapq.heappush(mine.heap, head.key)
-
-    def _serve(self, slot: ConsumerSlot, now: float) -> bool:
-        """Give ``slot`` one message if it may take one; False if there is none for it."""
-        delivery = self.hand_out(slot, now)
-        if delivery is None:
-            return False
-        slot.credit -= 1
-        slot.sink(*delivery)
-        return True
-
-    def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
-        """Deliver to ``slot`` the next message it may take: the copy it gets and its
-        entry, or None. Whether the slot has credit is the caller's business: ``_serve``
-        pushes to the slot's sink, a ``receive()`` that has nothing buffered takes the
-        delivery directly (``Broker.acknowledge_and_take``).
-
-        The hot path of every delivery: ``take`` and ``delivered_copy`` inlined.
-        """
-        entry = self.next_for(slot, now)
-        if entry is None:
-            return None
-        if entry.group is not None or entry.row is not None:
-            self.take(entry, slot.holder, now)
-        else:  # take() for a message in no group and not in a file store
-            entry.state = INFLIGHT
-            entry.count += 1
-            self.pending -= 1
-            self.inflight += 1
         msg = entry.message._copy()
         msg.jms_redelivered = entry.count > 1
         msg._properties[DELIVERY_COUNT] = entry.count
@@ -531,8 +528,9 @@ class Channel:
         if group is None:
             return
         state = self.groups._groups[group]
-        state.unfinished -= 1  # GroupTable.finish, inlined on the hot path
-        if state.unfinished > 0:
+        left = state.unfinished - 1  # GroupTable.finish, inlined on the hot path
+        if left > 0:
+            state.unfinished = left
             return
         state.unfinished = 0
         holder, state.holder = state.holder, None
@@ -678,13 +676,11 @@ class StrictChannel(Channel):
     def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
         if slot.standby or self._blocked_for(slot):
             return None
-        entry = self.next_for(slot, now)
-        if entry is None:
-            return None
-        self.take(entry, slot.holder, now)
-        self.owners[entry.seq] = slot
-        self.owned[slot] = self.owned.get(slot, 0) + 1
-        return entry.delivered_copy(), entry
+        delivery = super().hand_out(slot, now)
+        if delivery is not None:
+            self.owners[delivery[1].seq] = slot
+            self.owned[slot] = self.owned.get(slot, 0) + 1
+        return delivery
 
     def _disown(self, entry: Entry) -> None:
         owner = self.owners.pop(entry.seq, None)
