@@ -538,7 +538,7 @@ class Channel:
         if not waiting:
             del self.groups._groups[group]
             return
-        # take() put the group's next head in the holder's keys; free now, it goes to
+        # hand_out put the group's next head in the holder's keys; free now, it goes to
         # the ready keys, and the holder's copy would only be skipped (one lookup per
         # delivery, on the profile of a grouped backlog).
         head = waiting[0]

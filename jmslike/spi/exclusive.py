@@ -10,7 +10,10 @@ differently:
   Nothing to declare.
 * Artemis: an *exclusive queue*, a property of the queue set through its management API
   (neither STOMP nor AMQP can set it): ``managementUrl``, or the console's default
-  address if the broker serves it there (jmslike.spi.console).
+  address if the broker serves it there (jmslike.spi.console). Or made so by the
+  broker's own configuration (``default-exclusive-queue`` in the address settings of
+  ``broker.xml``), where the management API is not open to applications: the setting
+  ``exclusiveQueues=configured`` says so, and jmslike declares nothing.
 * RabbitMQ: a *single-active-consumer* queue, declared with that argument through the
   management API before anything else uses the queue name (a queue declared without it
   cannot be changed); consumers and senders then address it as ``/amq/queue/<name>``,
@@ -36,9 +39,25 @@ from jmslike.spi.console import artemis_console
 from jmslike.spi.management import ArtemisManagement, RabbitManagement
 from jmslike.spi.perbroker import PerBroker
 
-__all__ = ["ExclusiveQueues", "Exclusivity", "exclusive_queues_for", "exclusivity_for"]
+__all__ = [
+    "EXCLUSIVE_SETTINGS",
+    "ExclusiveQueues",
+    "Exclusivity",
+    "exclusive_queues_for",
+    "exclusive_queues_setting",
+    "exclusivity_for",
+]
 
 log = logging.getLogger("jmslike.spi")
+
+EXCLUSIVE_SETTINGS = frozenset({"managementUrl", "exclusiveQueues"})
+"""The providers' settings read here (``Provider.setting_names``)."""
+
+EXCLUSIVE_QUEUES = ("declare", "configured")
+"""Values of ``exclusiveQueues``: ``declare`` (the default) makes each strictly ordered
+queue exclusive through the management API where one is found; ``configured`` (Artemis)
+says the broker's configuration already makes them exclusive, so jmslike counts on the
+broker across processes and declares nothing."""
 
 UNSUBSCRIBE_WAIT = 3.0
 """Seconds an unsubscribe waits for the broker to forget a consumer that just closed."""
@@ -190,6 +209,19 @@ class Exclusivity:
         raise InvalidDestinationError(f"no durable subscription {name!r} on {broker}")
 
 
+def exclusive_queues_setting(settings: FactorySettings) -> str:
+    """``exclusiveQueues``, checked: ConfigurationError naming a value not allowed."""
+    value = str(settings.extra.get("exclusiveQueues", "declare")).strip().lower()
+    if value not in EXCLUSIVE_QUEUES:
+        raise ConfigurationError(
+            f"exclusiveQueues={settings.extra.get('exclusiveQueues')!r}: write 'declare' "
+            "(jmslike makes strictly ordered queues exclusive through the management API) "
+            "or 'configured' (Artemis: the broker's address settings already make them "
+            "exclusive, default-exclusive-queue in broker.xml)"
+        )
+    return value
+
+
 def exclusivity_for(
     broker: str,
     host: str,
@@ -206,9 +238,16 @@ def exclusivity_for(
     ``managementUrl`` (jmslike.spi.console)."""
     url = settings.extra.get("managementUrl")
     timeout = settings.request_timeout
-    if broker == "activemq":
+    configured = exclusive_queues_setting(settings) == "configured"
+    if broker == "activemq":  # exclusive consumers: nothing to declare or configure
         return Exclusivity("broker", None)
     if broker == "rabbitmq":
+        if configured:
+            raise ConfigurationError(
+                "exclusiveQueues=configured: RabbitMQ cannot make queues single-active-"
+                "consumer by configuration (it is an argument of each queue's declaration); "
+                "leave exclusiveQueues out and give managementUrl, so that jmslike declares them"
+            )
         rabbit = RabbitManagement(url or f"http://{host}:15672", user, password, timeout)
 
         def declare_subscription(queue: str, topic: str, expires_ms: int | None) -> None:
@@ -232,6 +271,16 @@ def exclusivity_for(
             why = "a failover URL's brokers are not looked for at the default address"
         else:
             artemis, why = artemis_console(host, port, user, password, timeout)
+    if configured and broker == "artemis":
+        # The broker's address settings make the queues exclusive; the API, if found,
+        # still serves browsing, depths and unsubscribing by name.
+        return Exclusivity(
+            "broker",
+            None,
+            depths=artemis.queue_depths if artemis else None,
+            delete_subscription=artemis.delete_subscription_queue if artemis else None,
+            artemis=artemis,
+        )
     if artemis is not None:
         return Exclusivity(
             "broker",
@@ -243,7 +292,9 @@ def exclusivity_for(
         )
     hint = (
         "set managementUrl to Artemis' Jolokia endpoint (http://<host>:<console "
-        f"port>/console/jolokia) so that jmslike can make the queue exclusive; {why}"
+        "port>/console/jolokia) so that jmslike can make the queue exclusive, or, where "
+        "broker.xml makes the queue exclusive (default-exclusive-queue), "
+        f"exclusiveQueues=configured; {why}"
         if broker == "artemis"
         else f"{broker} has no exclusive queues jmslike knows how to ask for"
     )

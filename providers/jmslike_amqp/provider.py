@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.errors import ConfigurationError, map_provider_errors
+from jmslike.spi.exclusive import EXCLUSIVE_SETTINGS, exclusive_queues_setting
 from jmslike.spi.provider import ExceptionCallback, Provider, ProviderConnection
 from jmslike.spi.reconnect import RECONNECT_SETTINGS, reconnect_policy
 from jmslike.spi.tls import TLS_SETTINGS, tls_options
@@ -41,12 +42,13 @@ class AmqpProvider(Provider):
     name = "amqp"
     schemes = ("amqp", "amqps")
     setting_names = (
-        TLS_SETTINGS | RECONNECT_SETTINGS | {"managementUrl", "idleTimeout", "amqp.idleTimeout"}
+        TLS_SETTINGS | RECONNECT_SETTINGS | EXCLUSIVE_SETTINGS | {"idleTimeout", "amqp.idleTimeout"}
     )
 
     def check_settings(self, settings: FactorySettings) -> None:
         tls_options(settings)
         idle_timeout_of(settings)
+        exclusive_queues_setting(settings)
         reconnect_policy(ParsedURL(scheme="amqp"), settings.extra)
 
     def check_url(self, url: ParsedURL) -> None:

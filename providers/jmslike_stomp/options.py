@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.errors import ConfigurationError
+from jmslike.spi.exclusive import EXCLUSIVE_SETTINGS
 from jmslike.spi.reconnect import RECONNECT_SETTINGS, Reconnect, reconnect_policy
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 
@@ -28,7 +29,7 @@ SETTING_NAMES = frozenset(
         "heartbeat",
         "clientWindow",
         "ackBatch",
-        "managementUrl",
+        *EXCLUSIVE_SETTINGS,
         *RECONNECT_SETTINGS,
         *TLS_SETTINGS,
     }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.errors import ConfigurationError, map_provider_errors
+from jmslike.spi.exclusive import exclusive_queues_setting
 from jmslike.spi.provider import ExceptionCallback, Provider, ProviderConnection
 from jmslike_stomp.connection import StompConnection
 from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW, SETTING_NAMES, _options
@@ -44,6 +45,7 @@ class StompProvider(Provider):
 
     def check_settings(self, settings: FactorySettings) -> None:
         _options(ParsedURL(scheme="stomp"), settings)
+        exclusive_queues_setting(settings)
         window = settings.extra.get("clientWindow", CLIENT_WINDOW)
         if isinstance(window, bool) or not str(window).strip().isdigit() or int(window) < 1:
             raise ConfigurationError(f"clientWindow={window!r}: must be an integer >= 1")

@@ -166,12 +166,7 @@ class StompSession(ProviderSession):
         elif durable:
             sub_id = connection.durable_headers(destination, subscription or "", headers)
             connection.active_durables.add(subscription or "")
-        if (
-            dialect.cumulative_ack
-            and self.ack_batch >= 2
-            and not window
-            and client_filter is None
-        ):
+        if dialect.cumulative_ack and self.ack_batch >= 2 and not window and client_filter is None:
             # Cumulative ACKs where this consumer finishes in order and holds its ACKs
             # (AUTO or DUPS_OK, a window of 8 or more, no failover URL). Not for a
             # container's feed (``window``), whose sessions finish its messages in any

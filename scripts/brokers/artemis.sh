@@ -121,6 +121,30 @@ PY
   artemis_test_user
 }
 
+# Queues under configured-exclusive.* are exclusive by the broker's own configuration, as
+# an administrator makes them where the management API is not open to applications: the
+# tests of the setting exclusiveQueues=configured (ORD-18 across processes without it).
+# Run at every start, so that an instance made by an older script gets it too.
+artemis_exclusive_addresses() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
+import re, sys
+path = sys.argv[1]
+xml = open(path, encoding="utf-8").read()
+if 'match="configured-exclusive.#"' not in xml:
+    xml, n = re.subn(
+        r'(\n\s*)(<address-setting match="#">)',
+        r'\1<address-setting match="configured-exclusive.#">'
+        r"\1   <default-exclusive-queue>true</default-exclusive-queue>"
+        r"\1</address-setting>\1\2",
+        xml,
+        count=1,
+    )
+    if n != 1:
+        sys.exit(f'no <address-setting match="#"> in {path}')
+    open(path, "w", encoding="utf-8").write(xml)
+PY
+}
+
 # A second login for tests that open connections with explicit credentials.
 artemis_test_user() {
   local etc=$ARTEMIS_INSTANCE/etc
@@ -139,6 +163,7 @@ artemis_configure() {
     "$ARTEMIS_INSTANCE/etc/bootstrap.xml"
   artemis_durable_redelivery || die "artemis: cannot set persist-delivery-count-before-delivery"
   artemis_disk_limit || die "artemis: cannot set max-disk-usage in $ARTEMIS_INSTANCE/etc/broker.xml"
+  artemis_exclusive_addresses || die "artemis: cannot add the exclusive address setting to $ARTEMIS_INSTANCE/etc/broker.xml"
   # `reset` throws the journal away (bindings: the queues; journal: their messages).
   [ "$STORE_MODE" != wipe ] || rm -rf "$ARTEMIS_INSTANCE/data/"{bindings,journal,large-messages,paging}
 }

@@ -189,13 +189,16 @@ def fleet(
     failover: bool = False,
     work_ms: tuple[float, float] = (0.5, 4.0),
     management_url: bool = True,
+    setting: str = "",
 ) -> Iterator[Fleet]:
     """The processes' URL is the case's, with ``failover`` in a ``failover:(...)`` URL
     (jmslike reconnects by itself; else the loss ends the connection for good), without
-    ``managementUrl`` if ``management_url`` is False."""
+    ``managementUrl`` if ``management_url`` is False, with ``setting`` (``key=value``)."""
     url = case_url(case)
     if not management_url:
         url = url.partition("?managementUrl=")[0]
+    if setting:
+        url += ("&" if "?" in url else "?") + setting
     if heartbeat_ms:
         if case.endswith("stomp"):
             # Heart-beats: the broker notices a frozen process after a few missed ones,
@@ -309,8 +312,11 @@ def _queue() -> str:
     return f"queue://parts-{uuid.uuid4().hex[:8]}"
 
 
-def _kept_across_three_processes(case: str, tmp_path: Path, *, management_url: bool) -> None:
-    with fleet(tmp_path, case, _queue(), management_url=management_url) as group:
+def _kept_across_three_processes(
+    case: str, tmp_path: Path, *, management_url: bool, queue: str = "", setting: str = ""
+) -> None:
+    queue = queue or _queue()
+    with fleet(tmp_path, case, queue, management_url=management_url, setting=setting) as group:
         for _ in range(3):
             group.start()
         sent = send_groups(group)
@@ -337,6 +343,24 @@ def test_groups_kept_across_processes_with_artemis_console_at_its_default_addres
     group as with the setting. Before, the partitioned consumer refused to start there
     (``exclusive_scope`` was "process")."""
     _kept_across_three_processes(case, tmp_path, management_url=False)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id.startswith("artemis")])
+def test_groups_kept_across_processes_with_artemis_partitions_exclusive_by_configuration(
+    case: str, tmp_path: Path
+) -> None:
+    """Issue 16 on Artemis with no management API at all: the suite's broker.xml makes
+    every queue under ``configured-exclusive.`` exclusive (``default-exclusive-queue``,
+    scripts/brokers/artemis.sh), the partitions ``<queue>.p<N>`` included, and
+    ``exclusiveQueues=configured`` tells jmslike so. Without the setting the partitioned
+    consumer refuses to start there (``exclusive_scope`` "process")."""
+    _kept_across_three_processes(
+        case,
+        tmp_path,
+        management_url=False,
+        queue=f"queue://configured-exclusive.parts-{uuid.uuid4().hex[:8]}",
+        setting="exclusiveQueues=configured",
+    )
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -6,11 +6,13 @@ processes the broker does (jmslike/spi/exclusive.py): Classic's exclusive consum
 Artemis' exclusive queue, RabbitMQ's single-active-consumer queue. Here a
 child process holds the queue with a CLIENT_ACKNOWLEDGE consumer that acknowledges the
 first message and keeps the next two; a strictly ordered consumer in this process must get
-nothing meanwhile, and once the child is killed (SIGKILL: no goodbye), it must take over
-with the child's two unfinished messages first, in order and flagged redelivered, then
-the rest. (The same crash on a plain CLIENT consumer is what showed that Classic gives
-back messages ACKed inside a transaction after the others when a connection dies, which
-is why Classic consumers no longer open their window with such ACKs: docs/providers.md.)
+nothing meanwhile, not even the messages sent once it has subscribed (the child's window
+took the first five before it came, so only later ones show that the broker keeps it
+out), and once the child is killed (SIGKILL: no goodbye), it must take over with the
+child's two unfinished messages first, in order and flagged redelivered, then the rest.
+(The same crash on a plain CLIENT consumer is what showed that Classic gives back
+messages ACKed inside a transaction after the others when a connection dies, which is
+why Classic consumers no longer open their window with such ACKs: docs/providers.md.)
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_strict_processes.py -v``
 (needs ``scripts/brokers.sh start``; a missing broker fails, never skips).
@@ -31,12 +33,12 @@ import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
 
-from jmslike import ConnectionFactory, Session
+from jmslike import ConfigurationError, ConnectionFactory, Session
 from jmslike.spi import console
 
 CHILD = """
 import sys
-from jmslike import ConnectionFactory, Session
+from jmslike import ConfigurationError, ConnectionFactory, Session
 url, queue = sys.argv[1], sys.argv[2]
 connection = ConnectionFactory(url).create_connection()
 session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -84,40 +86,47 @@ def _flagged(case: str, got: list[tuple[str, bool]]) -> bool:
     return case == "artemis-amqp" or (got[0][1] and got[1][1])
 
 
-def _takes_over_after_the_kill(case: str, child: subprocess.Popen[str], consumer: Any) -> None:
+def _takes_over_after_the_kill(
+    case: str, child: subprocess.Popen[str], consumer: Any, last: int = 5
+) -> None:
     """``consumer`` (this process's standby) gets nothing while the child is active; once
-    the child is killed it gets m2 and m3 (which the child held), flagged, then m4, m5."""
+    the child is killed it gets m2 and m3 (which the child held), flagged, then m4 to
+    m<last>."""
     assert consumer.receive(1.0) is None  # the child is the active consumer
     child.kill()
     child.wait(10.0)
-    _took_over_in_order(case, consumer)
+    _took_over_in_order(case, consumer, last=last)
 
 
-def _took_over_in_order(case: str, consumer: Any, first: Any = None) -> None:
-    """The standby gets m2 and m3 (the child's unfinished ones), flagged, then m4, m5,
-    and nothing more; ``first``: the first of them, received already."""
+def _took_over_in_order(case: str, consumer: Any, first: Any = None, last: int = 5) -> None:
+    """The standby gets m2 and m3 (the child's unfinished ones), flagged, then m4 to
+    m<last>, and nothing more; ``first``: the first of them, received already."""
     got = []
-    while len(got) < 4:
+    while len(got) < last - 1:
         message = first or consumer.receive(10.0)
         first = None
         assert message is not None, f"took over with only {got}"
         got.append((message.text, message.jms_redelivered))
         message.acknowledge()
-    # m4 and m5 may come flagged too: the dead process had them prefetched, and the
+    # m4 and later may come flagged too: the dead process had them prefetched, and the
     # broker cannot tell prefetched from seen (JMSRedelivered is a "maybe").
-    assert [text for text, _flag in got] == ["m2", "m3", "m4", "m5"]
+    assert [text for text, _flag in got] == [f"m{n}" for n in range(2, last + 1)]
     assert _flagged(case, got)
     assert consumer.receive(0.2) is None
 
 
+LAST = 9
+"""The last message of _standby_beside_a_holder's queue."""
+
+
 @contextlib.contextmanager
 def _standby_beside_a_holder(
-    url: str, child_url: str | None = None
+    url: str, child_url: str | None = None, prefix: str = ""
 ) -> Iterator[tuple[Any, subprocess.Popen[str], Any]]:
     """A strictly ordered queue holding m1..m5, a child process (URL ``child_url``, else
     ``url``) holding it (m1 acknowledged, m2 and m3 not), and this process's standby
-    consumer on it: (connection, child, standby)."""
-    queue = f"queue://strict-{uuid.uuid4().hex[:8]}"
+    consumer on it: (connection, child, standby). ``prefix`` starts the queue's name."""
+    queue = f"queue://{prefix}strict-{uuid.uuid4().hex[:8]}"
     # Declared by the sender too: RabbitMQ cannot make a queue single-active-consumer
     # once something declared it as an ordinary one.
     factory = ConnectionFactory(url, strictly_ordered=queue)
@@ -130,6 +139,13 @@ def _standby_beside_a_holder(
             mine = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
             consumer = mine.create_consumer(queue, strictly_ordered=True, standby=True)
             connection.start()
+            # A first receive has this consumer subscribed (a STOMP consumer subscribes
+            # when it first asks); later messages then show whether the broker keeps it
+            # out: the child's window took m1..m5 before it came, and a queue that is not
+            # exclusive hands it some of m6..m9.
+            assert consumer.receive(0.5) is None  # the child is the active consumer
+            for n in range(6, LAST + 1):
+                producer.send(sender.create_text_message(f"m{n}"))
             yield connection, child, consumer
 
 
@@ -139,7 +155,7 @@ def test_ord18_strict_queue_has_one_consumer_across_processes(case: str) -> None
     ordered queue, this process's consumer gets nothing; when that process dies, this one
     takes over with what it left unfinished, in order, redelivered, then the rest."""
     with _standby_beside_a_holder(case_url(case)) as (_connection, child, consumer):
-        _takes_over_after_the_kill(case, child, consumer)
+        _takes_over_after_the_kill(case, child, consumer, LAST)
 
 
 FROZEN_NOTICED = {case.id for case in CASES} - {"rabbitmq-amqp"}
@@ -176,12 +192,12 @@ def test_ord18_standby_takes_over_from_a_frozen_process(case: str) -> None:
         finally:
             child.send_signal(signal.SIGCONT)
         assert first is not None, f"no take-over within {FREEZE_S} s of the freeze"
-        _took_over_in_order(case, consumer, first)
+        _took_over_in_order(case, consumer, first, LAST)
 
 
 SUBSCRIPTION_CHILD = """
 import sys
-from jmslike import ConnectionFactory, Session
+from jmslike import ConfigurationError, ConnectionFactory, Session
 url, topic, name, durable = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "durable"
 connection = ConnectionFactory(url, strictly_ordered=topic).create_connection()
 session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
@@ -321,7 +337,35 @@ def test_ord18_across_processes_with_the_console_at_its_default_address(
     url = case_url(case).partition("?managementUrl=")[0]
     with _standby_beside_a_holder(url) as (connection, child, consumer):
         assert connection.capabilities.exclusive_scope == "broker"
-        _takes_over_after_the_kill(case, child, consumer)
+        _takes_over_after_the_kill(case, child, consumer, LAST)
+
+
+CONFIGURED_EXCLUSIVE = "configured-exclusive."
+"""Queues named so are exclusive by the suite's Artemis' own broker.xml
+(``default-exclusive-queue``, scripts/brokers/artemis.sh), as an administrator sets
+them up where applications may not use the management API."""
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_ord18_across_processes_with_exclusive_queues_configured_in_the_broker(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ORD-18 across processes on Artemis with no management API at all (the suite's
+    console is not at the default address, and no ``managementUrl``): the broker's
+    address settings make the queue exclusive, and ``exclusiveQueues=configured`` tells
+    jmslike so. The scenario of test_ord18_strict_queue_has_one_consumer_across_processes,
+    child included; before the setting, this case said "within this process only" and
+    the child was a second active consumer unless the queue happened to be exclusive."""
+    url = case_url(case).partition("?managementUrl=")[0] + "?exclusiveQueues=configured"
+    console.forget()
+    with (
+        caplog.at_level("WARNING", logger="jmslike"),
+        _standby_beside_a_holder(url, prefix=CONFIGURED_EXCLUSIVE) as (connection, child, consumer),
+    ):
+        assert connection.capabilities.exclusive_scope == "broker"
+        assert connection.capabilities.exclusive_consumers
+        _takes_over_after_the_kill(case, child, consumer, LAST)
+    assert not [r for r in caplog.records if "within this process only" in r.message]
 
 
 @pytest.mark.parametrize("case", ARTEMIS)
@@ -361,3 +405,17 @@ def test_a_failover_url_is_not_looked_up_at_the_default_address(
     factory = ConnectionFactory(f"failover:({scheme}://{rest},{scheme}://{rest})")
     with factory.create_connection() as connection:
         assert connection.capabilities.exclusive_scope == "process"
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case.id.startswith("rabbitmq")])
+def test_exclusive_queues_configured_is_refused_on_rabbitmq(case: str) -> None:
+    """RabbitMQ has no configuration that makes a queue single-active-consumer (it is an
+    argument of the queue's declaration), so ``exclusiveQueues=configured`` there would
+    be a promise nothing keeps: the connection refuses it, naming the setting, before a
+    consumer could believe it is alone."""
+    url = case_url(case)
+    url += ("&" if "?" in url else "?") + "exclusiveQueues=configured"
+    with pytest.raises(ConfigurationError) as info:
+        ConnectionFactory(url).create_connection()
+    assert "exclusiveQueues=configured" in str(info.value)
+    assert "managementUrl" in str(info.value)

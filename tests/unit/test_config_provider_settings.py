@@ -238,6 +238,17 @@ def test_bad_stomp_ack_batch_names_the_value(value: str) -> None:
     ConnectionFactory(f"{STOMP}?ackBatch=0")  # 0 turns batching off: accepted
 
 
+@pytest.mark.parametrize("url", [STOMP, AMQP])
+@pytest.mark.parametrize("value", ["yes", "broker", ""])
+def test_bad_exclusive_queues_names_the_value_and_both_choices(url: str, value: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConnectionFactory(url, exclusiveQueues=value)
+    assert f"exclusiveQueues={value!r}" in str(info.value)
+    assert "'declare'" in str(info.value) and "'configured'" in str(info.value)
+    ConnectionFactory(f"{url}?exclusiveQueues=configured")  # accepted, either spelling
+    ConnectionFactory(url, exclusive_queues="declare")
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [(True, True), ("yes", True), ("ON", True), (" 1 ", True), (False, False), ("off", False)],
