@@ -257,7 +257,12 @@ def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(
         ) as child:
             consumer = consumers[0]
             connection.start()
-            _takes_over_after_the_kill(case, child, consumer)
+            # Subscribed now (a STOMP consumer subscribes when it first asks): only
+            # messages sent from here on show whether the broker keeps it out.
+            assert consumer.receive(0.5) is None
+            for n in range(6, LAST + 1):
+                producer.send(sender.create_text_message(f"m{n}"))
+            _takes_over_after_the_kill(case, child, consumer, LAST)
         if durable:
             consumer.close()
             mine.unsubscribe(name)
