@@ -102,23 +102,10 @@ PY
 
 artemis_settings() {
   artemis_acceptors || return 1
-  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
-import re, sys
-path = sys.argv[1]
-new = open(path, encoding="utf-8").read()
-# Browsing over the management API (jmslike's browsers on Artemis) returns whole bodies.
-new, n = re.subn(
-    r'(<address-setting match="#">)',
-    r"\1\n            <management-message-attribute-size-limit>-1"
-    r"</management-message-attribute-size-limit>",
-    new,
-    count=1,
-)
-if n != 1:
-    sys.exit(f'no <address-setting match="#"> in {path}')
-open(path, "w", encoding="utf-8").write(new)
-PY
-  artemis_test_user
+  # Browsing over the management API (jmslike's browsers on Artemis) returns whole bodies.
+  artemis_xml_once '<management-message-attribute-size-limit>-1<' '(<address-setting match="#">)' \
+    '\1\n            <management-message-attribute-size-limit>-1</management-message-attribute-size-limit>' &&
+    artemis_test_user
 }
 
 # Queues under configured-exclusive.* are exclusive by the broker's own configuration, as
@@ -126,21 +113,21 @@ PY
 # tests of the setting exclusiveQueues=configured (ORD-18 across processes without it).
 # Run at every start, so that an instance made by an older script gets it too.
 artemis_exclusive_addresses() {
-  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" <<'PY'
+  artemis_xml_once 'match="configured-exclusive.#"' '(\n\s*)(<address-setting match="#">)' \
+    '\1<address-setting match="configured-exclusive.#">\1   <default-exclusive-queue>true</default-exclusive-queue>\1</address-setting>\1\2'
+}
+
+# Edit broker.xml once: unless GUARD is in it already, replace the first match of PATTERN
+# (a Python regular expression) by REPLACEMENT (\1... its groups); fail if none matches.
+artemis_xml_once() {
+  python3 - "$ARTEMIS_INSTANCE/etc/broker.xml" "$1" "$2" "$3" <<'PY'
 import re, sys
-path = sys.argv[1]
+path, guard, pattern, replacement = sys.argv[1:]
 xml = open(path, encoding="utf-8").read()
-if 'match="configured-exclusive.#"' not in xml:
-    xml, n = re.subn(
-        r'(\n\s*)(<address-setting match="#">)',
-        r'\1<address-setting match="configured-exclusive.#">'
-        r"\1   <default-exclusive-queue>true</default-exclusive-queue>"
-        r"\1</address-setting>\1\2",
-        xml,
-        count=1,
-    )
+if guard not in xml:
+    xml, n = re.subn(pattern, replacement, xml, count=1)
     if n != 1:
-        sys.exit(f'no <address-setting match="#"> in {path}')
+        sys.exit(f"no {pattern!r} in {path}")
     open(path, "w", encoding="utf-8").write(xml)
 PY
 }
