@@ -230,8 +230,13 @@ def test_ord18_strict_shared_subscription_has_one_consumer_across_processes(
     single-active-consumer queue (management API). A durable one on RabbitMQ was still
     declared by the SUBSCRIBE, as an ordinary queue, until it was declared the same way:
     the child took m1 and the other process m2 at once."""
-    url = case_url(case)
-    topic = f"topic://strict-{uuid.uuid4().hex[:8]}"
+    _shared_subscription_taken_over(case, case_url(case), durable)
+
+
+def _shared_subscription_taken_over(case: str, url: str, durable: bool, prefix: str = "") -> None:
+    """The scenario of the test above, at ``url``, on a topic whose name starts with
+    ``prefix``."""
+    topic = f"topic://{prefix}strict-{uuid.uuid4().hex[:8]}"
     name = f"s-{uuid.uuid4().hex[:8]}"
     factory = ConnectionFactory(url, strictly_ordered=topic)
     with factory.create_connection() as connection:
@@ -371,6 +376,19 @@ def test_ord18_across_processes_with_exclusive_queues_configured_in_the_broker(
         assert connection.capabilities.exclusive_consumers
         _takes_over_after_the_kill(case, child, consumer, LAST)
     assert not [r for r in caplog.records if "within this process only" in r.message]
+
+
+@pytest.mark.parametrize("case", ARTEMIS)
+def test_ord18_shared_subscription_across_processes_with_exclusive_queues_configured(
+    case: str,
+) -> None:
+    """The same for a strictly ordered shared subscription: the address setting matches
+    the topic's address, so every subscription queue on it is exclusive. (Non-durable
+    only: with no management API and no client id, a durable shared subscription cannot
+    be deleted by name, docs/providers.md.)"""
+    url = case_url(case).partition("?managementUrl=")[0] + "?exclusiveQueues=configured"
+    console.forget()
+    _shared_subscription_taken_over(case, url, durable=False, prefix=CONFIGURED_EXCLUSIVE)
 
 
 @pytest.mark.parametrize("case", ARTEMIS)
