@@ -163,6 +163,7 @@ class StompConnection(ProviderConnection):
             on_lost=on_lost,
             ssl_ca_file=options.tls.ca_file,
             no_delay=no_delay,
+            send_batch=options.send_batch,
         )
         if dialect is not None:
             transport.set_quick_ack(dialect.quick_ack)

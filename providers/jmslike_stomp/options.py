@@ -6,6 +6,7 @@ by each connection, so a bad value fails at the factory, naming it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jmslike.config import FactorySettings, ParsedURL
@@ -14,7 +15,16 @@ from jmslike.spi.exclusive import EXCLUSIVE_SETTINGS
 from jmslike.spi.reconnect import RECONNECT_SETTINGS, Reconnect, reconnect_policy
 from jmslike.spi.tls import TLS_SETTINGS, TlsOptions, tls_options
 
-__all__ = ["ACK_BATCH", "CLIENT_WINDOW", "SETTING_NAMES", "_Options", "_heartbeats", "_options"]
+__all__ = [
+    "ACK_BATCH",
+    "CLIENT_WINDOW",
+    "SEND_BATCH",
+    "SETTING_NAMES",
+    "_Options",
+    "_batch",
+    "_heartbeats",
+    "_options",
+]
 
 CLIENT_WINDOW = 1000
 """Broker window of CLIENT_ACKNOWLEDGE and transacted consumers (setting ``clientWindow``):
@@ -24,11 +34,17 @@ ACK_BATCH = 16
 """The most ACKs of an AUTO/DUPS_OK consumer written together (setting ``ackBatch``; 0 or
 1: each on its own); never more than a quarter of the consumer's window."""
 
+SEND_BATCH = 16
+"""The most SEND frames written together while a producer streams (setting
+``sendBatch``; 0 or 1: each written before ``send`` returns). Only frames nobody waits
+for: non-persistent, or inside a transaction (its COMMIT is waited for)."""
+
 SETTING_NAMES = frozenset(
     {
         "heartbeat",
         "clientWindow",
         "ackBatch",
+        "sendBatch",
         *EXCLUSIVE_SETTINGS,
         *RECONNECT_SETTINGS,
         *TLS_SETTINGS,
@@ -44,6 +60,8 @@ class _Options:
     broker to send."""
     reconnect: Reconnect
     tls: TlsOptions
+    send_batch: int
+    """``sendBatch``: see :data:`SEND_BATCH`."""
 
 
 def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
@@ -69,7 +87,19 @@ def _options(url: ParsedURL, settings: FactorySettings) -> _Options:
         heartbeats=_heartbeats(url, extra.get("heartbeat", "10000")),
         reconnect=reconnect_policy(url, extra),
         tls=tls,
+        send_batch=_batch(extra, "sendBatch", SEND_BATCH),
     )
+
+
+def _batch(extra: Mapping[str, object], name: str, default: int) -> int:
+    """``ackBatch`` or ``sendBatch``: an integer >= 0 (0 or 1: every frame on its own)."""
+    raw = extra.get(name, default)
+    if isinstance(raw, bool) or not str(raw).strip().isdigit():
+        what = "ACK" if name == "ackBatch" else "SEND"
+        raise ConfigurationError(
+            f"{name}={raw!r}: must be an integer >= 0 (0 or 1: every {what} on its own)"
+        )
+    return int(str(raw).strip())
 
 
 def _heartbeats(url: ParsedURL, raw: object) -> tuple[int, int]:

@@ -31,7 +31,7 @@ from jmslike.errors import ConfigurationError, map_provider_errors
 from jmslike.spi.exclusive import exclusive_queues_setting
 from jmslike.spi.provider import ExceptionCallback, Provider, ProviderConnection
 from jmslike_stomp.connection import StompConnection
-from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW, SETTING_NAMES, _options
+from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW, SETTING_NAMES, _batch, _options
 
 __all__ = ["StompProvider"]
 
@@ -49,11 +49,7 @@ class StompProvider(Provider):
         window = settings.extra.get("clientWindow", CLIENT_WINDOW)
         if isinstance(window, bool) or not str(window).strip().isdigit() or int(window) < 1:
             raise ConfigurationError(f"clientWindow={window!r}: must be an integer >= 1")
-        batch = settings.extra.get("ackBatch", ACK_BATCH)
-        if isinstance(batch, bool) or not str(batch).strip().isdigit():
-            raise ConfigurationError(
-                f"ackBatch={batch!r}: must be an integer >= 0 (0 or 1: every ACK on its own)"
-            )
+        _batch(settings.extra, "ackBatch", ACK_BATCH)
 
     def check_url(self, url: ParsedURL) -> None:
         for member in url.members or (url,):

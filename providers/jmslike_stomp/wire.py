@@ -31,6 +31,11 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   ``sendall`` that carried the frame, but only by the thread that held a frame or by
   the flusher, never by another writer (an application's SEND, stomp.py's heart-beat,
   a close), which may hold locks the callback needs.
+* **Streaming SENDs**: a SEND nobody waits for (non-persistent, or in a transaction)
+  that follows the previous one within 0.1 ms is held the same way
+  (``StompTransport._streams``): a send loop writes a few frames per ``sendall``, and
+  the broker reads them so (on Artemis, which sets ``TCP_NODELAY``, a third more
+  messages a second). A send on its own is written before ``send`` returns.
 * **Cumulative ACKs**: on a subscription with ``ack:client`` one ACK covers every
   earlier message, so a held ACK of such a subscription (``hold(..., key=sub_id)``)
   replaces the one it held last, as long as nothing was queued after that one (a *cell*
@@ -321,7 +326,8 @@ class Wire:
         *,
         key: str | None = None,
     ) -> None:
-        """Queue ``data`` (an ACK nobody waits for) without writing it, unless ``batch``
+        """Queue ``data`` (an ACK nobody waits for, or a SEND of a producer that streams)
+        without writing it, unless ``batch``
         frames now wait: it goes with the next frame written, or :data:`ACK_DELAY` from
         now. Order holds as for :meth:`write`: whatever is written next goes after it.
         ``written(ok)`` is called once it went (True) or failed (False), by this thread

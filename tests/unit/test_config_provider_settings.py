@@ -238,6 +238,15 @@ def test_bad_stomp_ack_batch_names_the_value(value: str) -> None:
     ConnectionFactory(f"{STOMP}?ackBatch=0")  # 0 turns batching off: accepted
 
 
+@pytest.mark.parametrize("value", ["many", "-1", "1.5", ""])
+def test_bad_stomp_send_batch_names_the_value(value: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConnectionFactory(STOMP, sendBatch=value)
+    assert f"sendBatch={value!r}" in str(info.value)
+    assert "every SEND on its own" in str(info.value)
+    ConnectionFactory(f"{STOMP}?sendBatch=0")  # 0: every SEND written before send returns
+
+
 @pytest.mark.parametrize("url", [STOMP, AMQP])
 @pytest.mark.parametrize("value", ["yes", "broker", ""])
 def test_bad_exclusive_queues_names_the_value_and_both_choices(url: str, value: str) -> None:
