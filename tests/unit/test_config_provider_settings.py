@@ -229,22 +229,14 @@ def test_bad_stomp_heartbeat_names_the_value(value: str) -> None:
     assert f"heartbeat={value!r}" in str(info.value)
 
 
+@pytest.mark.parametrize(("name", "frame"), [("ackBatch", "ACK"), ("sendBatch", "SEND")])
 @pytest.mark.parametrize("value", ["many", "-1", "1.5", ""])
-def test_bad_stomp_ack_batch_names_the_value(value: str) -> None:
+def test_bad_stomp_batch_names_the_value(name: str, frame: str, value: str) -> None:
     with pytest.raises(ConfigurationError) as info:
-        ConnectionFactory(STOMP, ackBatch=value)
-    assert f"ackBatch={value!r}" in str(info.value)
-    assert "every ACK on its own" in str(info.value)
-    ConnectionFactory(f"{STOMP}?ackBatch=0")  # 0 turns batching off: accepted
-
-
-@pytest.mark.parametrize("value", ["many", "-1", "1.5", ""])
-def test_bad_stomp_send_batch_names_the_value(value: str) -> None:
-    with pytest.raises(ConfigurationError) as info:
-        ConnectionFactory(STOMP, sendBatch=value)
-    assert f"sendBatch={value!r}" in str(info.value)
-    assert "every SEND on its own" in str(info.value)
-    ConnectionFactory(f"{STOMP}?sendBatch=0")  # 0: every SEND written before send returns
+        ConnectionFactory(STOMP, **{name: value})
+    assert f"{name}={value!r}" in str(info.value)
+    assert f"every {frame} on its own" in str(info.value)
+    ConnectionFactory(f"{STOMP}?{name}=0")  # 0 turns batching off: accepted
 
 
 @pytest.mark.parametrize("url", [STOMP, AMQP])
