@@ -128,14 +128,14 @@ for the oldest (a bound on what a close has to wait for, and on memory)."""
 
 
 _UNWAITED = frozenset(("ACK", "NACK"))
+"""Frames whose sender need not see them written: a failure of the connection reaches the
+session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 
 STREAM_GAP = 0.0001
 """Seconds between two SENDs nobody waits for under which the second may be held for
 company (``StompTransport._streams``): a loop sends every 10-50 microseconds. A producer
 paced at 10,000 messages a second or fewer never waits: latency matters more there, and
 each of its sends is written at once, as before."""
-"""Frames whose sender need not see them written: a failure of the connection reaches the
-session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 
 
 class UnconfirmedError(ConnectionFailedError):
