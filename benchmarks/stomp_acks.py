@@ -39,8 +39,6 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     del sys.path[0]
 
 import argparse
-import os
-import resource
 import statistics
 import threading
 import time
@@ -49,7 +47,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jmslike import Session
-from jmslike_bench.env import broker_settings, delete_rabbitmq_queue
+from jmslike_bench.cpu import cpu_of, listening_pid, own_cpu
+from jmslike_bench.env import delete_rabbitmq_queue, stomp_urls
 from jmslike_bench.runners.raw_stomp import (
     Broker,
     _unsubscribe,
@@ -63,45 +62,6 @@ BROKERS = ("rabbitmq", "activemq", "artemis")
 KINDS = ("individual", "cumulative", "jmslike")
 IDLE = 30.0
 """Seconds a receive may take before a run fails."""
-
-
-def _listening_pid(port: int) -> int | None:
-    """The pid of the process with a socket listening on ``port`` (IPv4 or IPv6)."""
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(fields[9])
-    wanted = {f"socket:[{inode}]" for inode in inodes}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                    return int(pid)
-        except OSError:
-            continue
-    return None
-
-
-def _cpu_of(pid: int | None) -> float | None:
-    """Seconds of CPU the process has used (user + system), or None."""
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def cumulative_receive(broker: Broker, queue: str, count: int, every: int) -> float:
@@ -159,10 +119,10 @@ def measure(
     raw_send(broker, queue, count, persistent=False, sync=False)
     try:
         time.sleep(0.5)  # let the broker settle what the sends left it to do
-        own, theirs = _own_cpu(), _cpu_of(pid)
+        own, theirs = own_cpu(), cpu_of(pid)
         line.rates.append(receive(queue, count))
-        line.client_us.append((_own_cpu() - own) / count * 1e6)
-        after = _cpu_of(pid)
+        line.client_us.append((own_cpu() - own) / count * 1e6)
+        after = cpu_of(pid)
         if theirs is not None and after is not None:
             line.broker_us.append((after - theirs) / count * 1e6)
     finally:
@@ -172,7 +132,7 @@ def measure(
 
 def run_broker(broker: Broker, count: int, runs: int, every: int) -> dict[str, Line]:
     """Every kind ``runs`` times on ``broker``, alternating, after a warm-up."""
-    pid = _listening_pid(broker.parsed.port or 61613)
+    pid = listening_pid(broker.parsed.port or 61613)
     kinds: dict[str, Callable[[str, int], float]] = {
         "individual": lambda queue, n: raw_receive(broker, queue, n),
         "cumulative": lambda queue, n: cumulative_receive(broker, queue, n, every),
@@ -200,20 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefetch", type=int, default=100)
     parser.add_argument("--every", type=int, default=16, help="messages per cumulative ACK")
     args = parser.parse_args(argv)
-    names = [name.strip() for name in args.brokers.split(",") if name.strip()]
-    if unknown := set(names) - set(BROKERS):
-        parser.error(f"unknown brokers {sorted(unknown)}; choose from {', '.join(BROKERS)}")
-    settings = broker_settings()
+    urls = stomp_urls(args.brokers, BROKERS)
     print(
         f"{args.count:,} x 1 KiB non-persistent, prefetch {args.prefetch}, cumulative ACK "
         f"every {args.every}, medians of {args.runs}"
     )
     print(f"{'broker':10} {'kind':11} {'msg/s':>9} {'client µs/msg':>14} {'broker µs/msg':>14}")
-    for name in names:
-        key = f"JMSLIKE_TEST_{name.upper()}_STOMP_URL"
-        url = settings.get(key)
-        if not url:
-            raise SystemExit(f"no URL for {name}: set {key} or run scripts/brokers.sh start")
+    for name, url in urls.items():
         lines = run_broker(Broker(name, url, args.prefetch), args.count, args.runs, args.every)
         for kind, line in lines.items():
             print(

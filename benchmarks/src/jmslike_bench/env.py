@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-__all__ = ["broker_settings", "delete_rabbitmq_queue", "reachable"]
+__all__ = ["broker_settings", "delete_rabbitmq_queue", "reachable", "stomp_urls"]
 
 log = logging.getLogger("jmslike.bench.env")
 
@@ -44,6 +44,23 @@ def broker_settings() -> dict[str, str]:
                 settings[key.strip()] = value.strip()
     settings.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
     return settings
+
+
+def stomp_urls(brokers: str, known: tuple[str, ...]) -> dict[str, str]:
+    """Broker name -> STOMP URL for a comma-separated ``--brokers`` value (the STOMP
+    scripts beside ``jmslike bench``); SystemExit naming an unknown broker or a missing
+    URL."""
+    names = [name.strip() for name in brokers.split(",") if name.strip()]
+    if unknown := set(names) - set(known):
+        raise SystemExit(f"unknown brokers {sorted(unknown)}; choose from {', '.join(known)}")
+    settings = broker_settings()
+    urls = {}
+    for name in names:
+        key = f"JMSLIKE_TEST_{name.upper()}_STOMP_URL"
+        if not settings.get(key):
+            raise SystemExit(f"no URL for {name}: set {key} or run scripts/brokers.sh start")
+        urls[name] = settings[key]
+    return urls
 
 
 def reachable(url: str, timeout: float = 1.0) -> bool:
