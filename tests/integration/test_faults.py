@@ -496,19 +496,23 @@ def test_a_strict_standby_takes_over_when_the_holders_connection_is_lost(
     connection must take over at once, from the first message, in order. On RabbitMQ the
     active consumer has a connection of its own, which the relay leaves up (it cuts the
     first connection it accepted only): left open, it kept the queue's single active
-    consumer, and the standby got nothing in 15 s, over STOMP and AMQP alike."""
+    consumer, and the standby got nothing in 15 s, over STOMP and AMQP alike.
+
+    The holder's window may take all ten first messages before the standby subscribes
+    (a STOMP consumer subscribes on its first receive), so four more are sent once the
+    standby has asked: on a queue that is not exclusive the broker gives it some of them."""
     url, direct, relay = relay_for
     queue = f"queue://faults-strict-{uuid.uuid4().hex[:8]}"
     settings = {"strictly_ordered": queue}
-    sent = [str(n) for n in range(10)]
-    with ConnectionFactory(direct, **settings).create_connection() as producing:
-        session = producing.create_session()
-        producer = session.create_producer(queue)
-        for text in sent:
-            producer.send(session.create_text_message(text))
+    sent = [str(n) for n in range(14)]
+    producing = ConnectionFactory(direct, **settings).create_connection()
     holder = ConnectionFactory(url, **settings).create_connection()
     standby = ConnectionFactory(direct, **settings).create_connection()
     try:
+        sending = producing.create_session()
+        producer = sending.create_producer(queue)
+        for text in sent[:10]:
+            producer.send(sending.create_text_message(text))
         session = holder.create_session(True, Session.SESSION_TRANSACTED)
         consumer = session.create_consumer(queue)
         holder.start()
@@ -517,10 +521,15 @@ def test_a_strict_standby_takes_over_when_the_holders_connection_is_lost(
         waiting = standby.create_session().create_consumer(queue)
         standby.start()
         assert waiting.receive(1.0) is None, "the standby took a message from the holder"
+        for text in sent[10:]:
+            producer.send(sending.create_text_message(text))
+        late = waiting.receive(1.0)
+        assert late is None, f"the standby took {late.text} while the holder was active"
         relay.cut_one(0)
         got = _texts(drain_consumer(waiting, timeout=1.0, first=15.0))
         assert got == sent, f"the standby got {got} in 15 s"
     finally:
+        producing.close()
         holder.close()
         standby.close()
 
