@@ -227,6 +227,9 @@ class Channel:
         self.expired = 0
         self._on_delay = on_delay
         self._seq = 0
+        self._unplaced: GroupState[Entry] | None = None
+        """A held group whose next head is not yet in its holder's keys (see ``hand_out``);
+        ``_place_unplaced`` puts it there before anything reads them."""
         self.store: FileStore | None = None
         """Set for a queue or durable subscription of a broker with a file store: each
         delivery count and each finished message is written there before it counts."""
@@ -289,6 +292,16 @@ class Channel:
             if mine is None:
                 mine = self.held[state.holder] = KeyQueue()
             mine.push(head.key)
+
+    def _place_unplaced(self) -> None:
+        """Put the head ``hand_out`` left unplaced in its holder's keys, if the group is
+        still held and has one."""
+        state, self._unplaced = self._unplaced, None
+        if state is not None and state.holder is not None and state.waiting:
+            mine = self.held.get(state.holder)  # not delayed (hand_out checked), held
+            if mine is None:
+                mine = self.held[state.holder] = KeyQueue()
+            mine.push(state.waiting[0].key)
 
     # ----------------------------------------------------------------- choose
     def _current(self, key: int, holder: Hashable | None) -> Entry | None:
@@ -354,6 +367,8 @@ class Channel:
 
     def next_for(self, slot: ConsumerSlot, now: float) -> Entry | None:
         """The best message ``slot`` may take now, or None (it stays queued)."""
+        if self._unplaced is not None:
+            self._place_unplaced()
         if slot.selector is not None or slot.no_local:
             return self._scan_for(slot, now)
         ready = self.ready
@@ -464,18 +479,14 @@ class Channel:
             waiting = state.waiting
             waiting.popleft()
             if waiting:
-                head = waiting[0]
-                if head.due > now:  # _place_head for a held group, inlined
-                    self._delay(head)
+                if waiting[0].due > now:
+                    self._delay(waiting[0])
                 else:
-                    mine = self.held.get(holder)
-                    if mine is None:
-                        mine = self.held[holder] = KeyQueue()
-                    fifo = mine.fifo  # KeyQueue.push, inlined
-                    if not fifo or head.key > fifo[-1]:
-                        fifo.append(head.key)
-                    else:
-                        heapq.heappush(mine.heap, head.key)
+                    # The next head belongs in the holder's keys, but a holder that
+                    # finishes this message before asking again (AUTO_ACKNOWLEDGE's
+                    # receive loop) frees the group first, and the head goes to the
+                    # ready keys instead: placed when next needed, it is placed once.
+                    self._unplaced = state
         msg = entry.message._copy()
         msg.jms_redelivered = entry.count > 1
         msg._properties[DELIVERY_COUNT] = entry.count
@@ -538,13 +549,16 @@ class Channel:
         if not waiting:
             del self.groups._groups[group]
             return
-        # hand_out put the group's next head in the holder's keys; free now, it goes to
-        # the ready keys, and the holder's copy would only be skipped (one lookup per
-        # delivery, on the profile of a grouped backlog).
         head = waiting[0]
-        mine = self.held.get(holder)
-        if mine is not None and mine.fifo and mine.fifo[-1] == head.key:
-            mine.fifo.pop()
+        if self._unplaced is state:  # hand_out left the head unplaced: nothing to undo
+            self._unplaced = None
+        else:
+            # The head is in the holder's keys; free now, it goes to the ready keys, and
+            # the holder's copy would only be skipped (one lookup per delivery, on the
+            # profile of a grouped backlog).
+            mine = self.held.get(holder)
+            if mine is not None and mine.fifo and mine.fifo[-1] == head.key:
+                mine.fifo.pop()
         if head.due > now:  # _place_head for a free group, inlined
             self._delay(head)
         else:
@@ -557,6 +571,8 @@ class Channel:
     def give_back(self, entries: Iterable[Entry], delivered: bool, now: float) -> None:
         """Return in-flight entries, in their original order, ahead of later messages of
         their groups (ORD-10, ORD-11). ``delivered`` False undoes the delivery count."""
+        if self._unplaced is not None:
+            self._place_unplaced()
         by_group: dict[str, list[Entry]] = {}
         for entry in sorted(entries, key=lambda e: e.seq):
             if entry.state != INFLIGHT:
@@ -607,6 +623,8 @@ class Channel:
 
     def forget_holder(self, holder: Hashable) -> None:
         """A session closed: its heap of held heads is no longer needed."""
+        if self._unplaced is not None:
+            self._place_unplaced()
         self.held.pop(holder, None)
 
     # --------------------------------------------------------------- browse
