@@ -457,7 +457,7 @@ class StompTransport:
             self.lost = True
             log.debug("STOMP connection to %s lost%s", self.address, self._why())
             return
-        if self._reconnect.attempts != 0:
+        if self.reconnects:
             log.warning("STOMP connection to %s lost: reconnecting", self.address)
             self._back.clear()
             self.generation += 1  # deliveries of the lost connection are stale from now
@@ -586,7 +586,7 @@ class StompTransport:
         held ones, or :data:`~jmslike_stomp.wire.ACK_DELAY` later. Not under a
         ``failover:`` URL, where a SEND that fails to be written must say so to its
         sender, who may send it again."""
-        if self._send_batch < 2 or self._reconnect.attempts != 0:
+        if self._send_batch < 2 or self._reconnect.attempts != 0:  # reconnects, inlined
             return False
         now = time.monotonic()
         last, self._last_send = self._last_send, now
