@@ -121,12 +121,9 @@ class AmqpConsumer(ProviderConsumer):
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
         self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
-        # Larger requests only where credit can be taken back. RabbitMQ cannot drain (see
-        # flow). ActiveMQ Classic answers a drain but keeps the credit as its
-        # subscription's prefetch (AmqpSender.flow resets it only on a plain credit of 0,
-        # which Proton cannot send): later messages still went to an idle consumer that
-        # had grown, none to the session beside it (test_ord9_grown_request_*).
-        self.adaptive_credit = not (connection.rabbitmq or connection.classic)
+        # Requests may grow: every AMQP broker here lets flow(0) take credit back (a
+        # drain, or on RabbitMQ and ActiveMQ Classic a credit of 0, see flow).
+        self.adaptive_credit = True
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
@@ -268,10 +265,17 @@ class AmqpConsumer(ProviderConsumer):
             self.flow(credit)
 
     def flow(self, credit: int) -> None:
-        """Grant ``credit`` more deliveries; 0 withdraws what is left (a drain: the broker
-        sends what it has at once and gives the rest of the credit back). A grant made
-        while a drain is on its way still counts: AMQP's flow arithmetic adds it to
-        whatever the drain leaves."""
+        """Grant ``credit`` more deliveries; 0 withdraws what is left. A grant made while
+        a withdrawal is on its way still counts: AMQP's flow arithmetic adds it to
+        whatever the withdrawal leaves.
+
+        The withdrawal is a drain (the broker sends what it has at once and gives the
+        rest of the credit back), except on two brokers, where it is a flow frame that
+        sets the credit to 0: RabbitMQ 3.10 cannot drain a classic queue's link (the
+        channel crashes, ``function_clause`` in ``rabbit_classic_queue:handle_event(
+        {send_drained, ...})``, and takes the connection down), and ActiveMQ Classic
+        answers a drain with a pull that a grant made right after it races
+        (``AmqpTransport.withdraw``)."""
         with self._lock:
             if self._standing_by or self._link is None:  # a standby: keep it for later
                 self._credit_waiting = self._credit_waiting + credit if credit > 0 else 0
@@ -284,12 +288,9 @@ class AmqpConsumer(ProviderConsumer):
             return
         if credit > 0:
             transport.flow(link, credit)
-        elif not self._session.connection.rabbitmq:
-            transport.withdraw(link)
-        # RabbitMQ 3.10 cannot drain a classic queue's link: the channel crashes
-        # (function_clause in rabbit_classic_queue:handle_event({send_drained, ...}))
-        # and takes the connection down. The credit stays; what it brings waits in the
-        # consumer's buffer, like a STOMP window (docs/providers.md, limits).
+        else:
+            connection = self._session.connection
+            transport.withdraw(link, plain=connection.classic or connection.rabbitmq)
 
     @property
     def link(self) -> LinkHandle:

@@ -260,17 +260,34 @@ class AmqpTransport(ConnectionLifecycle):
 
         self.post(grant)
 
-    def withdraw(self, receiver: LinkHandle) -> None:
+    def withdraw(self, receiver: LinkHandle, *, plain: bool = False) -> None:
         """Take back the receiver's credit, without waiting: a drain, so the broker sends
-        what it has at once and gives the rest back."""
+        what it has at once and gives the rest back; with ``plain``, a flow frame that
+        sets the credit to 0 (what transfers were already on their way still come, and
+        ``flow`` counts them).
+
+        ActiveMQ Classic needs ``plain``: it turns a link's credit into its subscription's
+        prefetch, answers a drain with a pull that a grant sent right after it races (the
+        link then got nothing more, or kept the drained credit and took the next groups'
+        messages), and resets the prefetch on a credit of 0 alone."""
 
         def take_back() -> None:
             link = self._link_of(receiver)
             if receiver._reattaching:
                 receiver.credit_lost = 0
                 return
-            if link.credit > 0:
+            if link.credit <= 0:
+                return
+            if plain:
+                link.drain_mode = False
+                link.flow(-link.credit)  # Proton sends the credit it is left with: 0
+            else:
                 link.drain(0)
+            # Written as a frame now: a grant posted behind this one (a receive() that
+            # withdrew a grown request and asks for 1) would otherwise change the link
+            # before Proton wrote anything, and the broker would never see the 0 or the
+            # drain, and keep the whole credit.
+            self._engine.transport.pending()
 
         self.post(take_back)
 
