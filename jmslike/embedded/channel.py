@@ -288,20 +288,21 @@ class Channel:
             else:
                 heapq.heappush(self.ready.heap, head.key)
         else:
-            mine = self.held.get(state.holder)
-            if mine is None:
-                mine = self.held[state.holder] = KeyQueue()
-            mine.push(head.key)
+            self._hold(state.holder, head.key)
+
+    def _hold(self, holder: Hashable, key: int) -> None:
+        """Put ``key`` in ``holder``'s keys (a head of a group that session holds)."""
+        mine = self.held.get(holder)
+        if mine is None:
+            mine = self.held[holder] = KeyQueue()
+        mine.push(key)
 
     def _place_unplaced(self) -> None:
         """Put the head ``hand_out`` left unplaced in its holder's keys, if the group is
-        still held and has one."""
+        still held and has one (not delayed: ``hand_out`` checked)."""
         state, self._unplaced = self._unplaced, None
         if state is not None and state.holder is not None and state.waiting:
-            mine = self.held.get(state.holder)  # not delayed (hand_out checked), held
-            if mine is None:
-                mine = self.held[state.holder] = KeyQueue()
-            mine.push(state.waiting[0].key)
+            self._hold(state.holder, state.waiting[0].key)
 
     # ----------------------------------------------------------------- choose
     def _current(self, key: int, holder: Hashable | None) -> Entry | None:

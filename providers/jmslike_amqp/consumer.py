@@ -101,6 +101,10 @@ class AmqpConsumer(ProviderConsumer):
     comes back first, in order. So there such a consumer has a connection of its own,
     and gives back by closing it, as every RabbitMQ consumer does over STOMP."""
 
+    adaptive_credit = True
+    """Requests may grow: every AMQP broker here lets ``flow(0)`` take credit back (a
+    drain, or on RabbitMQ and ActiveMQ Classic a credit of 0, see ``flow``)."""
+
     def __init__(
         self,
         session: AmqpSession,
@@ -121,9 +125,6 @@ class AmqpConsumer(ProviderConsumer):
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
         self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
-        # Requests may grow: every AMQP broker here lets flow(0) take credit back (a
-        # drain, or on RabbitMQ and ActiveMQ Classic a credit of 0, see flow).
-        self.adaptive_credit = True
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()

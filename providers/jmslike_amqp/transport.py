@@ -266,9 +266,10 @@ class AmqpTransport(ConnectionLifecycle):
         sets the credit to 0 (what transfers were already on their way still come, and
         ``flow`` counts them).
 
-        ActiveMQ Classic needs ``plain``: it turns a link's credit into its subscription's
-        prefetch, answers a drain with a pull that a grant sent right after it races (the
-        link then got nothing more, or kept the drained credit and took the next groups'
+        RabbitMQ needs ``plain`` (it cannot drain a classic queue's link), and so does
+        ActiveMQ Classic: it turns a link's credit into its subscription's prefetch,
+        answers a drain with a pull that a grant sent right after it races (the link then
+        got nothing more, or kept the drained credit and took the next groups'
         messages), and resets the prefetch on a credit of 0 alone."""
 
         def take_back() -> None:
