@@ -14,9 +14,10 @@ CLIENT_ACKNOWLEDGE, the queue partitioned by jmslike.toml alone):
   balance (mean messages a session over the busiest session's). Every run is checked with
   jmslike.testing.ordercheck: nothing lost, nothing processed twice unflagged, every
   group in order, never two of a group at once.
-* **take-over**: three processes consume; one is killed with SIGKILL mid-stream; for
-  each partition it owned, the time from the kill to the first message of that partition
-  a surviving process starts on (median and max over ``--kill-trials`` kills).
+* **take-over**: three processes consume, their partitions settled before the first
+  send; one is killed with SIGKILL mid-stream; for each partition it owned, the time
+  from the kill to the first message of that partition a surviving process starts on
+  (median and max over ``--kill-trials`` kills).
 
     python benchmarks/partitions.py [--cases rabbitmq-stomp,rabbitmq-amqp]
         [--messages 100000] [--groups 1000] [--work-ms 2] [--processes 1,2,4]
@@ -205,9 +206,15 @@ def takeover(case: str, args: argparse.Namespace) -> list[float]:
             victim = fleet.start(args.sessions)
             for _ in range(2):
                 fleet.start(args.sessions)
+            # Mid-rebalance the victim can own nothing for a moment (its old partitions
+            # leaving, its new one still leaving the other process): a kill then times
+            # nothing (seen in CI). The measure is a kill of a settled owner.
+            _wait_settled(fleet, args.partitions, 3, args.timeout)
             sent = send_groups(fleet, 200, 50, DeliveryMode.NON_PERSISTENT)
             fleet.wait_processed(len(sent) // 5, args.timeout)
             owned = fleet.owned().get(victim.pid, [])
+            if not owned:
+                raise RuntimeError(f"the victim owns no partition once settled: {fleet.owned()}")
             killed_at = time.time()
             victim.kill()
             victim.wait(10.0)
