@@ -206,9 +206,9 @@ def takeover(case: str, args: argparse.Namespace) -> list[float]:
             victim = fleet.start(args.sessions)
             for _ in range(2):
                 fleet.start(args.sessions)
-            # Mid-rebalance the victim can own nothing for a moment (its old partitions
-            # leaving, its new one still leaving the other process): a kill then times
-            # nothing (seen in CI). The measure is a kill of a settled owner.
+            # A kill before the partitions settle can hit a process that owns nothing
+            # (in a rebalance, or for good under the old assignment: seen in CI), and
+            # then times nothing. The measure is a kill of a settled owner.
             _wait_settled(fleet, args.partitions, 3, args.timeout)
             sent = send_groups(fleet, 200, 50, DeliveryMode.NON_PERSISTENT)
             fleet.wait_processed(len(sent) // 5, args.timeout)
