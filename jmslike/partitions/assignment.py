@@ -27,7 +27,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
-__all__ = ["assign", "spread"]
+__all__ = ["RULE", "assign", "spread"]
+
+RULE = 2
+"""The version of :func:`assign`'s rule, carried in every heart-beat: processes that
+assign by different rules would disagree on owners, so a member announcing another one
+is left out and reported (membership.py). Rule 1 rounded every share up; change this
+number with any change to what ``assign`` returns."""
 
 
 def _rank(partition: int, member: str) -> int:
@@ -41,9 +47,10 @@ def assign(count: int, members: Mapping[str, int]) -> dict[str, list[int]]:
     member may get none when there are more members than partitions."""
     if not members:
         return {}
-    total = sum(max(1, capacity) for capacity in members.values())
-    floor = {m: count * max(1, c) // total for m, c in members.items()}
-    fractional = {m for m, c in members.items() if count * max(1, c) % total}
+    weights = {m: max(1, capacity) for m, capacity in members.items()}
+    total = sum(weights.values())
+    floor = {m: count * w // total for m, w in weights.items()}
+    fractional = {m for m, w in weights.items() if count * w % total}
     # The partitions the rounding down leaves over: each goes to a member with a fraction.
     extra = count - sum(floor.values())
     owned: dict[str, list[int]] = {m: [] for m in members}

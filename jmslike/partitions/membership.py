@@ -9,9 +9,10 @@ partitions at once rather than after the timeout.
 
 The topic is an ordinary one on the same broker, so this needs nothing the broker does
 not already do, and works the same over every protocol. The heart-beats carry the
-partition count each process was configured with; a process that disagrees is left out
-of the assignment and reported, since two counts would route one group to two
-partitions.
+partition count each process was configured with, and the version of the assignment
+rule it runs (``assignment.RULE``); a process that disagrees on either is left out of
+the assignment and reported: two counts would route one group to two partitions, and
+two rules would each leave some partition to the other's process, where it would wait.
 
 Threads: the others' heart-beats arrive through a message listener, on the dispatcher
 thread of the membership's own session (a listener keeps its credit, where a
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.errors import ConfigurationError, JMSException
 from jmslike.message import DeliveryMode, Message
+from jmslike.partitions.assignment import RULE
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -48,6 +50,7 @@ _CAPACITY = "jmslikeCapacity"
 _PARTITIONS = "jmslikePartitions"
 _PROCESS = "jmslikeProcess"
 _LEAVING = "jmslikeLeaving"
+_RULE = "jmslikeAssignmentRule"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +89,8 @@ class Membership:
         self._on_conflict = on_conflict
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, Member]] = {}
-        self._conflicts: dict[str, int] = {}
+        self._conflicts: dict[str, JMSException] = {}
+        """Members left out, and why (the error each was reported with)."""
         self._view: View = {}
         self._stop = threading.Event()
         self._beat_now = threading.Event()
@@ -115,7 +119,7 @@ class Membership:
         ConfigurationError if a member disagrees on the partition count."""
         self._settled.wait(self._timeout + 2 * self._interval)
         if self._conflicts:
-            raise self._conflict_error(*next(iter(self._conflicts.items())))
+            raise next(iter(self._conflicts.values()))
 
     def set_capacity(self, capacity: int) -> None:
         """How many consumers this process has on the queue; told to the others at once."""
@@ -164,6 +168,7 @@ class Membership:
         message.set_string_property(_MEMBER, self.id)
         message.set_int_property(_CAPACITY, self.capacity)
         message.set_int_property(_PARTITIONS, self.spec.count)
+        message.set_int_property(_RULE, RULE)
         message.set_string_property(_PROCESS, self.process)
         message.set_boolean_property(_LEAVING, leaving)
         self._producer.send(message)
@@ -177,11 +182,14 @@ class Membership:
                 self._seen.pop(member, None)
             self._beat_now.set()  # look again now, not at the next beat
             return
-        count = prop(_PARTITIONS)
-        if count != self.spec.count:
+        count, rule = prop(_PARTITIONS), prop(_RULE)
+        if count != self.spec.count or rule != RULE:
             if member not in self._conflicts:
-                self._conflicts[member] = count if isinstance(count, int) else -1
-                error = self._conflict_error(member, self._conflicts[member])
+                if count != self.spec.count:
+                    error = self._conflict_error(member, count if isinstance(count, int) else -1)
+                else:
+                    error = self._rule_error(member, rule)
+                self._conflicts[member] = error
                 log.error("%s", error)
                 if self._settled.is_set():
                     self._on_conflict(error)
@@ -207,6 +215,17 @@ class Membership:
         if view != self._view:
             self._view = view
             self._on_change(dict(view))
+
+    def _rule_error(self, member: str, rule: object) -> ConfigurationError:
+        told = f"rule {rule}" if isinstance(rule, int) else "an older rule (before rule 2)"
+        return ConfigurationError(
+            f"member {member} of consumer group {self.spec.consumer_group!r} on "
+            f"{self.spec.destination} assigns partitions by {told}, this process by rule "
+            f"{RULE}: the two would disagree on who owns which partition. Run one jmslike "
+            "version in every process of a consumer group (across a change of the rule, "
+            "stop the old processes before starting new ones); that process is left out "
+            "until they agree"
+        )
 
     def _conflict_error(self, member: str, count: int) -> ConfigurationError:
         return ConfigurationError(

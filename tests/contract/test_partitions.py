@@ -316,6 +316,45 @@ def test_two_factories_of_a_process_must_agree_on_the_count(make_factory, unique
             assert "4" in str(info.value) and "8" in str(info.value)
 
 
+@pytest.mark.parametrize("rule", [1, None], ids=["rule-1", "no-rule"])
+def test_a_member_assigning_by_another_rule_is_left_out_and_reported(
+    make_factory, unique, rule
+) -> None:
+    """Bad input: heart-beats from a member that assigns by another rule (an older
+    jmslike: rule 1, or none at all) reach a running consumer through the broker. It
+    reports a ConfigurationError naming both rules to the exception listener and keeps
+    every partition: the stranger gets no share it would not take."""
+    queue = f"queue://{unique('parts')}"
+    factory = _partitioned(make_factory, queue)
+    errors: list[Exception] = []
+    with factory.create_connection() as connection:
+        connection.set_exception_listener(errors.append)
+        consumer = connection.create_session().create_consumer(queue)
+        connection.start()
+        assert consumer.partitions == [0, 1, 2, 3]
+        with make_factory().create_connection() as stranger:
+            session = stranger.create_session()
+            beats = session.create_producer(f"topic://jmslike.partitions.{queue[8:]}")
+            deadline = time.monotonic() + 10.0
+            while not errors and time.monotonic() < deadline:
+                beat = session.create_message()
+                beat.set_string_property("jmslikeMember", "stranger-1")
+                beat.set_int_property("jmslikeCapacity", 4)
+                beat.set_int_property("jmslikePartitions", 4)
+                beat.set_string_property("jmslikeProcess", "elsewhere:1")
+                beat.set_boolean_property("jmslikeLeaving", False)
+                if rule is not None:
+                    beat.set_int_property("jmslikeAssignmentRule", rule)
+                beats.send(beat)
+                time.sleep(0.2)
+        assert errors and isinstance(errors[0], ConfigurationError), errors
+        text = str(errors[0])
+        assert "stranger-1" in text and "rule 2" in text
+        assert ("rule 1" in text) if rule == 1 else ("older rule" in text)
+        time.sleep(FAST["partition_timeout"])  # a view with the stranger would move some
+        assert consumer.partitions == [0, 1, 2, 3]
+
+
 def test_capabilities_say_how_groups_hold_across_processes(connection) -> None:
     """ORD-16: ``groups_across_processes`` is "broker" where the broker pins groups and
     "partitions" where it does not but can hold a partition to one consumer."""

@@ -77,15 +77,15 @@ def test_assignment_gives_every_partition_one_owner_within_shares(
     assert assign(count, dict(reversed(list(members.items())))) == owned
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_no_live_member_idles_while_another_owns_two(seed: int) -> None:
+def test_no_live_member_idles_while_another_owns_two() -> None:
     """Three equal processes on four partitions own 2, 1 and 1. With every share rounded
     up (2 each) the first two ranked could take all four and leave the third idle: 40%
-    of random member sets did, and the take-over benchmark then killed a process that
-    owned nothing (ORD-16)."""
-    names = [f"process-{seed}-{i}" for i in range(3)]
-    sizes = sorted(len(ps) for ps in assign(4, dict.fromkeys(names, 1)).values())
-    assert sizes == [1, 1, 2]
+    of random member sets did (75 of these 200), and the take-over benchmark then killed
+    a process that owned nothing (ORD-16)."""
+    for seed in range(200):
+        names = [f"process-{seed}-{i}" for i in range(3)]
+        sizes = sorted(len(ps) for ps in assign(4, dict.fromkeys(names, 1)).values())
+        assert sizes == [1, 1, 2], names
 
 
 @given(
