@@ -7,6 +7,12 @@ A persistent send keeps one message in flight, waiting for the broker's outcome 
 the next: the guarantee a persistent JMS send gives (jmslike's and Qpid JMS' alike). A
 non-persistent one is sent while credit lasts, and the run ends when the broker has
 accepted the last message (the examples' ``simple_send``).
+
+The receivers' window is kept by hand (``prefetch`` granted at attach, one more per
+message), which is what ``MessagingHandler(prefetch=N)``'s flow controller does, less one
+trap: that controller stops granting on every link of the handler for good once any link
+reports drained credit, and RabbitMQ's plugin does that to credit-1 receivers. With
+``--prefetch 1`` and four receivers the raw run then stalled after 4 messages.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ class _Job(MessagingHandler):
         groups: int = 0,
         interval: float = 0.0,
     ) -> None:
-        super().__init__(prefetch=runner.sizes.prefetch, auto_accept=True)
+        super().__init__(prefetch=0, auto_accept=True)  # the window by hand: see above
         self.runner = runner
         self.address = address
         self.to_send, self.to_receive = to_send, to_receive
@@ -85,7 +91,10 @@ class _Job(MessagingHandler):
         kind = Capability("queue")
         self.started = time.perf_counter()
         for _ in range(self.receivers if self.to_receive else 0):
-            container.create_receiver(self._connect(container), self.address, options=kind)
+            receiver = container.create_receiver(
+                self._connect(container), self.address, options=kind
+            )
+            receiver.flow(self.runner.sizes.prefetch)
         if self.to_send:
             self.sender = container.create_sender(
                 self._connect(container), self.address, options=kind
@@ -131,6 +140,7 @@ class _Job(MessagingHandler):
         self._maybe_done()
 
     def on_message(self, event: Any) -> None:
+        event.receiver.flow(1)  # goes out with the acceptance, as the controller's did
         if self.interval:
             sent = event.message.properties["sentNanos"]
             self.latencies.append(time.perf_counter_ns() - sent)
