@@ -107,3 +107,25 @@ def test_raw_stomp_sends_text_as_jmslike_does() -> None:
         message = consumer.receive(10.0)
     assert isinstance(message, TextMessage), type(message)
     assert message.text == "x" * 1024
+
+
+@pytest.mark.amqp
+@pytest.mark.rabbitmq
+def test_raw_proton_receivers_with_credit_1_take_everything(tmp_path: Path) -> None:
+    """The raw Proton baseline with ``--prefetch 1`` (docs/performance.md, grouped
+    listeners at the same credit): four receivers of one message each on RabbitMQ take
+    the whole queue. Proton's own flow controller stopped granting on every receiver once
+    RabbitMQ reported drained credit on one, and the run stalled after 4 messages."""
+    broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL")  # fails, never skips, without the broker
+    out = tmp_path / "bench.json"
+    code = main(
+        [
+            "bench",
+            *("--brokers", "rabbitmq", "--protocols", "amqp", "--clients", "raw"),
+            *("--workloads", "groups-4", "--prefetch", "1", "--count", "400"),
+            *("--runs", "1", "--warmup", "0", "--no-progress", "--json", str(out)),
+        ]
+    )
+    assert code == 0
+    (line,) = json.loads(out.read_text())["lines"]
+    assert line["failures"] == [] and line["msgs_per_s"]["median"] > 0, line
