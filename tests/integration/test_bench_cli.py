@@ -114,8 +114,9 @@ def test_raw_stomp_sends_text_as_jmslike_does() -> None:
 def test_raw_proton_receivers_with_credit_1_take_everything(tmp_path: Path) -> None:
     """The raw Proton baseline with ``--prefetch 1`` (docs/performance.md, grouped
     listeners at the same credit): four receivers of one message each on RabbitMQ take
-    the whole queue. Proton's own flow controller stopped granting on every receiver once
-    RabbitMQ reported drained credit on one, and the run stalled after 4 messages."""
+    the whole queue. Proton's own flow controller tops a window up when a delivery
+    arrives, before Proton counts its credit as used: with a window of 1 it granted
+    nothing more, RabbitMQ sent no flow frame, and the run stalled after 4 messages."""
     broker_url("JMSLIKE_TEST_RABBITMQ_AMQP_URL")  # fails, never skips, without the broker
     out = tmp_path / "bench.json"
     code = main(

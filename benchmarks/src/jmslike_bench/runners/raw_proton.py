@@ -9,10 +9,12 @@ non-persistent one is sent while credit lasts, and the run ends when the broker 
 accepted the last message (the examples' ``simple_send``).
 
 The receivers' window is kept by hand (``prefetch`` granted at attach, one more per
-message), which is what ``MessagingHandler(prefetch=N)``'s flow controller does, less one
-trap: that controller stops granting on every link of the handler for good once any link
-reports drained credit, and RabbitMQ's plugin does that to credit-1 receivers. With
-``--prefetch 1`` and four receivers the raw run then stalled after 4 messages.
+message), which is what ``MessagingHandler(prefetch=N)``'s flow controller means to do.
+That controller tops the window up when a delivery arrives, but Proton takes a
+receiver's credit down only when the delivery is read (``advance``), so at that moment
+the window looks full; with a window of 1 it grants nothing, and the next grant waits
+for a flow frame from the broker. RabbitMQ sent none: with ``--prefetch 1`` four
+receivers took one message each and the run stalled.
 """
 
 from __future__ import annotations
