@@ -153,6 +153,12 @@ class MessageConsumer:
             # ORD-18: nothing waits in this consumer's buffer that a take-over would
             # have to give back; one message at a time, as IBM's strict destinations.
             self._prefetch = self._max_ask = self._ask = 1
+        elif feed is not None:
+            # The feed keeps the broker's window (container.py). A session that asked it
+            # for more than the message it handles next would hold those messages'
+            # groups from the container's other sessions (ORD-17): with prefetch=100,
+            # the first to ask took a hundred messages of every group queued.
+            self._prefetch = self._max_ask = self._ask = 1
         elif self._provider.adaptive_credit:
             self._max_ask = max(self._prefetch, self._connection._settings.max_prefetch)
         self._adaptive = self._max_ask > self._prefetch

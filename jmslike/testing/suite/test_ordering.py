@@ -1375,6 +1375,47 @@ def test_ord17_container_spreads_a_backlog_of_groups(factory, make_connection, u
     assert most == concurrency, f"at most {most} groups in progress at once in the first second"
 
 
+def test_ord17_container_keeps_its_concurrency_with_a_large_prefetch(
+    make_factory, make_connection, unique
+) -> None:
+    """ORD-17 with ``prefetch=100``: 20 groups x 20 messages queued round-robin, a
+    container at concurrency 4 with a 10 ms handler keeps its sessions busy (handler time
+    over wall time at least 2), each group in send order. The feed once left a group's
+    later messages with the session that had it even after it had finished with all it
+    was handed: with a window that covers every group, one session ended up holding
+    them all while the others found nothing, and concurrency 8 ran as fast as 1."""
+    queue = f"queue://{unique('q')}"
+    groups, per_group, concurrency, work = 20, 20, 4, 0.01
+    _fill_groups(make_connection().create_session(), queue, groups, per_group)
+    total = groups * per_group
+    lock = threading.Lock()
+    seen: dict[str, list[int]] = defaultdict(list)
+    busy = 0.0
+    first: list[float] = []  # the first handler's start: the container's start-up aside
+    last = 0.0
+    done = threading.Event()
+
+    def on_message(msg: Message) -> None:
+        nonlocal busy, last
+        started = time.monotonic()
+        time.sleep(work)
+        with lock:
+            last = time.monotonic()
+            busy += last - started
+            first[:] = [min([started, *first])]
+            seen[msg.ordering_group or ""].append(msg.get_int_property("JMSXGroupSeq") or 0)
+            if sum(map(len, seen.values())) == total:
+                done.set()
+
+    factory = make_factory(prefetch=100)
+    with MessageListenerContainer(factory, queue, on_message, concurrency=concurrency):
+        assert done.wait(60.0), f"processed {sum(map(len, seen.values()))} of {total}"
+    elapsed = last - first[0]
+    for group, seqs in seen.items():
+        assert seqs == list(range(1, per_group + 1)), group
+    assert busy / elapsed >= 2.0, f"{busy / elapsed:.2f} sessions busy on average of 4"
+
+
 def test_ord17_container_spreads_ungrouped_messages(factory, make_connection, unique) -> None:
     """ORD-17: messages in no group go to whichever of the container's sessions is free, so
     they are spread over more than one thread."""
