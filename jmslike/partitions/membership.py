@@ -116,7 +116,8 @@ class Membership:
     # ----------------------------------------------------------------- public
     def wait_settled(self) -> None:
         """Block until one heart-beat round has been heard (the first view), and raise
-        ConfigurationError if a member disagrees on the partition count."""
+        ConfigurationError if a member disagrees on the partition count or the
+        assignment rule."""
         self._settled.wait(self._timeout + 2 * self._interval)
         if self._conflicts:
             raise next(iter(self._conflicts.values()))
