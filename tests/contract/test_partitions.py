@@ -20,10 +20,12 @@ from brokercases import delete_rabbitmq_queues
 from jmslike import (
     ConfigurationError,
     Message,
+    MessageConsumer,
     MessageListenerContainer,
     Queue,
     Session,
 )
+from jmslike.partitions import membership
 from jmslike.partitions.consumer import PartitionedConsumer
 from jmslike.partitions.layout import partition_of
 
@@ -41,6 +43,15 @@ def _partition_capable(make_connection, require, provider_case) -> Iterator[None
 
 def _partitioned(make_factory, queue: str, count: int = 4, **settings):  # type: ignore[no-untyped-def]
     return make_factory(partitioned_destinations={queue: count}, **FAST, **settings)
+
+
+def _wait_for_partitions(consumer: MessageConsumer, expected: list[int]) -> None:
+    """A consumer's partitions are attached by the coordinator's worker after
+    create_consumer returns; wait for them rather than read them at once."""
+    deadline = time.monotonic() + 10.0
+    while consumer.partitions != expected:
+        assert time.monotonic() < deadline, consumer.partitions
+        time.sleep(0.05)
 
 
 def _send(session: Session, queue: str, groups: int, per_group: int) -> list[str]:
@@ -331,20 +342,22 @@ def test_a_member_assigning_by_another_rule_is_left_out_and_reported(
         connection.set_exception_listener(errors.append)
         consumer = connection.create_session().create_consumer(queue)
         connection.start()
-        assert consumer.partitions == [0, 1, 2, 3]
+        _wait_for_partitions(consumer, [0, 1, 2, 3])
+        provider = consumer._provider
+        assert isinstance(provider, PartitionedConsumer)
         with make_factory().create_connection() as stranger:
             session = stranger.create_session()
-            beats = session.create_producer(f"topic://jmslike.partitions.{queue[8:]}")
+            beats = session.create_producer(provider.spec.heartbeat_topic)
             deadline = time.monotonic() + 10.0
             while not errors and time.monotonic() < deadline:
                 beat = session.create_message()
-                beat.set_string_property("jmslikeMember", "stranger-1")
-                beat.set_int_property("jmslikeCapacity", 4)
-                beat.set_int_property("jmslikePartitions", 4)
-                beat.set_string_property("jmslikeProcess", "elsewhere:1")
-                beat.set_boolean_property("jmslikeLeaving", False)
+                beat.set_string_property(membership._MEMBER, "stranger-1")
+                beat.set_int_property(membership._CAPACITY, 4)
+                beat.set_int_property(membership._PARTITIONS, 4)
+                beat.set_string_property(membership._PROCESS, "elsewhere:1")
+                beat.set_boolean_property(membership._LEAVING, False)
                 if rule is not None:
-                    beat.set_int_property("jmslikeAssignmentRule", rule)
+                    beat.set_int_property(membership._RULE, rule)
                 beats.send(beat)
                 time.sleep(0.2)
         assert errors and isinstance(errors[0], ConfigurationError), errors
