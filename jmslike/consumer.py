@@ -74,6 +74,7 @@ class MessageConsumer:
         exclusive: bool = False,
         standby: bool = False,
         feed: Feed | None = None,
+        container: bool = False,
     ) -> None:
         self._session = session
         self._connection = session._connection
@@ -153,11 +154,14 @@ class MessageConsumer:
             # ORD-18: nothing waits in this consumer's buffer that a take-over would
             # have to give back; one message at a time, as IBM's strict destinations.
             self._prefetch = self._max_ask = self._ask = 1
-        elif feed is not None:
-            # The feed keeps the broker's window (container.py). A session that asked it
-            # for more than the message it handles next would hold those messages'
-            # groups from the container's other sessions (ORD-17): with prefetch=100,
-            # the first to ask took a hundred messages of every group queued.
+        elif feed is not None or container:
+            # A container's session asks for the message it handles next and no more
+            # (ORD-17): one that asked for more would hold those messages' groups from
+            # the container's other sessions; with prefetch=100 the first to ask took a
+            # hundred messages of every group queued. Where there is a feed, the feed
+            # keeps the broker's window (container.py); where there is none (the
+            # embedded broker hands groups out itself) the broker is in this process and
+            # a request costs no round trip.
             self._prefetch = self._max_ask = self._ask = 1
         elif self._provider.adaptive_credit:
             self._max_ask = max(self._prefetch, self._connection._settings.max_prefetch)

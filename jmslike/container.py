@@ -84,12 +84,14 @@ class MessageListenerContainer:
             message_selector = None
         # Where the provider asks for it, the sessions take from one subscription, a
         # feed, and jmslike hands its messages out by group (jmslike/_feed.py says why);
-        # the embedded broker keeps groups per session and hands them out itself. A
-        # partitioned queue is consumed partition by partition, each strictly ordered.
+        # the embedded broker keeps groups per session and hands them out itself, to
+        # sessions that ask for one message at a time (ORD-17). A partitioned queue is
+        # consumed partition by partition, each strictly ordered.
         self._feed: Feed | None = None
+        partitioned = factory.settings.partitions_for(self.destination) is not None
         if (
             not self.strictly_ordered
-            and factory.settings.partitions_for(self.destination) is None
+            and not partitioned
             and self._connection.capabilities.extra.get("container_feed")
         ):
             window = max(factory.settings.prefetch, FEED_WINDOW) * concurrency
@@ -107,6 +109,7 @@ class MessageListenerContainer:
                     False,
                     strictly_ordered=self.strictly_ordered,
                     feed=self._feed,
+                    container=not partitioned,
                 )
                 consumer.set_message_listener(self._listener_for(session))
                 self._sessions.append(session)

@@ -390,8 +390,10 @@ class Session:
         standby: bool = False,
         strictly_ordered: bool = False,
         feed: Feed | None = None,
+        container: bool = False,
     ) -> MessageConsumer:
-        """A consumer; with ``feed``, one taking from a listener container's feed."""
+        """A consumer; with ``feed``, one taking from a listener container's feed;
+        ``container``: a listener container's session's, asking one message at a time."""
         self._check_open()
         self._parse_selector(selector)
         for name, value in (("standby", standby), ("strictly_ordered", strictly_ordered)):
@@ -411,6 +413,7 @@ class Session:
             exclusive=strictly_ordered or self._settings.is_strictly_ordered(destination),
             standby=standby,
             feed=feed,
+            container=container,
         )
         with self._lock:
             self._consumers.append(consumer)

@@ -1380,10 +1380,12 @@ def test_ord17_container_keeps_its_concurrency_with_a_large_prefetch(
 ) -> None:
     """ORD-17 with ``prefetch=100``: 20 groups x 20 messages queued round-robin, a
     container at concurrency 4 with a 10 ms handler keeps its sessions busy (handler time
-    over wall time at least 2), each group in send order. The feed once left a group's
-    later messages with the session that had it even after it had finished with all it
-    was handed: with a window that covers every group, one session ended up holding
-    them all while the others found nothing, and concurrency 8 ran as fast as 1."""
+    over wall time at least 3; 3.8-3.96 seen on every provider), each group in send
+    order. The feed once left a group's later messages with the session that had it
+    even after it had finished with all it was handed: with a window that covers every
+    group, one session ended up holding them all while the others found nothing, and
+    concurrency 8 ran as fast as 1. On the embedded broker (no feed) a session asked
+    for a hundred messages and took their groups: 2.7-3.4 busy."""
     queue = f"queue://{unique('q')}"
     groups, per_group, concurrency, work = 20, 20, 4, 0.01
     _fill_groups(make_connection().create_session(), queue, groups, per_group)
@@ -1413,7 +1415,7 @@ def test_ord17_container_keeps_its_concurrency_with_a_large_prefetch(
     elapsed = last - first[0]
     for group, seqs in seen.items():
         assert seqs == list(range(1, per_group + 1)), group
-    assert busy / elapsed >= 2.0, f"{busy / elapsed:.2f} sessions busy on average of 4"
+    assert busy / elapsed >= 3.0, f"{busy / elapsed:.2f} sessions busy on average of 4"
 
 
 def test_ord17_container_spreads_ungrouped_messages(factory, make_connection, unique) -> None:
