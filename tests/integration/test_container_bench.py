@@ -1,6 +1,6 @@
-"""``benchmarks/container.py`` at a tiny scale on every broker and protocol: a line for
-each concurrency, with its rate, the client's CPU and switches a message, and the
-broker's CPU. Checks that the benchmark runs, never how fast (its figures are for
+"""``benchmarks/container.py`` at a tiny scale on the embedded broker and on every broker
+and protocol: a line for each concurrency, with its rate, the client's CPU and switches
+a message, and the broker's CPU. Checks that the benchmark runs, never how fast (its figures are for
 docs/performance.md)."""
 
 from __future__ import annotations
@@ -15,42 +15,44 @@ from brokerenv import broker_url
 BENCH = Path(__file__).parents[2] / "benchmarks" / "container.py"
 
 
-@pytest.mark.parametrize(
-    "protocol",
-    [pytest.param("stomp", marks=pytest.mark.stomp), pytest.param("amqp", marks=pytest.mark.amqp)],
-)
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("artemis", marks=pytest.mark.artemis),
-    ],
-)
-def test_container_bench_reports_every_concurrency(broker: str, protocol: str) -> None:
-    broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")  # fails, never skips
-    target = f"{broker}/{protocol}"
-    command = [
-        sys.executable,
-        str(BENCH),
-        "--targets",
-        target,
-        "--count",
-        "200",
-        "--groups",
-        "10",
-        "--runs",
-        "1",
-        "--concurrency",
-        "1,4",
-        "--work-ms",
-        "0",
-    ]
+_BROKERS = {
+    "rabbitmq": pytest.mark.rabbitmq,
+    "activemq": pytest.mark.activemq,
+    "artemis": pytest.mark.artemis,
+}
+_PROTOCOLS = {"stomp": pytest.mark.stomp, "amqp": pytest.mark.amqp}
+TARGETS = [
+    pytest.param("embedded"),
+    *(
+        pytest.param(f"{broker}/{protocol}", marks=[broker_mark, protocol_mark])
+        for broker, broker_mark in _BROKERS.items()
+        for protocol, protocol_mark in _PROTOCOLS.items()
+    ),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_container_bench_reports_every_concurrency(target: str) -> None:
+    if target != "embedded":
+        broker, protocol = target.split("/")
+        broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")  # fails, never skips
+    options = {
+        "--targets": target,
+        "--count": "200",
+        "--groups": "10",
+        "--runs": "1",
+        "--concurrency": "1,4",
+        "--work-ms": "0",
+        "--prefetch": "100",
+    }
+    command = [sys.executable, str(BENCH), *(part for item in options.items() for part in item)]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "keeps no ordering groups" not in finished.stderr  # silenced: one process only
+    assert "prefetch 100" in finished.stdout
     rows = [line.split() for line in finished.stdout.splitlines() if line.startswith(target)]
     assert [row[1] for row in rows] == ["1", "4"], finished.stdout
+    assert rows[0][3] == "1.00", finished.stdout
     for _target, _conc, rate, _ratio, client_us, switches, broker_us in rows:
         assert float(rate.replace(",", "")) > 0 and float(client_us) > 0, finished.stdout
         assert float(switches) >= 0, finished.stdout
