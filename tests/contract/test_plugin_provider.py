@@ -521,9 +521,7 @@ def test_shipped_contract_suite_passes_on_third_party_provider(tmp_path: Path) -
     _write_plugin(tmp_path)
     here = str(Path(jmslike.__file__).resolve().parents[1])  # this checkout's jmslike
     env = {k: v for k, v in os.environ.items() if k != "JMSLIKE_DISABLE_PLUGINS"}
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(tmp_path), here, env.get("PYTHONPATH")])
-    )
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), here, env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [
             sys.executable,

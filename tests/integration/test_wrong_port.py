@@ -30,24 +30,39 @@ def _port(variable: str) -> int:
 
 CASES = [
     pytest.param(
-        "stomp", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL", "OpenWire",
-        marks=(pytest.mark.stomp, pytest.mark.activemq), id="stomp-to-activemq-openwire",
+        "stomp",
+        "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL",
+        "OpenWire",
+        marks=(pytest.mark.stomp, pytest.mark.activemq),
+        id="stomp-to-activemq-openwire",
     ),
     pytest.param(
-        "stomp", "JMSLIKE_TEST_RABBITMQ_AMQP_URL", "AMQP",
-        marks=(pytest.mark.stomp, pytest.mark.rabbitmq), id="stomp-to-rabbitmq-amqp",
+        "stomp",
+        "JMSLIKE_TEST_RABBITMQ_AMQP_URL",
+        "AMQP",
+        marks=(pytest.mark.stomp, pytest.mark.rabbitmq),
+        id="stomp-to-rabbitmq-amqp",
     ),
     pytest.param(
-        "amqp", "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", "STOMP",
-        marks=(pytest.mark.amqp, pytest.mark.activemq), id="amqp-to-activemq-stomp",
+        "amqp",
+        "JMSLIKE_TEST_ACTIVEMQ_STOMP_URL",
+        "STOMP",
+        marks=(pytest.mark.amqp, pytest.mark.activemq),
+        id="amqp-to-activemq-stomp",
     ),
     pytest.param(
-        "amqp", "JMSLIKE_TEST_RABBITMQ_STOMP_URL", "STOMP",
-        marks=(pytest.mark.amqp, pytest.mark.rabbitmq), id="amqp-to-rabbitmq-stomp",
+        "amqp",
+        "JMSLIKE_TEST_RABBITMQ_STOMP_URL",
+        "STOMP",
+        marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
+        id="amqp-to-rabbitmq-stomp",
     ),
     pytest.param(
-        "amqp", "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL", "OpenWire",
-        marks=(pytest.mark.amqp, pytest.mark.activemq), id="amqp-to-activemq-openwire",
+        "amqp",
+        "JMSLIKE_TEST_ACTIVEMQ_OPENWIRE_URL",
+        "OpenWire",
+        marks=(pytest.mark.amqp, pytest.mark.activemq),
+        id="amqp-to-activemq-openwire",
     ),
 ]
 

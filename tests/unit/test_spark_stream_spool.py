@@ -28,9 +28,7 @@ class _DiedError(Exception):
 
 
 def _options(url: str, state: Path, **extra: str) -> Any:
-    return parse_options(
-        {"url": url, "destination": "queue://in", "stateDir": str(state), **extra}
-    )
+    return parse_options({"url": url, "destination": "queue://in", "stateDir": str(state), **extra})
 
 
 def _rows(reader: JmsStreamReader, start: int, end: int) -> list[str]:
