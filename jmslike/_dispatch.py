@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from jmslike.errors import JMSException
+from jmslike.spi.wakes import HELD
 
 __all__ = ["ExceptionNotifier", "ListenerTarget", "SessionDispatcher"]
 
@@ -57,7 +58,12 @@ class SessionDispatcher:
         self._thread.start()
 
     def wake(self, target: ListenerTarget) -> None:
-        """Ask the dispatcher to look at ``target``'s buffer (any thread, never blocks)."""
+        """Ask the dispatcher to look at ``target``'s buffer (any thread, never blocks;
+        held back while this thread holds wake-ups, see ``hold_wakes``)."""
+        held = getattr(HELD, "wakes", None)
+        if held is not None:
+            held.append((self._queue.put, target))
+            return
         self._queue.put(target)
 
     def call(self, fn: Callable[[], None]) -> None:

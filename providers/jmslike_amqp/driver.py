@@ -51,6 +51,8 @@ from proton import (
 )
 from proton.reactor import LinkOption
 
+from jmslike.spi.wakes import hold_wakes, release_wakes
+
 __all__ = ["Driver"]
 
 log = logging.getLogger("jmslike.amqp")
@@ -231,11 +233,20 @@ class Driver:
             transport.close_head()
 
     def _loop(self, selector: selectors.BaseSelector) -> None:
+        try:
+            self._loop_holding_wakes(selector)
+        finally:
+            release_wakes()
+
+    def _loop_holding_wakes(self, selector: selectors.BaseSelector) -> None:
+        """The loop. The sessions' dispatchers that deliveries wake are woken as the
+        thread goes to wait for the socket, not at once (``hold_wakes`` says why)."""
         transport = self.transport
         sock = self._socket
         interest = _READ
         collector = self.collector
         while not self._stopped:
+            hold_wakes()
             self._dispatch()
             wanted = 0
             if sock is not None:
@@ -275,6 +286,7 @@ class Driver:
             if timer is not None and (not deadline or timer < deadline):
                 deadline = timer
             timeout = max(0.0, deadline - now) if deadline else None
+            release_wakes()
             for key, mask in selector.select(timeout):
                 if key.fd == self._wake_read:
                     with contextlib.suppress(BlockingIOError):
