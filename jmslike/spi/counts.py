@@ -71,6 +71,19 @@ class DeliveryCounts:
             seen = self._seen.pop(key, None)
             self._seen[key] = max(0, seen - 1) if seen is not None else 0
 
+    def arrived_unseen(self, key: str) -> None:
+        """A delivery of ``key`` reached a consumer already closing and went back without
+        being counted or shown: the broker may flag the next delivery redelivered for it,
+        so a key this table never saw is noted as seen 0 times. One it saw keeps its
+        number (``returned_unseen`` would take back a count this delivery never added:
+        a message given back seen, sent again to the closing link at once, then came
+        back as a first delivery, seen on ActiveMQ Classic over AMQP)."""
+        with self._lock:
+            if key not in self._seen:
+                self._seen[key] = 0
+                if len(self._seen) > _LIMIT:
+                    self._seen.popitem(last=False)
+
     def forget(self, key: str) -> None:
         """``key`` was acknowledged (or dead-lettered): it will not come again."""
         with self._lock:

@@ -407,8 +407,9 @@ class AmqpConsumer(ProviderConsumer):
     def _arrived_late(self, incoming: Incoming) -> None:
         """The connection's thread: a transfer the broker sent before it read the detach.
         It was never seen here; where jmslike counts, its redelivery must not count it
-        (seen on Classic: such a message came back flagged redelivered, count 2)."""
-        self._session.connection.counts.returned_unseen(message_key(incoming))
+        (seen on Classic: such a message came back flagged redelivered, count 2). It may
+        also be one this consumer gave back seen, sent again at once: that keeps its count."""
+        self._session.connection.counts.arrived_unseen(message_key(incoming))
 
     def _release_claim(self) -> None:
         """A standby may take over now: what this consumer held went back first."""

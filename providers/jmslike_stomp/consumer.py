@@ -197,8 +197,8 @@ class StompConsumer(ProviderConsumer):
                 # It came as the consumer closed: it waits for the next one.
                 self.inbox.on_frame(headers, body, returned_by=self._on_frame)
                 return
-            # Sent before the broker saw UNSUBSCRIBE; it goes back unseen.
-            connection.counts.returned_unseen(
+            # Sent before the broker saw UNSUBSCRIBE; it goes back unseen, uncounted.
+            connection.counts.arrived_unseen(
                 headers.get(ID_HEADER) or headers.get("message-id", "")
             )
             return

@@ -1,0 +1,45 @@
+"""The client's delivery counts (jmslike/spi/counts.py): JMSXDeliveryCount where the broker
+sends none, and what a delivery that was never shown does to it (ORD-10, ORD-11)."""
+
+from __future__ import annotations
+
+from jmslike.spi.counts import DeliveryCounts
+
+
+def test_counts_rise_per_delivery_and_start_at_two_when_flagged() -> None:
+    counts = DeliveryCounts()
+    assert counts.count("a", False) == 1
+    assert counts.count("a", True) == 2
+    assert counts.count("b", True) == 2  # redelivered, first seen here (another process)
+
+
+def test_a_delivery_returned_unseen_keeps_the_number() -> None:
+    counts = DeliveryCounts()
+    counts.count("a", False)
+    counts.returned_unseen("a")  # buffered, never handed out
+    assert counts.count("a", True) == 1
+
+
+def test_a_late_arrival_never_counted_does_not_count() -> None:
+    """Sent to a closing consumer before the broker read the close: the broker flags the
+    next delivery redelivered, but the application never saw the message."""
+    counts = DeliveryCounts()
+    counts.arrived_unseen("a")
+    assert counts.count("a", True) == 1
+
+
+def test_a_late_arrival_of_a_message_seen_keeps_its_count() -> None:
+    """Seen once, given back as its session closed, sent at once to the closing link again
+    (ActiveMQ Classic over AMQP): its next delivery is its second, not its first (a CI run
+    once saw it come back as ('a', redelivered False, count 1))."""
+    counts = DeliveryCounts()
+    assert counts.count("a", False) == 1
+    counts.arrived_unseen("a")
+    assert counts.count("a", False) == 2
+
+
+def test_forget_starts_over() -> None:
+    counts = DeliveryCounts()
+    counts.count("a", False)
+    counts.forget("a")
+    assert counts.count("a", False) == 1
