@@ -708,7 +708,13 @@ def test_ord9_grown_request_taken_back_when_idle(make_connection, unique) -> Non
     got: list[Message | None] = []
     waiting = threading.Thread(target=lambda: got.append(ca.receive(5.0)))
     waiting.start()
-    time.sleep(0.3)  # A waits in receive() on a dry queue
+    # A waits in receive() on a dry queue until its grown request is taken back: after
+    # IDLE_REQUEST or four of the broker's answers, whichever is longer, which on a busy
+    # machine can be more than a fixed sleep (seen: 0.3 s was not enough under load).
+    deadline = time.monotonic() + 5.0
+    while ca.request_size > conn._settings.prefetch and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # and its withdrawal is on its way to the broker
     _send(sender, queue, ["g:1", "h:1", "u401"])
     waiting.join(6.0)
     assert [m.text for m in got if m is not None] == ["g:1"]  # AUTO: A holds g (ORD-10)
