@@ -31,7 +31,7 @@ from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
 from jmslike_amqp.codec import decode, message_key
 from jmslike_amqp.credit import Credit
-from jmslike_amqp.links import Capability, LinkHandle
+from jmslike_amqp.links import Capability, LinkHandle, OwnSession
 from jmslike_amqp.transport import AmqpTransport
 
 if TYPE_CHECKING:
@@ -159,6 +159,10 @@ class AmqpConsumer(ProviderConsumer):
                 rendered = connection.broker_selector(selector)
                 if rendered is not None:
                     options.append(Selector(rendered))
+        if connection.rabbitmq and not self.own_connection:
+            # A message RabbitMQ sends as the link closes stays with its session: a
+            # session of its own, ended after the link, gives such messages back.
+            options.append(OwnSession())
         if self.exclusive and connection.classic and not destination.is_topic:
             # ORD-18 across processes: Classic's exclusive consumer, as an address option.
             address += "?consumer.exclusive=true"

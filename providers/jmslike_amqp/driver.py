@@ -43,6 +43,7 @@ from proton import (
     Collector,
     Condition,
     Connection,
+    Endpoint,
     Event,
     EventType,
     Link,
@@ -52,6 +53,7 @@ from proton import (
 from proton.reactor import LinkOption
 
 from jmslike.spi.wakes import hold_wakes, release_wakes
+from jmslike_amqp.links import OwnSession
 
 __all__ = ["Driver"]
 
@@ -171,12 +173,31 @@ class Driver:
         options: LinkOption | list[LinkOption] | None = None,
     ) -> Link:
         """A receiver from ``address`` (its source) or a sender to it (its target), on the
-        connection's session, with ``options`` applied, opened."""
-        session = self.session()
+        connection's session (or, with ``OwnSession`` among ``options``, on a new one),
+        with ``options`` applied, opened."""
+        listed = options if isinstance(options, list) else [options] if options else []
+        if any(isinstance(option, OwnSession) for option in listed):
+            session = self.connection.session()
+            session.open()
+        else:
+            session = self.session()
         link = session.receiver(name) if receiver else session.sender(name)
         if address:
             (link.source if receiver else link.target).address = address
         return self._open(link, options)
+
+    def end_own_session(self, link: Link) -> None:
+        """End ``link``'s session if it is the link's own (``OwnSession``): after its
+        close, so that Proton writes the detach first."""
+        session = link.session
+        if session != self._session and not session.state & Endpoint.LOCAL_CLOSED:
+            session.close()
+
+    def free_own_session(self, session: Any) -> None:
+        """Both ends have ended ``session``: free it if it was a link's own (its link was
+        let go of when the broker answered the detach, which comes before the end)."""
+        if session != self._session:
+            session.free()
 
     @staticmethod
     def _open(link: Link, options: LinkOption | list[LinkOption] | None) -> Link:

@@ -164,9 +164,15 @@ class Events:
         """A broker that refuses an attach by ending the whole session (RabbitMQ does,
         e.g. PRECONDITION_FAILED on a queue declared otherwise): every link of it waiting
         to attach fails with the broker's reason, instead of timing out. A session ended
-        with an error ends the connection, as Proton's own handler does."""
+        with an error ends the connection, as Proton's own handler does. A link's own
+        session (``OwnSession``) that the broker ended in answer to ours is freed: Proton
+        keeps it, and what it holds, until then or until the connection goes."""
         session = event.session
         condition = session.remote_condition
+        driver = self._transport._driver
+        if condition is None and session.state & _LOCAL_CLOSED and driver is not None:
+            driver.free_own_session(session)
+            return
         text = _reason(condition, "session ended")
         text += inequivalent_note(text)
         transport = self._transport
@@ -244,6 +250,8 @@ class Events:
         self._answered(link)
         if not link.state & _LOCAL_CLOSED:
             link.close()
+            if transport._driver is not None:
+                transport._driver.end_own_session(link)
         if unasked and handle is not None:
             gone = condition is not None and condition.name in _GONE
             transport._attach_again(handle, link, reason, mendable=not gone)

@@ -526,6 +526,7 @@ class AmqpTransport(ConnectionLifecycle):
             link.detach()
         else:
             link.close()
+        self._engine.end_own_session(link)
         if link.state & _REMOTE_CLOSED:
             self._let_go(link, free=False)
 

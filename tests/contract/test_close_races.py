@@ -132,3 +132,36 @@ def test_a_close_while_receive_asks_the_broker_ends_the_receive_with_none(
     assert closed, "the receive never asked the broker"
     assert not waiting.is_alive()
     assert (errors, result) == ([], [None])
+
+
+def test_consumers_closed_while_the_broker_streams_to_them_give_everything_back(
+    make_factory, make_connection, unique, drain
+) -> None:
+    """ORD-10, ORD-11: consumers opened and closed one after another on a connection that
+    stays open, each while the broker is still sending it its prefetch: every message
+    they did not finish reaches the next consumer, in its place, at once. (Before, on
+    RabbitMQ over AMQP: a message the queue sent as the link closed was dropped by the
+    broker's AMQP 1.0 plugin, "Delivery to non-existent consumer" in its log, and stayed
+    unacknowledged on the connection until the connection closed.)"""
+    queue = f"queue://{unique('q')}"
+    texts = [f"m{i:03}" for i in range(40)]
+    connection = make_factory(prefetch=20, max_prefetch=20).create_connection()
+    try:
+        session = connection.create_session()
+        connection.start()
+        got = []
+        for round_ in range(8):
+            # Fewer than the prefetch: the link keeps credit, so the broker sends what
+            # the close gives back to this same link again, racing the detach.
+            send_texts(session, queue, texts[round_ * 5 : round_ * 5 + 5])
+            consumer = session.create_consumer(queue)
+            message = consumer.receive(5.0)
+            assert message is not None
+            got.append(message.text)
+            consumer.close()
+        other = make_connection()
+        other.start()
+        rest = [m.text for m in drain(other.create_session().create_consumer(queue))]
+        assert got + rest == texts
+    finally:
+        connection.close()

@@ -119,6 +119,20 @@ def _proton_links(connection: jmslike.Connection) -> int:
     return int(transport.call(count))
 
 
+def _proton_sessions(connection: jmslike.Connection) -> int:
+    """Sessions Proton still holds on ``connection`` (on RabbitMQ each consumer's link
+    has one of its own, jmslike_amqp.links.OwnSession)."""
+    transport = connection._provider.transport  # type: ignore[attr-defined]
+
+    def count() -> int:
+        sessions, session = 0, transport.connection.session_head(0)
+        while session is not None:
+            sessions, session = sessions + 1, session.next(0)
+        return sessions
+
+    return int(transport.call(count))
+
+
 def _links_after_closes(connection: jmslike.Connection, before: int, allowed: int) -> int:
     """Links held beyond ``before`` once the broker has answered the closes (up to 10 s
     for it to get under ``allowed``): a closed link is freed only then."""
@@ -144,10 +158,12 @@ def test_closed_consumers_let_go_of_their_links(variable: str) -> None:
         session = connection.create_session()
         queue = session.create_queue(f"links-{uuid.uuid4().hex[:8]}")
         before = _proton_links(connection)
+        sessions = _proton_sessions(connection)
         for _ in range(50):
             session.create_consumer(queue).close()
         held = _links_after_closes(connection, before, 2)
         assert held <= 2, held
+        assert _proton_sessions(connection) - sessions <= 2
         # The connection still works: a consumer made now gets what is sent.
         session.create_producer(queue).send(session.create_text_message("after"))
         connection.start()
