@@ -12,7 +12,12 @@ import time
 from typing import TYPE_CHECKING
 
 from jmslike.destination import Destination, parse_destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError, InvalidDestinationError
+from jmslike.errors import (
+    ConnectionFailedError,
+    IllegalStateError,
+    InvalidArgumentError,
+    InvalidDestinationError,
+)
 from jmslike.message import (
     GROUP_ID,
     BytesMessage,
@@ -196,8 +201,16 @@ class MessageProducer:
         session = self._session
         if session._closed:
             raise IllegalStateError("session is closed")
-        if session._connection._closed:
+        connection = session._connection
+        if connection._closed:
             raise IllegalStateError("connection is closed")
+        if connection._failed is not None:
+            # Before anything is written: part of a lost connection may still work (over
+            # STOMP on RabbitMQ a consumer has a socket of its own), and a send through
+            # it reached the broker and then raised, in doubt.
+            raise ConnectionFailedError(
+                f"send to {destination or self.destination}: {connection._failed}"
+            ) from connection._failed
         if message.__class__ not in _MESSAGE_CLASSES:  # else a subclass, or no message
             message = require_message(message)
         target = (
@@ -217,9 +230,9 @@ class MessageProducer:
             if delivery_delay is None
             else _check_seconds("delivery_delay", delivery_delay)
         )
-        if delay and not session._connection.capabilities.delivery_delay:
+        if delay and not connection.capabilities.delivery_delay:
             raise IllegalStateError(
-                f"delivery_delay={delay}: {session._connection.capabilities.broker} cannot "
+                f"delivery_delay={delay}: {connection.capabilities.broker} cannot "
                 "delay delivery while keeping group order (capability delivery_delay)"
             )
         binding = self._binding
@@ -238,11 +251,11 @@ class MessageProducer:
         )
         if binding is not None:
             binding.stamp(message)
-        chain = session._connection._send_chain
+        chain = connection._send_chain
         if chain is None:
             self._provider.send(target, message)
         else:
-            chain(SendContext(session._connection, session, target, message))
+            chain(SendContext(connection, session, target, message))
 
     def _target(self, destination: Destination | str | None) -> Destination:
         if destination is None:

@@ -263,6 +263,38 @@ def test_half_closed_while_receiving(relay_for: tuple[str, str, Relay]) -> None:
     )
 
 
+@pytest.mark.parametrize("relay_for", CASES, indirect=True)
+def test_nothing_is_sent_once_the_loss_is_told(relay_for: tuple[str, str, Relay]) -> None:
+    """ORD-11, API/producer.send: once the exception listener has heard that the
+    connection is lost, a send raises ConnectionFailedError and sends nothing, also where
+    part of the connection still works. (Before, over STOMP on RabbitMQ, where a consumer
+    has a socket of its own: its loss lost the JMS connection, and a send through the
+    producer's socket, still up, went out; seen in CI as the message sent `after the
+    loss` delivered in test_half_closed_while_receiving[rabbitmq-stomp].)"""
+    url, direct, relay = relay_for
+    queue = f"queue://faults-told-{uuid.uuid4().hex[:8]}"
+    lost = threading.Event()
+    connection = ConnectionFactory(url).create_connection()
+    connection.set_exception_listener(lambda _exc: lost.set())
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    producer.send(session.create_text_message("before"))
+    consumer = session.create_consumer(queue)
+    connection.start()
+    first = consumer.receive(5.0)
+    assert first is not None and first.text == "before"
+    relay.cut_one(-1)  # the newest: the consumer's own where it has one, else the only one
+    assert lost.wait(10.0), "the loss was not reported within 10 s"
+    with pytest.raises(jmslike.ConnectionFailedError):
+        producer.send(session.create_text_message("after the loss"))
+    connection.close()
+    with ConnectionFactory(direct).create_connection() as other:
+        consumer = other.create_session().create_consumer(queue)
+        other.start()
+        texts = [m.text for m in iter(lambda: consumer.receive(2.0), None)]
+    assert "after the loss" not in texts, texts
+
+
 SEND_TIMEOUT = 2.0
 """The sending tests' ``request_timeout``: a send unanswered for this long raises."""
 
