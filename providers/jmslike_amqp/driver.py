@@ -159,7 +159,8 @@ class Driver:
         self.connection.open()
 
     def session(self) -> Any:
-        """The connection's one session (opened on first use), as the Container keeps."""
+        """The connection's shared session (opened on first use), as the Container keeps;
+        a link with ``OwnSession`` gets one of its own instead."""
         if self._session is None:
             self._session = self.connection.session()
             self._session.open()
