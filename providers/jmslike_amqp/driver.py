@@ -185,7 +185,7 @@ class Driver:
         link = session.receiver(name) if receiver else session.sender(name)
         if address:
             (link.source if receiver else link.target).address = address
-        return self._open(link, options)
+        return self._open(link, listed)
 
     def end_own_session(self, link: Link) -> None:
         """End ``link``'s session if it is the link's own (``OwnSession``): after its
@@ -201,8 +201,8 @@ class Driver:
             session.free()
 
     @staticmethod
-    def _open(link: Link, options: LinkOption | list[LinkOption] | None) -> Link:
-        for option in options if isinstance(options, list) else [options] if options else []:
+    def _open(link: Link, options: list[LinkOption]) -> Link:
+        for option in options:
             if option.test(link):
                 option.apply(link)
         link.open()
