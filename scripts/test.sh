@@ -41,7 +41,8 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_
 rm -rf "$docs_site"
 echo "== pytest"
 set +e
-.venv/bin/python -m pytest "$@"
+# --durations: the slowest tests, where the run's time goes (CI's budget is an hour).
+.venv/bin/python -m pytest --durations=30 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

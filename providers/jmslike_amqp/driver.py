@@ -47,6 +47,7 @@ from proton import (
     Event,
     EventType,
     Link,
+    Session,
     SSLDomain,
     Transport,
 )
@@ -60,6 +61,9 @@ __all__ = ["Driver"]
 log = logging.getLogger("jmslike.amqp")
 
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+_END_ANSWER_GRACE = 1.0
+"""Seconds an own session's end may go unanswered before the links waiting for it
+begin anyway (its answer comes within milliseconds, or never)."""
 
 
 class Driver:
@@ -129,6 +133,12 @@ class Driver:
             domain.set_peer_authentication(mode, ca_file)
             SSL(self.transport, domain).peer_hostname = host
         self._session: Any = None
+        self._ending: dict[int, float] = {}
+        """Own sessions (``OwnSession``) ended here whose end the broker has not answered
+        yet, by :meth:`key_of`, with the time after which it is taken as lost: see
+        :meth:`create_link`."""
+        self._unbegun: list[Link] = []
+        """Links of own sessions not begun yet because ``_ending`` was not empty."""
         self._socket: socket.socket | None = None
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
@@ -138,9 +148,10 @@ class Driver:
         self._write_closed = False
 
     @staticmethod
-    def key_of(link: Link) -> int:
-        """The key a delivery event gives for ``link``: the address of the C link."""
-        return addressof(link._impl)  # type: ignore[no-any-return]
+    def key_of(endpoint: Link | Session) -> int:
+        """The key a delivery event gives for a link: the address of the C link (and the
+        same for a session)."""
+        return addressof(endpoint._impl)  # type: ignore[no-any-return]
 
     # -------------------------------------------------------------- any thread
     def wake(self) -> None:
@@ -175,38 +186,77 @@ class Driver:
     ) -> Link:
         """A receiver from ``address`` (its source) or a sender to it (its target), on the
         connection's session (or, with ``OwnSession`` among ``options``, on a new one),
-        with ``options`` applied, opened."""
+        with ``options`` applied, opened.
+
+        A new own session is begun only once the broker has answered the end of every own
+        session ended before it (or that answer is overdue: :meth:`_ends_overdue`). Proton
+        frees a session's channel number as soon as it writes the end and gives the next
+        session the lowest free number, so the next consumer would begin on the channel
+        whose end is still unanswered, and Proton, which maps what comes in by channel,
+        would take a late answer to the old session for the new one's. Such a link is
+        made now and begun by :meth:`session_ended`.
+        """
         listed = options if isinstance(options, list) else [options] if options else []
-        if any(isinstance(option, OwnSession) for option in listed):
-            session = self.connection.session()
-            session.open()
-        else:
-            session = self.session()
+        own = any(isinstance(option, OwnSession) for option in listed)
+        session = self.connection.session() if own else self.session()
         link = session.receiver(name) if receiver else session.sender(name)
         if address:
             (link.source if receiver else link.target).address = address
-        return self._open(link, listed)
-
-    def end_own_session(self, link: Link) -> None:
-        """End ``link``'s session if it is the link's own (``OwnSession``): after its
-        close, so that Proton writes the detach first."""
-        session = link.session
-        if session != self._session and not session.state & Endpoint.LOCAL_CLOSED:
-            session.close()
-
-    def free_own_session(self, session: Any) -> None:
-        """Both ends have ended ``session``: free it if it was a link's own (its link was
-        let go of when the broker answered the detach, which comes before the end)."""
-        if session != self._session:
-            session.free()
-
-    @staticmethod
-    def _open(link: Link, options: list[LinkOption]) -> Link:
-        for option in options:
+        for option in listed:
             if option.test(link):
                 option.apply(link)
+        if own and self._ending:
+            self._unbegun.append(link)
+            return link
+        if own:
+            session.open()
         link.open()
         return link
+
+    def end_own_session(self, link: Link) -> None:
+        """End ``link``'s session if it is the link's own (``OwnSession``), once the broker
+        has answered the link's detach: with the detach and the end written together,
+        RabbitMQ 3.10 now and then answered neither (once in a few hundred consumers made
+        and closed in a loop), and the consumer's close waited its whole timeout for the
+        detach's answer. One never begun is only forgotten: the broker has nothing to
+        answer."""
+        session = link.session
+        if session == self._session or session.state & Endpoint.LOCAL_CLOSED:
+            return
+        if link in self._unbegun:
+            self._unbegun.remove(link)
+            return
+        session.close()
+        self._ending[self.key_of(session)] = time.monotonic() + _END_ANSWER_GRACE
+
+    def session_ended(self, session: Any, *, free: bool) -> None:
+        """The broker ended ``session`` (its answer to our end, or its own): ``free`` it if
+        it was a link's own (its link was let go of when the detach was answered, which
+        comes before the end); once no own session's end is outstanding, the links
+        waiting for one begin."""
+        self._ending.pop(self.key_of(session), None)
+        if free and session != self._session:
+            session.free()
+        if not self._ending:
+            self._begin_waiting()
+
+    def _begin_waiting(self) -> None:
+        waiting, self._unbegun = self._unbegun, []
+        for link in waiting:
+            link.session.open()
+            link.open()
+
+    def _ends_overdue(self, now: float) -> bool:
+        """Whether an own session's end went unanswered past its grace: RabbitMQ 3.10 now
+        and then answers no end at all (one in several hundred in a loop of consumers
+        made and closed), and the session is gone on its side; the links waiting for
+        it begin. Such a session is not freed: Proton keeps it until the connection goes."""
+        if not self._ending or min(self._ending.values()) > now:
+            return False
+        log.debug("AMQP broker %s:%s did not answer a session's end", self._host, self._port)
+        self._ending.clear()
+        self._begin_waiting()
+        return True
 
     def run(self) -> None:
         """Connect, then move bytes and dispatch events until the transport closes (or
@@ -303,8 +353,13 @@ class Driver:
                     selector.unregister(sock)
                 interest = wanted
             now = time.monotonic()
+            if self._ends_overdue(now):
+                continue  # links begun: their frames go out first
             deadline = transport.tick(now)
             timer = self._handler.next_timer()
+            if self._ending:
+                due = min(self._ending.values())
+                timer = due if timer is None else min(timer, due)
             if timer is not None and (not deadline or timer < deadline):
                 deadline = timer
             timeout = max(0.0, deadline - now) if deadline else None

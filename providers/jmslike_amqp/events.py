@@ -166,13 +166,20 @@ class Events:
         to attach fails with the broker's reason, instead of timing out. A session ended
         with an error ends the connection, as Proton's own handler does. A link's own
         session (``OwnSession``) that the broker ended in answer to ours is freed: Proton
-        keeps it, and what it holds, until then or until the connection goes."""
+        keeps it, and what it holds, until then or until the connection goes; a detach
+        of its link still unanswered is taken as answered (the end ended the link)."""
         session = event.session
         condition = session.remote_condition
         driver = self._transport._driver
-        if condition is None and session.state & _LOCAL_CLOSED and driver is not None:
-            driver.free_own_session(session)
+        answer = session.state & _LOCAL_CLOSED  # to our end
+        for link in [link for link in self._transport._detaching if link.session == session]:
+            self._answered(link)
+        if condition is None and answer:
+            if driver is not None:
+                driver.session_ended(session, free=True)
             return
+        if driver is not None:
+            driver.session_ended(session, free=False)
         text = _reason(condition, "session ended")
         text += inequivalent_note(text)
         transport = self._transport
@@ -257,12 +264,17 @@ class Events:
             transport._attach_again(handle, link, reason, mendable=not gone)
 
     def _answered(self, link: Link) -> None:
+        """The broker answered our detach of ``link`` (or ended its session): whoever
+        waits for it goes on, a link closed here is let go of, and its own session, if it
+        has one, ends now (``Driver.create_link`` says why not with the detach)."""
         transport = self._transport
         answered = transport._detaching.pop(link, None)
         if answered is not None and not answered.done():
             answered.set_result(None)
         handle = transport._handles.get(Driver.key_of(link))
         if handle is not None and handle._closed:
+            if transport._driver is not None:
+                transport._driver.end_own_session(link)
             transport._let_go(link)
 
     def on_link_flow(self, event: Any) -> None:

@@ -518,7 +518,8 @@ class AmqpTransport(ConnectionLifecycle):
     # ---------------------------------------------------------------- closing
     def _close_now(self, handle: LinkHandle, link: Link, *, keep: bool = False) -> None:
         """The connection's thread: close (``keep``: only detach) ``handle``'s link; it
-        hears of nothing more, and is let go of at once if the broker closed it first."""
+        hears of nothing more, and is let go of at once if the broker closed it first
+        (else when the broker answers, which also ends its own session if it has one)."""
         handle._closed = True
         handle._on_message = None
         handle._on_flow = None
@@ -526,8 +527,8 @@ class AmqpTransport(ConnectionLifecycle):
             link.detach()
         else:
             link.close()
-        self._engine.end_own_session(link)
         if link.state & _REMOTE_CLOSED:
+            self._engine.end_own_session(link)
             self._let_go(link, free=False)
 
     def close_link(

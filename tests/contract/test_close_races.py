@@ -9,6 +9,7 @@ waits for what that brings, so the race happens every time.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -163,5 +164,47 @@ def test_consumers_closed_while_the_broker_streams_to_them_give_everything_back(
         other.start()
         rest = [m.text for m in drain(other.create_session().create_consumer(queue))]
         assert got + rest == texts
+    finally:
+        connection.close()
+
+
+def test_consumers_made_and_closed_in_a_loop_each_close_at_once(
+    make_factory, make_connection, unique, drain, caplog
+) -> None:
+    """API/consumer.close: hundreds of consumers made and closed one after another on a
+    connection that stays open each close with the broker's answer, and the connection
+    still works after them. (Before, on RabbitMQ over AMQP: a consumer's link detach and
+    its own session's end went out together, and now and then RabbitMQ answered neither:
+    the close waited the whole request timeout, "did not answer a link's detach", about
+    once in 300. With the end sent after the detach's answer, RabbitMQ still leaves an
+    end unanswered now and then, and a consumer whose session waited for it to begin
+    waited for ever.)"""
+    queue = f"queue://{unique('q')}"
+    connection = make_factory(request_timeout=5.0).create_connection()
+    errors: list[BaseException] = []
+
+    def make_and_close(session: Session) -> None:
+        try:
+            for _ in range(250):
+                session.create_consumer(queue).close()
+        except Exception as exc:  # the test must see it
+            errors.append(exc)
+
+    try:
+        # Two threads, a session each: a consumer is made while another one's close is
+        # still being answered.
+        sessions = [connection.create_session() for _ in range(2)]
+        with caplog.at_level(logging.WARNING, logger="jmslike"):
+            threads = [threading.Thread(target=make_and_close, args=(s,)) for s in sessions]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(120.0)
+        assert errors == []
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        send_texts(sessions[0], queue, ["after"])
+        other = make_connection()
+        other.start()
+        assert [m.text for m in drain(other.create_session().create_consumer(queue))] == ["after"]
     finally:
         connection.close()
