@@ -246,17 +246,18 @@ class Driver:
             link.session.open()
             link.open()
 
-    def _ends_overdue(self, now: float) -> bool:
-        """Whether an own session's end went unanswered past its grace: RabbitMQ 3.10 now
-        and then answers no end at all (one in several hundred in a loop of consumers
-        made and closed), and the session is gone on its side; the links waiting for
-        it begin. Such a session is not freed: Proton keeps it until the connection goes."""
-        if not self._ending or min(self._ending.values()) > now:
-            return False
+    def _end_due(self) -> float | None:
+        """When the oldest unanswered end of an own session is taken as lost, if any."""
+        return min(self._ending.values(), default=None)
+
+    def _ends_overdue(self) -> None:
+        """An own session's end went unanswered past its grace: RabbitMQ 3.10 now and then
+        answers no end at all (one in several hundred in a loop of consumers made and
+        closed), and the session is gone on its side; the links waiting for it begin.
+        Such a session is not freed: Proton keeps it until the connection goes."""
         log.debug("AMQP broker %s:%s did not answer a session's end", self._host, self._port)
         self._ending.clear()
         self._begin_waiting()
-        return True
 
     def run(self) -> None:
         """Connect, then move bytes and dispatch events until the transport closes (or
@@ -353,13 +354,14 @@ class Driver:
                     selector.unregister(sock)
                 interest = wanted
             now = time.monotonic()
-            if self._ends_overdue(now):
+            end_due = self._end_due()
+            if end_due is not None and end_due <= now:
+                self._ends_overdue()
                 continue  # links begun: their frames go out first
             deadline = transport.tick(now)
             timer = self._handler.next_timer()
-            if self._ending:
-                due = min(self._ending.values())
-                timer = due if timer is None else min(timer, due)
+            if end_due is not None:
+                timer = end_due if timer is None else min(timer, end_due)
             if timer is not None and (not deadline or timer < deadline):
                 deadline = timer
             timeout = max(0.0, deadline - now) if deadline else None

@@ -174,12 +174,10 @@ class Events:
         answer = session.state & _LOCAL_CLOSED  # to our end
         for link in [link for link in self._transport._detaching if link.session == session]:
             self._answered(link)
-        if condition is None and answer:
-            if driver is not None:
-                driver.session_ended(session, free=True)
-            return
         if driver is not None:
-            driver.session_ended(session, free=False)
+            driver.session_ended(session, free=condition is None and bool(answer))
+        if condition is None and answer:
+            return
         text = _reason(condition, "session ended")
         text += inequivalent_note(text)
         transport = self._transport
