@@ -12,6 +12,7 @@ from jmslike.container import MessageListenerContainer
 from jmslike.context import JMSContext
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import (
+    AcknowledgeInDoubtError,
     ConfigurationError,
     ConnectionFailedError,
     IllegalStateError,
@@ -42,6 +43,7 @@ from jmslike.spi.provider import Capabilities, OrderingMode
 __version__ = "0.1.0"
 
 __all__ = [
+    "AcknowledgeInDoubtError",
     "BytesMessage",
     "Capabilities",
     "ConfigurationError",

@@ -36,6 +36,7 @@ import contextlib
 from collections.abc import Iterator
 
 __all__ = [
+    "AcknowledgeInDoubtError",
     "ConfigurationError",
     "ConnectionFailedError",
     "IllegalStateError",
@@ -151,6 +152,19 @@ class SendInDoubtError(ConnectionFailedError):
     was. jmslike never sends this one again by itself, since two stored copies would both
     be delivered unflagged; an application that must not lose it and must not have it
     twice resends it with a key its consumers deduplicate on, or looks for it first.
+    """
+
+
+class AcknowledgeInDoubtError(ConnectionFailedError):
+    """A CLIENT_ACKNOWLEDGE ``acknowledge()`` whose acknowledgement reached the wire and
+    whose confirmation was lost with the connection (or did not come within
+    ``request_timeout``): the broker may have taken it, and the messages never come
+    again, or not, and they come again flagged redelivered.
+
+    Any other ConnectionFailedError from ``acknowledge()`` means no acknowledgement
+    reached the broker: the messages come again. As with TransactionInDoubtError, an
+    application that must not do the work twice checks its own effects when a message
+    comes again; one that must not lose it keeps what it did.
     """
 
 

@@ -7,6 +7,8 @@ can do to every connection through it, as networks and broker restarts do:
   ``cut_one(index)`` does it to one connection only (the others stay up);
 * ``stall()`` / ``resume()``: stop moving bytes with both sockets left open (a frozen
   peer, a black-holed route); only heart-beats or idle timeouts can notice it;
+* ``mute()``: stop moving the broker's bytes only (what the client writes still reaches
+  the broker, its answers wait): a frame taken whose answer is lost with a cut;
 * ``half_close()``: shut the broker-to-client direction only (the client reads EOF while
   its writes still go through);
 * ``slow(bytes_per_second)`` / ``fast()``: move bytes at that rate, both ways, reading
@@ -43,6 +45,9 @@ class Relay:
         self._lock = threading.Lock()
         self._flowing = threading.Event()
         self._flowing.set()
+        self._answering = threading.Event()
+        """Clear while muted: the broker's bytes wait."""
+        self._answering.set()
         self._rate: float | None = None
         """Bytes a second each way while ``slow``; None: as fast as the sockets go."""
         self.accepted = 0
@@ -62,13 +67,15 @@ class Relay:
             with self._lock:
                 self.accepted += 1
                 self._pairs.append((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, answers in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(target=self._pump, args=(a, b, answers), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool) -> None:
         with contextlib.suppress(OSError):
             while data := src.recv(SLOW_CHUNK if self._rate else 65536):
                 self._flowing.wait()
+                if answers:
+                    self._answering.wait()
                 rate = self._rate
                 if rate is None:
                     dst.sendall(data)
@@ -89,6 +96,7 @@ class Relay:
             pairs, self._pairs = self._pairs, []
         self._drop(pairs)
         self._flowing.set()
+        self._answering.set()
 
     def cut_one(self, index: int) -> None:
         """Drop one connection, both ways: the ``index``-th of those the relay holds, in
@@ -112,6 +120,11 @@ class Relay:
 
     def resume(self) -> None:
         self._flowing.set()
+        self._answering.set()
+
+    def mute(self) -> None:
+        """Hold the broker's bytes (until resume or cut); the client's still go through."""
+        self._answering.clear()
 
     def slow(self, bytes_per_second: float) -> None:
         """From now on move at most ``bytes_per_second`` each way (per connection)."""

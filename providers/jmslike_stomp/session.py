@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destination import Destination, Queue
 from jmslike.errors import (
+    AcknowledgeInDoubtError,
     ConnectionFailedError,
     IllegalStateError,
     InvalidDestinationError,
@@ -242,44 +243,77 @@ class StompSession(ProviderSession):
         )
 
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        """ACK each; with CLIENT_ACKNOWLEDGE, raise ConnectionFailedError (after the
-        others are acknowledged) for those that came over a connection lost since, under
-        a failover URL: the broker delivers them again, so the application must not
-        take them as done. (Without failover the loss raised already.)"""
+        """ACK each. With CLIENT_ACKNOWLEDGE, under a failover URL, a connection lost
+        since (or during the call) is told after the others are acknowledged:
+        AcknowledgeInDoubtError if an ACK of this call was written to it (the broker may
+        have taken it before the connection went: those messages may never come again),
+        else ConnectionFailedError (none reached the broker: it delivers them again,
+        flagged redelivered, so the application must not take them as done). Without
+        failover the first loss raises at once, the same two ways."""
         lost = [token for token in tokens if getattr(token, "lost", False)]
         by_transport: dict[StompTransport, list[Any]] = {}
         for token in tokens:
             token.consumer.unfinished.pop(id(token), None)
             if token.ack_id:
                 by_transport.setdefault(token.consumer.transport, []).append(token)
-        kept: set[int] = set()
+        back: list[Any] = []
+        """Never written: the broker delivers them again."""
+        doubt: list[Any] = []
+        """Written to a connection lost before it confirmed them: taken, or delivered again."""
         for transport, acked in by_transport.items():
-            generation = transport.generation
-            try:
-                for number, token in enumerate(acked, 1):
-                    confirm = self.confirm_acks and number == len(acked)
-                    transport.frame("ACK", {"id": token.ack_id}, confirm=confirm)
-            except ConnectionFailedError:
-                if not transport.reconnects:
-                    raise
-                # Lost on the way (the connection went before the RECEIPT came): the
-                # broker delivers these again, as below.
-                kept.update(id(token) for token in acked)
-                continue
-            if transport.generation != generation:
-                # Lost under a failover URL (the frame was dropped quietly): the broker
-                # delivers these again, and jmslike's count must say it is not the first.
-                kept.update(id(token) for token in acked)
+            written: list[Any] = []
+            for number, token in enumerate(acked, 1):
+                ack_id = token.ack_id  # "" once the connection it came over is gone
+                if not ack_id:
+                    back.append(token)
+                    continue
+                confirm = self.confirm_acks and number == len(acked)
+                try:
+                    transport.frame("ACK", {"id": ack_id}, confirm=confirm)
+                except UnconfirmedError as exc:
+                    if not transport.reconnects:
+                        raise self._ack_in_doubt([*written, token], transport) from exc
+                    doubt += [*written, token]
+                    written = []
+                    continue
+                except ConnectionFailedError as exc:
+                    if not transport.reconnects:
+                        if written:
+                            raise self._ack_in_doubt(written, transport) from exc
+                        raise
+                    back.append(token)
+                    continue
+                written.append(token)
+            # An ACK nobody waited for (all but the last) may have gone to a connection
+            # lost since (frame() drops it quietly under failover): in doubt.
+            doubt += [token for token in written if token.lost]
+        kept = {id(token) for token in back + doubt}
         for token in tokens:
             if id(token) not in kept:
                 self.connection.forget(token.key)
-        if self.confirm_acks and (lost or kept):
+        if not self.confirm_acks:
+            return
+        if doubt:
+            raise self._ack_in_doubt(doubt, self.transport, len(lost) + len(back))
+        if lost or back:
             raise ConnectionFailedError(
-                f"acknowledge(): {len(lost) + len(kept)} message(s) came over a STOMP "
+                f"acknowledge(): {len(lost) + len(back)} message(s) came over a STOMP "
                 f"connection to {self.transport.address} that was lost since (failover "
                 "reconnected): the broker delivers them again, flagged redelivered, so "
                 "their work may be done twice"
             )
+
+    @staticmethod
+    def _ack_in_doubt(
+        doubt: Sequence[Any], transport: StompTransport, again: int = 0
+    ) -> AcknowledgeInDoubtError:
+        more = f"; {again} other(s) never reached it and come again" if again else ""
+        return AcknowledgeInDoubtError(
+            f"acknowledge(): the ACK of {len(doubt)} message(s) was written to STOMP broker "
+            f"{transport.address} and not confirmed (the connection was lost, or "
+            "request_timeout passed): the broker may have taken it (they never come again) "
+            f"or not (they come again, flagged redelivered){more}"
+        )
 
     def acknowledge_soon(
         self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None

@@ -281,10 +281,10 @@ class Scenario:
                 record["done_at"] = time.monotonic()
             except jmslike.JMSException as exc:
                 if record is not None:
-                    # TransactionInDoubtError, or an ACK written whose answer was lost:
-                    # it may have taken effect.
-                    doubt = isinstance(exc, jmslike.TransactionInDoubtError) or (
-                        type(exc).__name__ == "UnconfirmedError"
+                    # A COMMIT or ACK written whose answer was lost: it may have taken
+                    # effect. Any other error says it did not (the message comes again).
+                    doubt = isinstance(
+                        exc, (jmslike.TransactionInDoubtError, jmslike.AcknowledgeInDoubtError)
                     )
                     record.update(ok=False, in_doubt=doubt, error=repr(exc))
                 log.info("%s %s: %r", self.route.name, name, exc)

@@ -27,7 +27,7 @@ import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
 from faultreport import record
-from test_faults import GROUPS, send_groups
+from test_faults import GROUPS, STOMP_CASES, send_groups
 
 import jmslike
 from jmslike import ConnectionFactory, DeliveryMode, Session
@@ -123,9 +123,13 @@ def _check(
     assert not misordered, f"groups {misordered} out of order: {after}"
 
 
-def _drain(consumer: jmslike.MessageConsumer, quiet: float = 3.0) -> list[tuple[str, bool]]:
+def _drain(
+    consumer: jmslike.MessageConsumer, quiet: float = 3.0, first: float = 0.0
+) -> list[tuple[str, bool]]:
+    """Receive and acknowledge until ``quiet`` seconds pass with nothing (the first
+    message may take ``first`` seconds)."""
     got = []
-    while (message := consumer.receive(quiet)) is not None:
+    while (message := consumer.receive(max(quiet, first) if not got else quiet)) is not None:
         got.append((message.text, message.jms_redelivered))
         message.acknowledge()
     return got
@@ -169,6 +173,68 @@ def test_reconnects_resubscribes_and_redelivers_in_group_order(setup: Setup) -> 
         sent, handed, after, "connection cut, failover URL, CLIENT_ACKNOWLEDGE", setup, recover_s
     )
     assert all(dict(after)[t] for t in handed), f"{handed} not all flagged: {after}"
+
+
+@pytest.mark.parametrize("url", ["failover", "plain"])
+@pytest.mark.parametrize("setup", STOMP_CASES, indirect=True)
+def test_an_acknowledge_taken_whose_receipt_is_lost_is_in_doubt(setup: Setup, url: str) -> None:
+    """Over STOMP, a CLIENT_ACKNOWLEDGE ``acknowledge()`` whose ACKs reached the broker
+    and whose RECEIPT was lost with the connection raises AcknowledgeInDoubtError, under
+    a failover URL and a plain one: not the ConnectionFailedError that says the messages
+    come again, for they never do (the broker took them). Seen in CI (2026-12-01): an
+    ACK Artemis took as it was being stopped was reported as "they come again", and
+    test_broker_restart.py counted the message lost. The relay holds the broker's bytes
+    (the RECEIPT) while the ACKs go through, then cuts."""
+    queue = f"queue://failover-ack-doubt-{uuid.uuid4().hex[:8]}"
+    sent = send_groups(setup.direct, queue)
+    timeout = 5.0
+    factory = ConnectionFactory(
+        setup.failover if url == "failover" else setup.plain, request_timeout=timeout, prefetch=4
+    )
+    outcome: list[BaseException | None] = []
+    after: list[tuple[str, bool]] = []
+    recover_s = 0.0
+    with factory.create_connection() as connection:
+        connection.set_exception_listener(lambda exc: None)  # the plain URL's loss
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        before = [consumer.receive(10.0) for _ in range(HANDED)]
+        assert all(m is not None for m in before), before
+
+        def acknowledge() -> None:
+            try:
+                before[-1].acknowledge()  # type: ignore[union-attr]
+                outcome.append(None)
+            except BaseException as exc:  # checked by the test thread
+                outcome.append(exc)
+
+        setup.relay.mute()
+        acknowledging = threading.Thread(target=acknowledge, name="failover-ack", daemon=True)
+        acknowledging.start()
+        acknowledging.join(1.0)  # the ACKs reach the broker; its RECEIPT waits in the relay
+        assert acknowledging.is_alive(), f"acknowledge() returned without a RECEIPT: {outcome}"
+        if url == "failover":
+            recover_s = setup.cut_and_wait()
+        else:
+            setup.relay.cut()
+        acknowledging.join(15.0)
+        assert outcome and isinstance(outcome[0], jmslike.AcknowledgeInDoubtError), outcome
+        if url == "failover":
+            # Where jmslike gates the groups (RabbitMQ), each group waits for its message
+            # in doubt to come again, up to request_timeout: it keeps the group's order
+            # if the broker did not take the ACK.
+            after = _drain(consumer, first=timeout + 5.0)
+    if url == "plain":
+        with ConnectionFactory(setup.direct).create_connection() as other:
+            receiver = other.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            other.start()
+            after = _drain(receiver.create_consumer(queue))
+    handed = [str(m.text) for m in before if m is not None]
+    again = [text for text, _ in after if text in handed]
+    assert not again, f"the broker took the ACKs of {handed}, yet {again} came again"
+    rest = [t for t in sent if t not in handed]
+    _check(rest, [], after, f"ACK taken, RECEIPT lost, {url} URL", setup, recover_s)
 
 
 def test_rolls_back_an_open_transaction(setup: Setup) -> None:
