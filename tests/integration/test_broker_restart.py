@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -300,6 +301,25 @@ class Scenario:
                         self.records.append(record)
         connection.close()
 
+    def deliveries_of(self, texts: list[str], most: int = 5) -> dict[str, Any]:
+        """For each of the first ``most`` texts: whether its send returned, and each of
+        its deliveries (consumer, outcome, flags, error)."""
+        shown: dict[str, Any] = {}
+        with self.lock:
+            for text in dict.fromkeys(texts):
+                if len(shown) == most:
+                    break
+                shown[text] = {
+                    "send": "returned" if text in self.confirmed else "raised",
+                    "deliveries": [
+                        {k: r.get(k) for k in ("pid", "ok", "in_doubt", "redelivered", "count")}
+                        | ({"error": r["error"][:160]} if "error" in r else {})
+                        for r in self.records
+                        if r["text"] == text
+                    ],
+                }
+        return shown
+
     def processed(self) -> set[str]:
         with self.lock:
             return {r["text"] for r in self.records if r.get("ok") or r.get("in_doubt")}
@@ -484,12 +504,18 @@ def test_restart_and_kill_under_load(
         for thread in threads:
             thread.join(60)
     figures = [s.figures(events, ups) for s in scenarios]
+    # What a failure must show when the records file is out of reach (a CI machine's
+    # temp dir): every delivery of the first messages the problems name.
+    named = {
+        s.route.name: s.deliveries_of(re.findall(r"g\d{3}:\d{6}", " ".join(f["problems"])))
+        for s, f in zip(scenarios, figures, strict=True)
+    }
     _report(broker, figures, tmp_path_factory.getbasetemp())
     failed = {
         f["route"]: (
             f"{f['route']}: lost {f['lost']}, unflagged duplicates {f['unflagged_duplicates']}, "
             f"misordered {f['misordered']}, errors {f['errors']}, confirmed {f['confirmed']}; "
-            f"{f['problems'][:5]}"
+            f"{f['problems'][:5]}; their deliveries: {named[f['route']]}"
         )
         for f in figures
         if f["errors"]
