@@ -250,6 +250,9 @@ class StompSession(ProviderSession):
         else ConnectionFailedError (none reached the broker: it delivers them again,
         flagged redelivered, so the application must not take them as done). Without
         failover the first loss raises at once, the same two ways."""
+        if len(tokens) == 1 and not self.confirm_acks:
+            self._acknowledge_one(tokens[0])  # AUTO's one at a time, without the lists
+            return
         lost = [token for token in tokens if getattr(token, "lost", False)]
         by_transport: dict[StompTransport, list[Any]] = {}
         for token in tokens:
@@ -302,6 +305,24 @@ class StompSession(ProviderSession):
                 "reconnected): the broker delivers them again, flagged redelivered, so "
                 "their work may be done twice"
             )
+
+    def _acknowledge_one(self, token: Any) -> None:
+        """``acknowledge([token])`` where nobody waits for the RECEIPT, as the general
+        case does it: a token whose ACK failed, or went to a connection lost since, is
+        kept (its copy comes flagged)."""
+        token.consumer.unfinished.pop(id(token), None)
+        ack_id = token.ack_id
+        if ack_id:
+            transport = token.consumer.transport
+            try:
+                transport.frame("ACK", {"id": ack_id}, confirm=False)
+            except ConnectionFailedError:
+                if not transport.reconnects:
+                    raise
+                return
+            if token.lost:
+                return
+        self.connection.forget(token.key)
 
     @staticmethod
     def _ack_in_doubt(
