@@ -26,6 +26,7 @@ from jmslike import (
 )
 
 EXPECTED_ALL = [
+    "AcknowledgeInDoubtError",
     "BytesMessage",
     "Capabilities",
     "ConfigurationError",
