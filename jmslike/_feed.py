@@ -167,7 +167,7 @@ class Feed:
             return
         holder = self._holders.get(group)
         if holder is not None and not holder[0].gone:
-            heapq.heappush(holder[0].backlog, (seq, tie, item))
+            heapq.heappush(holder[0].backlog.setdefault(group, []), (seq, tie, item))
             holder[2] += 1
             return
         heapq.heappush(self._pending.setdefault(group, []), (seq, tie, item))
@@ -207,12 +207,16 @@ class Feed:
             if self._marks.get(group) == seq and group not in self._holders:
                 break
             heapq.heappop(line)  # a stale mark: the group was taken, or marked older
-        if backlog and (not line or backlog[0][0] < line[0][0]):
-            _seq, _tie, item = heapq.heappop(backlog)
-            group = _group_of(item)
-            if group is not None:
+        if backlog:
+            # The oldest head of the groups it holds (a session holds one or two).
+            oldest, group = min((entries[0][0], group) for group, entries in backlog.items())
+            if not line or oldest < line[0][0]:
+                entries = backlog[group]
+                _seq, _tie, item = heapq.heappop(entries)
+                if not entries:
+                    del backlog[group]
                 self._holders[group][2] -= 1
-            return item, group
+                return item, group
         if not line:
             return None
         _seq, _tie, entry = heapq.heappop(line)
@@ -223,8 +227,8 @@ class Feed:
         pending = self._pending.pop(group)
         _s, _t, first = heapq.heappop(pending)
         self._holders[group] = [member, 0, len(pending)]
-        for entry_ in pending:
-            heapq.heappush(backlog, entry_)
+        if pending:
+            backlog[group] = pending
         return first, group
 
     def _hand(self, member: Member, item: _Item, group: str | None) -> None:
@@ -308,15 +312,15 @@ class Feed:
     def _unpin(self, member: Member, group: str) -> None:
         """Under the lock: ``group``'s messages in ``member``'s backlog go back to the
         group's pending heap (their sequences keep their place in the broker's order)."""
-        kept: list[_Entry] = []
-        pending = self._pending.setdefault(group, [])
-        for entry in member.backlog:
-            if _group_of(entry[2]) == group:
-                heapq.heappush(pending, entry)
-            else:
-                kept.append(entry)
-        heapq.heapify(kept)
-        member.backlog = kept
+        entries = member.backlog.pop(group, None)
+        if not entries:
+            return
+        pending = self._pending.get(group)
+        if pending is None:
+            self._pending[group] = entries  # a heap already: moved whole, not re-sorted
+            return
+        for entry in entries:
+            heapq.heappush(pending, entry)
 
     def _front_seqs(self, count: int) -> range:
         """Sequences below every one so far, for ``count`` messages given back in order
@@ -349,8 +353,8 @@ class Feed:
             self._waiting.pop(member, None)
             if member in self._members:
                 self._members.remove(member)
-            backlog = member.backlog
-            member.backlog = []
+            backlog = [entry for entries in member.backlog.values() for entry in entries]
+            member.backlog = {}
             for _seq, _tie, item in backlog:
                 group = _group_of(item)
                 if group is not None and group in self._holders:
@@ -384,8 +388,9 @@ class Feed:
         for pending in self._pending.values():
             entries += pending
         for member in self._members:
-            entries += member.backlog
-            member.backlog = []
+            for waiting in member.backlog.values():
+                entries += waiting
+            member.backlog = {}
         entries += list(extra)
         self._line.clear()
         self._marks.clear()
@@ -437,8 +442,9 @@ class Member(ProviderConsumer):
         self.consumer = consumer
         self.gone = False
         self.exclusive = feed.exclusive
-        self.backlog: list[_Entry] = []
-        """Messages of the groups this member's session holds, not handed to it yet."""
+        self.backlog: dict[str, list[_Entry]] = {}
+        """Messages of the groups this member's session holds, not handed to it yet: a
+        heap per group, so a group set free leaves with its heap, whole."""
 
     def flow(self, credit: int) -> None:
         if credit > 0:
