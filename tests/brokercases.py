@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 from brokerenv import broker_url
 
-__all__ = ["CASES", "case_url", "delete_rabbitmq_queues"]
+__all__ = ["BENCH_TARGETS", "CASES", "bench_target_url", "case_url", "delete_rabbitmq_queues"]
 
 _MARKS = {
     "activemq-stomp": (pytest.mark.stomp, pytest.mark.activemq),
@@ -25,6 +25,19 @@ _MARKS = {
 }
 
 CASES = [pytest.param(case, id=case, marks=marks) for case, marks in _MARKS.items()]
+
+BENCH_TARGETS = [
+    pytest.param("embedded"),
+    *(pytest.param(case.replace("-", "/"), marks=marks) for case, marks in _MARKS.items()),
+]
+"""The benchmark scripts' targets (``embedded``, ``activemq/stomp``, ...), marked."""
+
+
+def bench_target_url(target: str) -> None:
+    """Fail (never skip) when a broker target's URL is not set."""
+    if target != "embedded":
+        broker, protocol = target.split("/")
+        broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")
 
 
 def case_url(case: str) -> str:

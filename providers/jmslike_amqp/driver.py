@@ -61,6 +61,7 @@ __all__ = ["Driver"]
 log = logging.getLogger("jmslike.amqp")
 
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 _END_ANSWER_GRACE = 1.0
 """Seconds an own session's end may go unanswered before the links waiting for it
 begin anyway (its answer comes within milliseconds, or never)."""
@@ -95,6 +96,13 @@ class Driver:
     ) -> None:
         self._host, self._port, self._timeout = host, port, timeout
         self._handler = handler
+        self.quick_ack = _QUICKACK is not None
+        """``TCP_QUICKACK`` after every read: the kernel acknowledges what came in at once
+        instead of up to 40 ms later. ActiveMQ Classic leaves Nagle's algorithm on at its
+        end (its connector's ``tcpNoDelay``), so a frame it writes while its previous one
+        is unacknowledged at the TCP level waited for that delayed acknowledgement: its
+        connection set-up (SASL, then open) took 47 ms here against 3 ms with this.
+        On until the broker is known, then kept for Classic only (``keep_quick_ack``)."""
         self._methods: dict[int, Callable[[Any], None]] = {}
         """Event type number -> the handler's method for it; events without one are
         skipped without being wrapped."""
@@ -274,6 +282,13 @@ class Driver:
             selector.close()
             self.release()
 
+    def keep_quick_ack(self, product: str) -> None:
+        """The broker opened the connection as ``product``: quick TCP acknowledgements
+        stay on for ActiveMQ Classic (Nagle at its end), off for the others (a system
+        call a read saved)."""
+        lowered = product.lower()
+        self.quick_ack = self.quick_ack and "activemq" in lowered and "artemis" not in lowered
+
     def release(self) -> None:
         """Close the socket and the wake-up pipe (again: harmless)."""
         if self._socket is not None:
@@ -396,6 +411,9 @@ class Driver:
                 transport.close_tail()  # the broker closed the socket
                 return
             transport.push(data)
+            if self.quick_ack:  # Linux clears it again as it sees fit: set after every read
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)  # type: ignore[arg-type]
             if len(data) < capacity:
                 return  # the socket is empty for now
 

@@ -92,7 +92,7 @@ class Events:
         properties = event.connection.remote_properties or {}
         if properties.get(_ESTABLISHMENT_FAILED):
             return  # the broker's close follows, with the reason
-        self._transport._connection_opened()
+        self._transport._connection_opened(str(properties.get("product", "")))
 
     def on_connection_remote_close(self, event: Any) -> None:
         transport = self._transport

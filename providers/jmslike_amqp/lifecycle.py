@@ -295,9 +295,12 @@ class ConnectionLifecycle(CallQueue):
             driver.release()
         return up
 
-    def _connection_opened(self) -> None:
-        """The broker opened the connection (the first one, or one made again)."""
+    def _connection_opened(self, product: str = "") -> None:
+        """The broker (``product``, from its open frame) opened the connection (the first
+        one, or one made again)."""
         self._up = True
+        if self._driver is not None:
+            self._driver.keep_quick_ack(product)
         if not self._opened.done():
             self._opened.set_result(None)
             return

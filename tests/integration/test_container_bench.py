@@ -10,32 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from brokerenv import broker_url
+from brokercases import BENCH_TARGETS, bench_target_url
 
 BENCH = Path(__file__).parents[2] / "benchmarks" / "container.py"
 
 
-_BROKERS = {
-    "rabbitmq": pytest.mark.rabbitmq,
-    "activemq": pytest.mark.activemq,
-    "artemis": pytest.mark.artemis,
-}
-_PROTOCOLS = {"stomp": pytest.mark.stomp, "amqp": pytest.mark.amqp}
-TARGETS = [
-    pytest.param("embedded"),
-    *(
-        pytest.param(f"{broker}/{protocol}", marks=[broker_mark, protocol_mark])
-        for broker, broker_mark in _BROKERS.items()
-        for protocol, protocol_mark in _PROTOCOLS.items()
-    ),
-]
-
-
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", BENCH_TARGETS)
 def test_container_bench_reports_every_concurrency(target: str) -> None:
-    if target != "embedded":
-        broker, protocol = target.split("/")
-        broker_url(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL")  # fails, never skips
+    bench_target_url(target)
     options = {
         "--targets": target,
         "--count": "200",
