@@ -128,6 +128,10 @@ for the oldest (a bound on what a close has to wait for, and on memory)."""
 
 
 _UNWAITED = frozenset(("ACK", "NACK"))
+_NOT_PUSHED = frozenset(("UNSUBSCRIBE", "DISCONNECT"))
+"""Waited-for frames left to Nagle where it stays on (``Wire.push``): closing a consumer
+on ActiveMQ Classic relies on its UNSUBSCRIBE waiting behind the ACK before it
+(``Dialect.tcp_no_delay``)."""
 """Frames whose sender need not see them written: a failure of the connection reaches the
 session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 
@@ -626,6 +630,8 @@ class StompTransport:
                     # An ACK or NACK nobody waits for goes with the next write (wire.py).
                     wait = waiter is not None or command not in _UNWAITED
                     wire.write(frame, wait=wait)
+                    if waiter is not None and not later and command not in _NOT_PUSHED:
+                        wire.push()
             else:
                 self._conn.send_frame(command, headers, body)
         except (NotConnectedException, OSError, AttributeError) as exc:

@@ -431,6 +431,24 @@ class Wire:
         if taken:
             self._done.extend((callback, True) for callback in taken)
 
+    def push(self) -> None:
+        """Where Nagle's algorithm stays on (ActiveMQ Classic, ``Dialect.tcp_no_delay``):
+        send what the socket holds back now, for a frame whose RECEIPT the caller waits
+        for. A COMMIT written while the transaction's SEND was not yet acknowledged at the
+        TCP level waited for the broker's delayed acknowledgement, 40 ms on Linux: a
+        transacted producer made about 22 commits a second on Classic. Turning
+        ``TCP_NODELAY`` on pushes the queued data out; turned off again, Nagle holds the
+        next small write as before (Linux clears the push with the next write queued), so
+        an UNSUBSCRIBE still waits behind its ACK (the reason Nagle stays on there)."""
+        if self._no_delay:
+            return
+        sock = self._transport.socket
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        except (OSError, AttributeError):  # not TCP (a test's socket), or already closed
+            log.debug("STOMP: could not push %r", sock)
+
     def set_no_delay(self) -> None:
         """Set ``TCP_NODELAY`` from the next write on (the connection learns from CONNECTED
         which broker it talks to, and so whether it wants it)."""

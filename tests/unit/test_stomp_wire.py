@@ -3,9 +3,11 @@ generated frames), and its outbox loses no frame and keeps their order."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -271,3 +273,32 @@ def test_cumulative_acks_of_one_subscription_are_never_lost_or_reordered() -> No
 def test_header_lines_read_as_stomp_py_reads_them(lines: list[str]) -> None:
     """Escapes anywhere, escaped backslashes before c/n/r, unknown escapes, repeated keys."""
     assert wire.parse_header_lines(lines) == transport._STOMP_PARSE_HEADERS(lines, 0)
+
+
+class _RecordingSocket(socket.socket):
+    """A real TCP socket that notes its ``setsockopt`` calls."""
+
+    def __init__(self) -> None:
+        super().__init__(socket.AF_INET, socket.SOCK_STREAM)
+        self.options: list[tuple[int, int, int]] = []
+
+    def setsockopt(self, level: int, option: int, value: Any, *rest: Any) -> None:  # type: ignore[override]
+        self.options.append((level, option, value))
+        super().setsockopt(level, option, value, *rest)
+
+
+@pytest.mark.parametrize("no_delay", [False, True])
+def test_push_sends_what_nagle_holds_and_leaves_nagle_as_it_was(no_delay: bool) -> None:
+    """Where Nagle's algorithm stays on (ActiveMQ Classic), a frame whose RECEIPT the
+    caller waits for is pushed out (``TCP_NODELAY`` on, then off again: a COMMIT behind
+    an unacknowledged SEND waited 40 ms for the broker's delayed acknowledgement); Nagle
+    is on again afterwards. Where ``TCP_NODELAY`` is set for good, nothing to do."""
+    with socket.create_server(("127.0.0.1", 0)) as server, _RecordingSocket() as sock:
+        sock.connect(server.getsockname())
+        conn = _Conn()
+        conn.transport.socket = sock  # type: ignore[assignment]
+        frames = wire.Wire(conn, lambda frame: None, no_delay=no_delay)  # type: ignore[arg-type]
+        frames.push()
+        nodelay = (socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        assert sock.options == ([] if no_delay else [(*nodelay, 1), (*nodelay, 0)])
+        assert sock.getsockopt(*nodelay) == 0
