@@ -128,12 +128,12 @@ for the oldest (a bound on what a close has to wait for, and on memory)."""
 
 
 _UNWAITED = frozenset(("ACK", "NACK"))
+"""Frames whose sender need not see them written: a failure of the connection reaches the
+session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 _NOT_PUSHED = frozenset(("UNSUBSCRIBE", "DISCONNECT"))
 """Waited-for frames left to Nagle where it stays on (``Wire.push``): closing a consumer
 on ActiveMQ Classic relies on its UNSUBSCRIBE waiting behind the ACK before it
 (``Dialect.tcp_no_delay``)."""
-"""Frames whose sender need not see them written: a failure of the connection reaches the
-session anyway (its deliveries come back), and an ACK lost with it is one in any case."""
 
 STREAM_GAP = 0.0001
 """Seconds between two SENDs nobody waits for under which the second may be held for
