@@ -28,16 +28,7 @@ import statistics
 import time
 
 from jmslike import ConnectionFactory
-from jmslike_bench.env import broker_settings
-
-TARGETS = [
-    "embedded",
-    *(
-        f"{broker}/{protocol}"
-        for broker in ("activemq", "artemis", "rabbitmq")
-        for protocol in ("stomp", "amqp")
-    ),
-]
+from jmslike_bench.env import TARGETS, target_url
 
 
 def timings(url: str, runs: int) -> list[float]:
@@ -59,17 +50,9 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    settings = broker_settings()
     print(f"{'target':16}{'median ms':>10}{'worst ms':>10}")
     for target in args.targets.split(","):
-        if target == "embedded":
-            url = "embedded://"
-        else:
-            broker, _, protocol = target.partition("/")
-            url = settings.get(f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL", "")
-        if not url:
-            raise SystemExit(f"no URL for {target}: set it or run scripts/brokers.sh start")
-        spent = timings(url, args.runs)
+        spent = timings(target_url(target), args.runs)
         print(f"{target:16}{statistics.median(spent):10.2f}{max(spent):10.2f}")
 
 

@@ -44,17 +44,8 @@ from dataclasses import dataclass, field
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer
 from jmslike_bench.cpu import cpu_of, listening_pid, own_cpu
-from jmslike_bench.env import broker_settings, delete_rabbitmq_queue
+from jmslike_bench.env import TARGETS, delete_rabbitmq_queue, target_url
 
-TARGETS = (
-    "embedded",
-    "activemq/stomp",
-    "activemq/amqp",
-    "artemis/stomp",
-    "artemis/amqp",
-    "rabbitmq/stomp",
-    "rabbitmq/amqp",
-)
 IDLE = 120.0
 """Seconds a run may take before it fails."""
 
@@ -67,19 +58,9 @@ class Line:
     broker_us: list[float] = field(default_factory=list)
 
 
-def target_url(target: str, prefetch: int | None) -> str:
-    """The URL of ``target`` ("embedded" or "broker/protocol"), with ``prefetch`` if set;
-    SystemExit naming a target that is unknown or has no URL."""
-    if target not in TARGETS:
-        raise SystemExit(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
-    if target == "embedded":
-        url = "embedded://bench-container"
-    else:
-        broker, protocol = target.split("/")
-        key = f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL"
-        url = broker_settings().get(key, "")
-        if not url:
-            raise SystemExit(f"no URL for {target}: set {key} or run scripts/brokers.sh start")
+def url_of(target: str, prefetch: int | None) -> str:
+    """The URL of ``target``, with ``prefetch`` if set."""
+    url = target_url(target, "embedded://bench-container")
     if prefetch is not None:
         url += ("&" if "?" in url else "?") + f"prefetch={prefetch}"
     return url
@@ -200,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{name} {value}: must be >= 1")
     if args.work_ms < 0:
         parser.error(f"--work-ms {args.work_ms}: must be >= 0")
-    urls = {t.strip(): target_url(t.strip(), args.prefetch) for t in args.targets.split(",")}
+    urls = {t.strip(): url_of(t.strip(), args.prefetch) for t in args.targets.split(",")}
     prefetch = "factory default" if args.prefetch is None else str(args.prefetch)
     print(
         f"{args.count:,} x 1 KiB non-persistent in {args.groups} groups, handler "

@@ -45,6 +45,7 @@ from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
 from jmslike_amqp.credit import Credit
+from jmslike_amqp.driver import is_classic
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.session import AmqpSession
 from jmslike_amqp.subscriptions import SubscriptionNames, TemporaryTarget
@@ -127,8 +128,7 @@ class AmqpConnection(ProviderConnection):
         product = str((properties or {}).get("product", "")) if properties else ""
         lowered = product.lower()
         self.rabbitmq = "rabbitmq" in lowered
-        # Artemis says "apache-activemq-artemis", Classic "ActiveMQ".
-        self.classic = "activemq" in lowered and "artemis" not in lowered
+        self.classic = is_classic(product)
         self.broker = (
             "rabbitmq"
             if self.rabbitmq

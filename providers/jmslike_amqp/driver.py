@@ -56,7 +56,7 @@ from proton.reactor import LinkOption
 from jmslike.spi.wakes import hold_wakes, release_wakes
 from jmslike_amqp.links import OwnSession
 
-__all__ = ["Driver"]
+__all__ = ["Driver", "is_classic"]
 
 log = logging.getLogger("jmslike.amqp")
 
@@ -65,6 +65,13 @@ _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 _END_ANSWER_GRACE = 1.0
 """Seconds an own session's end may go unanswered before the links waiting for it
 begin anyway (its answer comes within milliseconds, or never)."""
+
+
+def is_classic(product: str) -> bool:
+    """Whether an open frame's ``product`` is ActiveMQ Classic ("ActiveMQ"; Artemis says
+    "apache-activemq-artemis")."""
+    lowered = product.lower()
+    return "activemq" in lowered and "artemis" not in lowered
 
 
 class Driver:
@@ -286,8 +293,7 @@ class Driver:
         """The broker opened the connection as ``product``: quick TCP acknowledgements
         stay on for ActiveMQ Classic (Nagle at its end), off for the others (a system
         call a read saved)."""
-        lowered = product.lower()
-        self.quick_ack = self.quick_ack and "activemq" in lowered and "artemis" not in lowered
+        self.quick_ack = self.quick_ack and is_classic(product)
 
     def release(self) -> None:
         """Close the socket and the wake-up pipe (again: harmless)."""

@@ -432,7 +432,8 @@ class Wire:
             self._done.extend((callback, True) for callback in taken)
 
     def push(self) -> None:
-        """Where Nagle's algorithm stays on (ActiveMQ Classic, ``Dialect.tcp_no_delay``):
+        """Where Nagle's algorithm stays on (ActiveMQ Classic, ``Dialect.tcp_no_delay``, and
+        the connections RabbitMQ consumers get of their own):
         send what the socket holds back now, for a frame whose RECEIPT the caller waits
         for. A COMMIT written while the transaction's SEND was not yet acknowledged at the
         TCP level waited for the broker's delayed acknowledgement, 40 ms on Linux: a

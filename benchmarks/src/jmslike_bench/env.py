@@ -16,11 +16,29 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-__all__ = ["broker_settings", "delete_rabbitmq_queue", "reachable", "stomp_urls"]
+__all__ = [
+    "TARGETS",
+    "broker_settings",
+    "delete_rabbitmq_queue",
+    "reachable",
+    "stomp_urls",
+    "target_url",
+]
 
 log = logging.getLogger("jmslike.bench.env")
 
 _CHECKOUT = Path(__file__).resolve().parents[3]
+
+TARGETS = (
+    "embedded",
+    "activemq/stomp",
+    "activemq/amqp",
+    "artemis/stomp",
+    "artemis/amqp",
+    "rabbitmq/stomp",
+    "rabbitmq/amqp",
+)
+"""What the single-purpose scripts (``benchmarks/container.py``, ``connect.py``) measure."""
 
 
 def _env_file() -> Path:
@@ -44,6 +62,21 @@ def broker_settings() -> dict[str, str]:
                 settings[key.strip()] = value.strip()
     settings.update({k: v for k, v in os.environ.items() if k.startswith("JMSLIKE_TEST_")})
     return settings
+
+
+def target_url(target: str, embedded: str = "embedded://") -> str:
+    """The URL of ``target`` (one of :data:`TARGETS`; ``embedded``'s is given);
+    SystemExit naming a target that is unknown or has no URL."""
+    if target not in TARGETS:
+        raise SystemExit(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
+    if target == "embedded":
+        return embedded
+    broker, protocol = target.split("/")
+    key = f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL"
+    url = broker_settings().get(key, "")
+    if not url:
+        raise SystemExit(f"no URL for {target}: set {key} or run scripts/brokers.sh start")
+    return url
 
 
 def stomp_urls(brokers: str, known: tuple[str, ...]) -> dict[str, str]:
