@@ -87,6 +87,13 @@ class Relay:
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
+        # Over: ``cut_one``'s indexes count the connections still open (a connection the
+        # client opens and closes on its own, such as jmslike's probe of a RabbitMQ
+        # queue over AMQP, must not shift them).
+        with self._lock:
+            self._pairs = [pair for pair in self._pairs if src not in pair]
+        for s in (src, dst):  # (the other direction's thread, woken above, ends too)
+            s.close()
 
     def cut(self) -> None:
         """Drop every connection through the relay, both ways. Bytes a stall held back
@@ -99,9 +106,9 @@ class Relay:
         self._answering.set()
 
     def cut_one(self, index: int) -> None:
-        """Drop one connection, both ways: the ``index``-th of those the relay holds, in
-        the order it accepted them (0: the oldest). A client with several connections to
-        one broker loses that one; the others stay up."""
+        """Drop one connection, both ways: the ``index``-th of those still open through
+        the relay, in the order it accepted them (0: the oldest). A client with several
+        connections to one broker loses that one; the others stay up."""
         with self._lock:
             pair = self._pairs.pop(index)
         self._drop([pair])

@@ -13,8 +13,16 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+from typing import NamedTuple
 
-__all__ = ["inequivalent_note", "size_note", "spoken_protocol", "wrong_port_hint"]
+__all__ = [
+    "Inequivalent",
+    "inequivalent",
+    "inequivalent_note",
+    "size_note",
+    "spoken_protocol",
+    "wrong_port_hint",
+]
 
 _STOMP_CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
 
@@ -88,23 +96,51 @@ def size_note(size: int) -> str:
 
 _INEQUIVALENT = re.compile(
     r"inequivalent arg '(?P<arg>[^']+)' for queue '(?P<queue>[^']+)'.*?"
-    r"received '(?P<asked>[^']*)' but current is '(?P<current>[^']*)'"
+    r"received (?P<asked>'[^']*'|none|the value '[^']*')"
+    r" but current is (?P<current>'[^']*'|none|the value '[^']*')"
 )
+"""E.g. ``received 'false' but current is 'true'``, or for an argument ``received none but
+current is the value '1000' of type 'long'``."""
+
+
+class Inequivalent(NamedTuple):
+    """RabbitMQ's "inequivalent arg" refusal, read: the queue exists with ``arg`` set to
+    ``current``, and the client declared it with ``asked``."""
+
+    arg: str
+    queue: str
+    asked: str
+    current: str
+
+
+def inequivalent(text: str) -> Inequivalent | None:
+    """The refusal in ``text``, if it is RabbitMQ's "inequivalent arg"."""
+    match = _INEQUIVALENT.search(text)
+    if match is None:
+        return None
+    return Inequivalent(
+        match["arg"], match["queue"], _value(match["asked"]), _value(match["current"])
+    )
+
+
+def _value(said: str) -> str:
+    """``'true'`` -> ``true``, ``the value '1000'`` -> ``1000``, ``none`` stays."""
+    return said.removeprefix("the value ").strip("'")
 
 
 def inequivalent_note(text: str) -> str:
     """For RabbitMQ's "inequivalent arg" refusal: what it means and what to do. A queue
     keeps the arguments it was first declared with; a client that declares it otherwise
-    (another protocol: STOMP declares queues durable, AMQP 1.0 clients do not) is
-    refused, and the broker's words do not say how to get out."""
-    match = _INEQUIVALENT.search(text)
-    if match is None:
+    is refused, and the broker's words do not say how to get out."""
+    found = inequivalent(text)
+    if found is None:
         return ""
-    arg, queue = match["arg"], match["queue"]
+    arg, queue = found.arg, found.queue
     return (
-        f" (queue {queue!r} exists with {arg}={match['current']} and this client declares it "
-        f"with {arg}={match['asked']}: a RabbitMQ queue keeps what it was first declared "
+        f" (queue {queue!r} exists with {arg}={found.current} and this client declares it "
+        f"with {arg}={found.asked}: a RabbitMQ queue keeps what it was first declared "
         f"with; delete it (rabbitmqctl delete_queue {queue}) or declare it alike from every "
-        "client: RabbitMQ's STOMP plugin declares queues durable, AMQP 1.0 clients (jmslike, "
-        "Qpid JMS) non-durable, so a queue both use must be declared beforehand)"
+        "client: jmslike declares queues durable over STOMP and AMQP 1.0 (over AMQP it uses "
+        "a queue that exists as it is), Qpid JMS over AMQP 1.0 non-durable; a Java client "
+        "reaches a queue that exists as /amq/queue/<name>)"
     )

@@ -73,7 +73,7 @@ class CallQueue:
         itself, run it now); ``on_error`` hears of its failure. Waiting for the
         thread on every settlement and grant cost more than the work itself (about half
         of a receive's time)."""
-        if threading.current_thread() is self._thread:
+        if self.on_own_thread():
             try:
                 fn()
             except Exception as exc:  # an event handler must not stop the loop
@@ -118,9 +118,13 @@ class CallQueue:
         """The connection's loop is over (a call queued now would never run)."""
         return self._closing and not self._thread.is_alive()
 
+    def on_own_thread(self) -> bool:
+        """Whether the caller is the connection's thread (which must never wait for it)."""
+        return threading.current_thread() is self._thread
+
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the connection's thread and return its result (or raise its error)."""
-        if threading.current_thread() is self._thread:
+        if self.on_own_thread():
             return fn()
         future: Future[T] = Future()
 

@@ -46,7 +46,8 @@ from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
 from jmslike_amqp.credit import Credit
 from jmslike_amqp.driver import is_classic
-from jmslike_amqp.links import Capability, LinkHandle
+from jmslike_amqp.durability import DECLARED, EXISTING, QueueDeclarations
+from jmslike_amqp.links import Capability, DurableNode, LinkHandle
 from jmslike_amqp.session import AmqpSession
 from jmslike_amqp.subscriptions import SubscriptionNames, TemporaryTarget
 from jmslike_amqp.transport import AmqpTransport
@@ -98,7 +99,9 @@ class AmqpConnection(ProviderConnection):
         self.sessions: weakref.WeakSet[AmqpSession] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[AmqpConsumer] = weakref.WeakSet()
 
-        def connect(container_id: str | None) -> AmqpTransport:
+        def connect(container_id: str | None, *, probe: bool = False) -> AmqpTransport:
+            """A connection to the broker; a ``probe`` one is never made again and
+            its loss is nobody's concern (jmslike_amqp.durability)."""
             cell: list[AmqpTransport] = []
             transport = AmqpTransport(
                 first.host,
@@ -106,7 +109,7 @@ class AmqpConnection(ProviderConnection):
                 user,
                 password,
                 timeout=settings.request_timeout,
-                on_lost=lambda error: self._transport_lost(cell[0], error),
+                on_lost=(lambda _: None) if probe else lambda e: self._transport_lost(cell[0], e),
                 ssl=first.scheme == "amqps",
                 ssl_ca_file=tls.ca_file,
                 ssl_verify_host=tls.verify_host,
@@ -114,9 +117,9 @@ class AmqpConnection(ProviderConnection):
                 virtual_host=f"vhost:{vhost}" if vhost else None,
                 idle_timeout=idle_timeout_of(settings),
                 members=[(m.host, m.port or 5672) for m in members],
-                reconnect=reconnect,
-                on_interrupted=lambda: self._interrupted(cell[0]),
-                on_restored=lambda: self._restored(cell[0]),
+                reconnect=None if probe else reconnect,
+                on_interrupted=None if probe else lambda: self._interrupted(cell[0]),
+                on_restored=None if probe else lambda: self._restored(cell[0]),
             )
             cell.append(transport)
             return transport
@@ -139,13 +142,15 @@ class AmqpConnection(ProviderConnection):
             else product
         )
         self._prefixes: tuple[str, str] = (
-            ("/queue/", "/topic/")
+            (DECLARED, "/topic/")
             if self.rabbitmq
             else (
                 str((properties or {}).get("queue-prefix") or ""),
                 str((properties or {}).get("topic-prefix") or ""),
             )
         )
+        self._declarations = QueueDeclarations(lambda: connect(None, probe=True))
+        """RabbitMQ: which queues jmslike declares durable, which it uses as they are."""
         self.exclusivity = exclusivity_for(
             self.broker,
             first.host,
@@ -325,20 +330,18 @@ class AmqpConnection(ProviderConnection):
         return render_selector(selector, replace(dialect, carried=carried))
 
     def node_options(self, destination: Destination, address: str) -> list[LinkOption]:
-        """What a link to ``destination`` announces: its kind.
-
-        Not a durable terminus on RabbitMQ, although its STOMP plugin declares ``/queue/x``
-        durable: Qpid JMS attaches with durability ``none``, so RabbitMQ declares the queue
-        non-durable for a Java client, and a durable terminus from jmslike was refused
-        ("inequivalent arg 'durable'") on every queue a Java application had made (seen in
-        the Java interop tests). Java interop wins; one RabbitMQ queue shared by STOMP and
-        AMQP clients must be declared beforehand (the refusal says so)."""
-        del address  # (kept in the signature: where a broker needs per-address options)
-        return [Capability("topic" if destination.is_topic else "queue")]
+        """What a link to ``destination`` announces: its kind, and on RabbitMQ, where the
+        address declares the queue, a durable terminus (jmslike_amqp.durability: a
+        non-durable queue loses its messages when the broker stops)."""
+        options: list[LinkOption] = [Capability("topic" if destination.is_topic else "queue")]
+        if self.rabbitmq and address.startswith(DECLARED):
+            options.append(DurableNode())
+        return options
 
     def address_of(self, destination: Destination) -> str:
-        """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` or
-        ``/topic/x``; Classic announces ``queue://`` and ``topic://`` prefixes in its open
+        """The node address: RabbitMQ's AMQP 1.0 plugin wants ``/queue/x`` (a queue it
+        declares), ``/amq/queue/x`` (one that exists: jmslike_amqp.durability says which)
+        or ``/topic/x``; Classic announces ``queue://`` and ``topic://`` prefixes in its open
         frame (as Qpid JMS reads them: without one a name is a queue there); Artemis
         takes the name (with the ``queue``/``topic`` capability). A temporary
         destination's address is the broker's own."""
@@ -357,7 +360,9 @@ class AmqpConnection(ProviderConnection):
         ):
             # A single-active-consumer queue: /queue/<name> would declare it again
             # without the argument, and be refused.
-            return "/amq/queue/" + destination.name
+            return EXISTING + destination.name
+        if self.rabbitmq and not destination.is_topic:
+            return self._declarations.address_of(destination.name, self.transport)
         queue_prefix, topic_prefix = self._prefixes
         return (topic_prefix if destination.is_topic else queue_prefix) + destination.name
 
@@ -414,6 +419,8 @@ class AmqpConnection(ProviderConnection):
         annotations: dict[Any, Any] = incoming.annotations or {}
         kind = annotations.get(REPLY_TO_TYPE)
         queue_prefix, topic_prefix = self._prefixes
+        if self.rabbitmq and address.startswith(EXISTING):
+            return destination_for(0, address[len(EXISTING) :])
         for prefix, topic in ((queue_prefix, False), (topic_prefix, True)):
             if prefix and address.startswith(prefix):
                 code = kind if isinstance(kind, int) else 1 if topic else 0

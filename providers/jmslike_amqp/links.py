@@ -25,7 +25,14 @@ from proton.reactor import LinkOption
 if TYPE_CHECKING:
     from jmslike_amqp.received import Incoming
 
-__all__ = ["Capability", "Coordinator", "LinkHandle", "MessageCallback", "OwnSession"]
+__all__ = [
+    "Capability",
+    "Coordinator",
+    "DurableNode",
+    "LinkHandle",
+    "MessageCallback",
+    "OwnSession",
+]
 
 MessageCallback = Callable[["Incoming", int], None]
 """A receiver's callback: the message and its delivery number (for ``settle``)."""
@@ -142,6 +149,19 @@ class OwnSession(LinkOption):
 
     def apply(self, link: Link) -> None:
         pass  # the driver reads the option before it makes the link
+
+
+class DurableNode(LinkOption):
+    """A durable terminus, for RabbitMQ's ``/queue/x`` addresses. RabbitMQ declares the
+    queue such an address names when a link attaches, durable only if the terminus is
+    (seen on 3.10: durability ``none`` gave ``durable: false``, ``configuration``
+    ``true``), and a non-durable queue loses its messages, persistent ones too, when the
+    broker stops (seen: a persistent message confirmed during a graceful stop never
+    came again). jmslike_amqp.durability decides where it is used."""
+
+    def apply(self, link: Link) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.durability = Terminus.CONFIGURATION
 
 
 class Capability(LinkOption):

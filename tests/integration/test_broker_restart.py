@@ -529,3 +529,41 @@ def test_restart_and_kill_under_load(
     # reused buffer, and Classic closed a consumer's link or the connection (fixed; not
     # proven to be this failure's cause: 22 clean runs since). docs/reliability.md.
     assert not failed, f"{broker}: " + "\n".join(failed.values())
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.stomp
+@pytest.mark.amqp
+@pytest.mark.slow
+def test_persistent_messages_on_a_queue_jmslike_declared_outlive_a_restart(
+    restartable: RestartableBrokers,
+) -> None:
+    """RabbitMQ only, where a queue is declared by the client that first uses it: a queue
+    jmslike declared over either protocol keeps its persistent messages through a
+    graceful restart. Over AMQP 1.0 it was non-durable until 2026-12-01 (as Qpid JMS
+    declares it), and the restart above lost a confirmed message now and then: one in
+    the queue when the broker stopped (jmslike_amqp.durability)."""
+    broker = "rabbitmq"
+    restartable.start(broker)
+    env = restartable.env()
+    urls = {"stomp": _stomp_failover(env, broker), "amqp": _amqp(env, broker)}
+    queues = {route: f"queue://kept-{route}-{uuid.uuid4().hex[:8]}" for route in urls}
+    texts = [f"m{n:03d}" for n in range(20)]
+    for route, url in urls.items():
+        with ConnectionFactory(url).create_connection() as connection:
+            session = connection.create_session()
+            producer = session.create_producer(queues[route])
+            for text in texts:
+                producer.send(session.create_text_message(text))  # persistent: the default
+    restartable.restart(broker)
+    received: dict[str, list[str]] = {}
+    for route, url in urls.items():
+        connection = ConnectionFactory(url, request_timeout=60.0).create_connection()
+        with connection:
+            session = connection.create_session()
+            consumer = session.create_consumer(queues[route])
+            connection.start()
+            got = received[route] = []
+            while (message := consumer.receive(5.0)) is not None:
+                got.append(message.text)
+    assert received == dict.fromkeys(urls, texts)

@@ -57,7 +57,8 @@ class Route:
     marks: tuple[pytest.MarkDecorator, ...]
     java_queue_prefix: str = ""
     """Prefix of the queue's name in Java: RabbitMQ's AMQP 1.0 plugin addresses a queue
-    as ``/queue/name``, which jmslike's ``amqp://`` adds itself."""
+    as ``/queue/name`` (declared, by Qpid JMS non-durable) or ``/amq/queue/name`` (one
+    that exists, as it is); jmslike's ``amqp://`` chooses itself."""
 
 
 A = (pytest.mark.java, pytest.mark.artemis)
@@ -97,8 +98,16 @@ ROUTES = [
     # item 2: jmslike produces, Java consumes
     Route("jmslike-amqp-to-java-amqp", "jmslike", ART_AMQP, "amqp", ART_AMQP, (*A, AMQP)),
     Route("jmslike-amqp-to-java-core", "jmslike", ART_AMQP, "core", ART_AMQP, (*A, AMQP)),
+    # jmslike declared the queue durable: Qpid JMS would declare /queue/<name> again
+    # non-durable, and be refused; /amq/queue/<name> uses it as it is.
     Route(
-        "jmslike-amqp-to-java-amqp-rabbitmq", "jmslike", RAB_AMQP, "amqp", RAB_AMQP, R, "/queue/"
+        "jmslike-amqp-to-java-amqp-rabbitmq",
+        "jmslike",
+        RAB_AMQP,
+        "amqp",
+        RAB_AMQP,
+        R,
+        "/amq/queue/",
     ),
     Route("jmslike-amqp-to-java-amqp-classic", "jmslike", CLS_AMQP, "amqp", CLS_AMQP, (*C, AMQP)),
     Route(

@@ -30,7 +30,7 @@ import proton
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from jmslike_amqp.links import Capability
+from jmslike_amqp.links import Capability, DurableNode
 from jmslike_bench.env import delete_rabbitmq_queue
 from jmslike_bench.runners.base import IDLE, Measurement, Runner, run_child
 from jmslike_bench.stats import percentile
@@ -90,7 +90,11 @@ class _Job(MessagingHandler):
 
     def on_start(self, event: Any) -> None:
         container = event.container
-        kind = Capability("queue")
+        # On RabbitMQ, a durable queue, as jmslike declares it (jmslike_amqp.durability):
+        # the same guarantee, and the same disk writes for persistent messages.
+        kind: Any = (
+            [Capability("queue"), DurableNode()] if self.runner.rabbitmq else Capability("queue")
+        )
         self.started = time.perf_counter()
         for _ in range(self.receivers if self.to_receive else 0):
             receiver = container.create_receiver(

@@ -1,0 +1,120 @@
+"""RabbitMQ queues over AMQP 1.0: declared durable by jmslike, or used as they already are.
+
+RabbitMQ 3.x's AMQP 1.0 plugin declares the queue ``/queue/x`` names when a link attaches,
+durable only if the link's terminus is; Qpid JMS asks for durability ``none``, so a queue a
+Java client made is non-durable, and such a queue loses every message it holds, persistent
+ones too, when the broker stops (seen here: a persistent message whose send was confirmed
+during a graceful stop never came again). A queue declared otherwise than it exists is
+refused ("inequivalent arg"), and the refusal ends the AMQP session.
+
+So, once per queue and connection, jmslike attaches a probe: a sender link to
+``/queue/x`` with a durable terminus, on a short-lived connection of its own. Taken, the
+queue is durable (made so now, or already), and jmslike's links declare it durable too.
+Refused as inequivalent, the queue exists otherwise (non-durable from a Java client, or
+declared by an operator with arguments of its own): jmslike addresses it as
+``/amq/queue/x``, which uses a queue as it is, and says once per process, as a warning,
+when it is non-durable. The probe has a connection of its own because RabbitMQ 3.10's
+plugin does not always get over a session it ended with an error (seen here: after it
+ended one with ``not-found``, the connection failed with ``noproc`` as it closed), and
+the application's connection must not pay for a probe. A probe costs a connection's
+opening (a few milliseconds here).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from jmslike.errors import JMSException
+from jmslike.spi.diagnose import inequivalent
+from jmslike_amqp.links import Capability, DurableNode
+from jmslike_amqp.transport import AmqpTransport
+
+__all__ = ["DECLARED", "EXISTING", "QueueDeclarations"]
+
+log = logging.getLogger("jmslike.amqp")
+
+DECLARED = "/queue/"
+"""RabbitMQ's address prefix that declares the queue (durable with ``DurableNode``)."""
+EXISTING = "/amq/queue/"
+"""RabbitMQ's address prefix for a queue that exists, used as it is."""
+
+
+_WARNED: set[tuple[str, str]] = set()
+"""(broker address, queue) pairs whose warning this process has logged."""
+_WARNED_LOCK = threading.Lock()
+
+
+def _first_time(address: str, queue: str) -> bool:
+    with _WARNED_LOCK:
+        if (address, queue) in _WARNED:
+            return False
+        _WARNED.add((address, queue))
+        return True
+
+
+class QueueDeclarations:
+    """A connection's answer, per queue name, to "declare it, or use it as it is?"."""
+
+    def __init__(self, connect: Callable[[], AmqpTransport]) -> None:
+        self._connect = connect
+        """Opens the probe's connection."""
+        self._addresses: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def address_of(self, name: str, transport: AmqpTransport) -> str:
+        """The address of queue ``name``: probed on first use (from any thread but the
+        thread of ``transport``, the application's connection, which cannot wait for a
+        broker's answer: there, before a probe, the declaring address)."""
+        with self._lock:
+            known = self._addresses.get(name)
+        if known is not None:
+            return known
+        if transport.on_own_thread():
+            return DECLARED + name
+        probe = self._connect()
+        try:
+            address = self._probe(name, probe)
+        finally:
+            probe.close()
+        with self._lock:
+            self._addresses.setdefault(name, address)
+            return self._addresses[name]
+
+    def _probe(self, name: str, transport: AmqpTransport) -> str:
+        try:
+            handle = transport.open_sender(
+                DECLARED + name,
+                name=transport.link_name("probe"),
+                options=[Capability("queue"), DurableNode()],
+                restore=False,
+            )
+        except JMSException as exc:
+            found = inequivalent(str(exc))
+            if found is None:
+                raise
+            if found.arg == "durable" and found.current == "false":
+                level = logging.WARNING if _first_time(transport.address, name) else logging.INFO
+                log.log(
+                    level,
+                    "RabbitMQ queue %r exists non-durable (as Qpid JMS and other AMQP 1.0 "
+                    "clients declare /queue/%s): jmslike uses it as it is, and every message "
+                    "it holds, persistent ones too, is lost when the broker stops. Declare "
+                    "it durable beforehand (and address it as /amq/queue/%s from Java)",
+                    name,
+                    name,
+                    name,
+                )
+            else:
+                log.info(
+                    "RabbitMQ queue %r exists with %s=%s: used as it is (%s%s)",
+                    name,
+                    found.arg,
+                    found.current,
+                    EXISTING,
+                    name,
+                )
+            return EXISTING + name
+        del handle  # closed with its connection
+        return DECLARED + name
