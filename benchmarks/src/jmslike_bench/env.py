@@ -9,16 +9,19 @@ the current folder).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import socket
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "TARGETS",
     "broker_settings",
+    "declare_rabbitmq_queue",
     "delete_rabbitmq_queue",
     "reachable",
     "stomp_urls",
@@ -113,12 +116,25 @@ def reachable(url: str, timeout: float = 1.0) -> bool:
 def delete_rabbitmq_queue(name: str) -> None:
     """RabbitMQ keeps ``/queue/x`` queues declared durable for ever: delete one through the
     management API, best effort (a bench must not fill the broker it measures)."""
+    _rabbitmq_queue_request("DELETE", name)
+
+
+def declare_rabbitmq_queue(name: str) -> None:
+    """Declare a durable queue through the management API, best effort: as jmslike
+    declares its queues over AMQP 1.0 (Qpid JMS would make ``/queue/x`` non-durable)."""
+    _rabbitmq_queue_request("PUT", name, {"durable": True})
+
+
+def _rabbitmq_queue_request(method: str, name: str, body: dict[str, Any] | None = None) -> None:
     base = broker_settings().get("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")
     if not base:
         return
     parsed = urllib.parse.urlsplit(base)
     url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}/api/queues/%2F/{name}"
-    request = urllib.request.Request(url, method="DELETE")
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
     manager.add_password(None, url, parsed.username or "guest", parsed.password or "guest")
     opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))

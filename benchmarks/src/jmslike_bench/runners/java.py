@@ -26,7 +26,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import IO
 
-from jmslike_bench.env import delete_rabbitmq_queue
+from jmslike_bench.env import declare_rabbitmq_queue, delete_rabbitmq_queue
 from jmslike_bench.javabuild import build_jar
 from jmslike_bench.runners.base import IDLE, Measurement, Runner
 from jmslike_bench.targets import Target
@@ -89,8 +89,13 @@ class JavaRunner(Runner):
             ]
 
     def _queue(self, queue: str) -> str:
-        # RabbitMQ's AMQP 1.0 plugin wants /queue/x (Qpid JMS sends the name as the address).
-        return f"/queue/{queue}" if self.target.broker == "rabbitmq" else queue
+        # RabbitMQ's AMQP 1.0 plugin: /queue/x from Qpid JMS declares a non-durable queue;
+        # jmslike's are durable (jmslike_amqp.durability), so the same guarantee here: a
+        # durable queue declared beforehand, used as it is through /amq/queue/x.
+        if self.target.broker != "rabbitmq":
+            return queue
+        declare_rabbitmq_queue(queue)
+        return f"/amq/queue/{queue}"
 
     def cleanup(self, queue: str) -> None:
         if self.target.broker == "rabbitmq":
