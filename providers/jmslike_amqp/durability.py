@@ -67,8 +67,7 @@ class QueueDeclarations:
         """The address of queue ``name``: probed on first use (from any thread but the
         thread of ``transport``, the application's connection, which cannot wait for a
         broker's answer: there, before a probe, the declaring address)."""
-        with self._lock:
-            known = self._addresses.get(name)
+        known = self._addresses.get(name)  # (every send asks: no lock to read a dict)
         if known is not None:
             return known
         if transport.on_own_thread():
