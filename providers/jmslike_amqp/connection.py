@@ -149,7 +149,9 @@ class AmqpConnection(ProviderConnection):
                 str((properties or {}).get("topic-prefix") or ""),
             )
         )
-        self._declarations = QueueDeclarations(lambda: connect(None, probe=True))
+        self._declarations = QueueDeclarations(
+            lambda: connect(None, probe=True), f"{self.transport.address}/{vhost}"
+        )
         """RabbitMQ: which queues jmslike declares durable, which it uses as they are."""
         self.exclusivity = exclusivity_for(
             self.broker,

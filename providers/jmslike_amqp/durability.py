@@ -7,17 +7,19 @@ ones too, when the broker stops (seen here: a persistent message whose send was 
 during a graceful stop never came again). A queue declared otherwise than it exists is
 refused ("inequivalent arg"), and the refusal ends the AMQP session.
 
-So, once per queue and connection, jmslike attaches a probe: a sender link to
-``/queue/x`` with a durable terminus, on a short-lived connection of its own. Taken, the
-queue is durable (made so now, or already), and jmslike's links declare it durable too.
+So, before a connection's first use of a queue, jmslike attaches a probe: a sender link
+to ``/queue/x`` with a durable terminus, on a short-lived connection of its own. Taken,
+the queue is durable (made so now, or already), and jmslike's links declare it durable
+too; the other connections of the process take that answer without asking again.
 Refused as inequivalent, the queue exists otherwise (non-durable from a Java client, or
 declared by an operator with arguments of its own): jmslike addresses it as
 ``/amq/queue/x``, which uses a queue as it is, and says once per process, as a warning,
 when it is non-durable. The probe has a connection of its own because RabbitMQ 3.10's
 plugin does not always get over a session it ended with an error (seen here: after it
 ended one with ``not-found``, the connection failed with ``noproc`` as it closed), and
-the application's connection must not pay for a probe. A probe costs a connection's
-opening (a few milliseconds here).
+the application's connection must not pay for a probe. It costs a connection's opening
+and a durable queue's declaration: a connection's first send to a new queue took
+18-22 ms here against 4.5 ms without it (median of 30 such sends, each to a new queue).
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ EXISTING = "/amq/queue/"
 """RabbitMQ's address prefix for a queue that exists, used as it is."""
 
 
+_DURABLE: set[tuple[str, str]] = set()
+"""(broker and vhost, queue) pairs that took a probe in this process: every connection of
+the process declares them durable without asking again. (Were such a queue deleted, the
+next link declares it durable again; were it made again otherwise meanwhile, that link is
+refused with RabbitMQ's words and what to do.) A queue used as it exists is asked about
+again by each connection."""
 _WARNED: set[tuple[str, str]] = set()
 """(broker address, queue) pairs whose warning this process has logged."""
 _WARNED_LOCK = threading.Lock()
@@ -57,9 +65,11 @@ def _first_time(address: str, queue: str) -> bool:
 class QueueDeclarations:
     """A connection's answer, per queue name, to "declare it, or use it as it is?"."""
 
-    def __init__(self, connect: Callable[[], AmqpTransport]) -> None:
+    def __init__(self, connect: Callable[[], AmqpTransport], scope: str) -> None:
         self._connect = connect
         """Opens the probe's connection."""
+        self._scope = scope
+        """The broker and vhost, for the process-wide ``_DURABLE``."""
         self._addresses: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -72,11 +82,14 @@ class QueueDeclarations:
             return known
         if transport.on_own_thread():
             return DECLARED + name
-        probe = self._connect()
-        try:
-            address = self._probe(name, probe)
-        finally:
-            probe.close()
+        if (self._scope, name) in _DURABLE:
+            address = DECLARED + name
+        else:
+            probe = self._connect()
+            try:
+                address = self._probe(name, probe)
+            finally:
+                probe.close()
         with self._lock:
             self._addresses.setdefault(name, address)
             return self._addresses[name]
@@ -116,4 +129,6 @@ class QueueDeclarations:
                 )
             return EXISTING + name
         del handle  # closed with its connection
+        with _WARNED_LOCK:
+            _DURABLE.add((self._scope, name))
         return DECLARED + name
