@@ -50,15 +50,15 @@ next link declares it durable again; were it made again otherwise meanwhile, tha
 refused with RabbitMQ's words and what to do.) A queue used as it exists is asked about
 again by each connection."""
 _WARNED: set[tuple[str, str]] = set()
-"""(broker address, queue) pairs whose warning this process has logged."""
-_WARNED_LOCK = threading.Lock()
+"""(broker and vhost, queue) pairs whose warning this process has logged."""
+_LOCK = threading.Lock()
 
 
-def _first_time(address: str, queue: str) -> bool:
-    with _WARNED_LOCK:
-        if (address, queue) in _WARNED:
+def _first_time(scope: str, queue: str) -> bool:
+    with _LOCK:
+        if (scope, queue) in _WARNED:
             return False
-        _WARNED.add((address, queue))
+        _WARNED.add((scope, queue))
         return True
 
 
@@ -85,7 +85,14 @@ class QueueDeclarations:
         if (self._scope, name) in _DURABLE:
             address = DECLARED + name
         else:
-            probe = self._connect()
+            try:
+                probe = self._connect()
+            except JMSException as exc:
+                # No probe today (a connection limit, a broker going): the links declare
+                # the queue durable, and a queue that exists otherwise refuses them with
+                # RabbitMQ's words and what to do. Asked again next time.
+                log.info("RabbitMQ queue %r: no connection for a probe (%s)", name, exc)
+                return DECLARED + name
             try:
                 address = self._probe(name, probe)
             finally:
@@ -107,7 +114,7 @@ class QueueDeclarations:
             if found is None:
                 raise
             if found.arg == "durable" and found.current == "false":
-                level = logging.WARNING if _first_time(transport.address, name) else logging.INFO
+                level = logging.WARNING if _first_time(self._scope, name) else logging.INFO
                 log.log(
                     level,
                     "RabbitMQ queue %r exists non-durable (as Qpid JMS and other AMQP 1.0 "
@@ -129,6 +136,6 @@ class QueueDeclarations:
                 )
             return EXISTING + name
         del handle  # closed with its connection
-        with _WARNED_LOCK:
+        with _LOCK:
             _DURABLE.add((self._scope, name))
         return DECLARED + name
