@@ -400,6 +400,48 @@ class Scenario:
         }
 
 
+BACKLOG = 20
+"""Persistent messages left per protocol on a queue of its own, with no consumer, before
+the outages (RabbitMQ only, where a queue is declared by the client that first uses it):
+all must be there afterwards. Over AMQP 1.0 jmslike declared such a queue non-durable
+until 2026-12-01 (as Qpid JMS does), and a graceful restart lost all 20 (STOMP: none);
+the scenarios above lost a confirmed message that way now and then, one that sat in the
+queue when the broker stopped (jmslike_amqp.durability)."""
+
+
+def _leave_backlog(env: dict[str, str], broker: str) -> dict[str, str]:
+    """Queue -> URL of the backlog left over each protocol."""
+    left = {}
+    for url in (_stomp_failover(env, broker), _amqp(env, broker)):
+        queue = f"queue://kept-{uuid.uuid4().hex[:10]}"
+        with ConnectionFactory(url).create_connection() as connection:
+            session = connection.create_session()
+            producer = session.create_producer(queue)
+            for n in range(BACKLOG):
+                producer.send(session.create_text_message(f"m{n:03d}"))  # persistent
+        left[queue] = url
+    return left
+
+
+def _backlog_problems(left: dict[str, str]) -> list[str]:
+    """What is missing or out of order in the backlog after the outages."""
+    found = []
+    for queue, url in left.items():
+        with ConnectionFactory(url, request_timeout=60.0).create_connection() as connection:
+            session = connection.create_session()
+            consumer = session.create_consumer(queue)
+            connection.start()
+            got = []
+            while (message := consumer.receive(5.0)) is not None:
+                got.append(message.text)
+        if got != [f"m{n:03d}" for n in range(BACKLOG)]:
+            found.append(
+                f"backlog on {queue} over {'STOMP' if 'stomp' in url else 'AMQP'}: {len(got)} of "
+                f"{BACKLOG}: {got}"
+            )
+    return found
+
+
 def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -442,6 +484,7 @@ def test_restart_and_kill_under_load(
     lost, no duplicate is unflagged, no group's first deliveries are out of order."""
     restartable.start(broker)
     env = restartable.env()
+    backlog = _leave_backlog(env, broker) if broker == "rabbitmq" else {}
     scenarios = [Scenario(route, route.url(env, broker)) for route in ROUTES]
     threads = []
     for scenario in scenarios:
@@ -528,42 +571,7 @@ def test_restart_and_kill_under_load(
     # transacted session sometimes used another transaction's id, read from Proton's
     # reused buffer, and Classic closed a consumer's link or the connection (fixed; not
     # proven to be this failure's cause: 22 clean runs since). docs/reliability.md.
-    assert not failed, f"{broker}: " + "\n".join(failed.values())
-
-
-@pytest.mark.rabbitmq
-@pytest.mark.stomp
-@pytest.mark.amqp
-@pytest.mark.slow
-def test_persistent_messages_on_a_queue_jmslike_declared_outlive_a_restart(
-    restartable: RestartableBrokers,
-) -> None:
-    """RabbitMQ only, where a queue is declared by the client that first uses it: a queue
-    jmslike declared over either protocol keeps its persistent messages through a
-    graceful restart. Over AMQP 1.0 it was non-durable until 2026-12-01 (as Qpid JMS
-    declares it), and the restart above lost a confirmed message now and then: one in
-    the queue when the broker stopped (jmslike_amqp.durability)."""
-    broker = "rabbitmq"
-    restartable.start(broker)
-    env = restartable.env()
-    urls = {"stomp": _stomp_failover(env, broker), "amqp": _amqp(env, broker)}
-    queues = {route: f"queue://kept-{route}-{uuid.uuid4().hex[:8]}" for route in urls}
-    texts = [f"m{n:03d}" for n in range(20)]
-    for route, url in urls.items():
-        with ConnectionFactory(url).create_connection() as connection:
-            session = connection.create_session()
-            producer = session.create_producer(queues[route])
-            for text in texts:
-                producer.send(session.create_text_message(text))  # persistent: the default
-    restartable.restart(broker)
-    received: dict[str, list[str]] = {}
-    for route, url in urls.items():
-        connection = ConnectionFactory(url, request_timeout=60.0).create_connection()
-        with connection:
-            session = connection.create_session()
-            consumer = session.create_consumer(queues[route])
-            connection.start()
-            got = received[route] = []
-            while (message := consumer.receive(5.0)) is not None:
-                got.append(message.text)
-    assert received == dict.fromkeys(urls, texts)
+    backlog_lost = _backlog_problems(backlog)
+    assert not failed and not backlog_lost, f"{broker}: " + "\n".join(
+        [*failed.values(), *backlog_lost]
+    )
