@@ -71,7 +71,6 @@ class QueueDeclarations:
         self._scope = scope
         """The broker and vhost, for the process-wide ``_DURABLE``."""
         self._addresses: dict[str, str] = {}
-        self._lock = threading.Lock()
 
     def address_of(self, name: str, transport: AmqpTransport) -> str:
         """The address of queue ``name``: probed on first use (from any thread but the
@@ -97,9 +96,7 @@ class QueueDeclarations:
                 address = self._probe(name, probe)
             finally:
                 probe.close()
-        with self._lock:
-            self._addresses.setdefault(name, address)
-            return self._addresses[name]
+        return self._addresses.setdefault(name, address)  # (atomic: a racing probe agrees)
 
     def _probe(self, name: str, transport: AmqpTransport) -> str:
         try:

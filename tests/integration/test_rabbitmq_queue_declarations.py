@@ -63,7 +63,8 @@ def _durable(queue: str) -> bool:
 
 def _queue(queue: str) -> dict[str, Any]:
     """The queue as the management API shows it."""
-    answer: dict[str, Any] = _management()._request("GET", f"api/queues/%2F/{queue}")[1]
+    answer = _management().queue("/", queue)
+    assert answer is not None, f"queue {queue!r} does not exist"
     return answer
 
 
