@@ -3,9 +3,10 @@
 The broker is told by the product in its open frame; what it lacks is in
 ``Capabilities`` (docs/providers.md has the matrix), and the node addresses are its own
 (RabbitMQ's ``/queue/x``, Classic's announced prefixes, Artemis' plain names). Temporary
-destinations are dynamic nodes, kept alive by a sender link each. Under a reconnect
-policy the connection remembers recent acknowledgements (``RECENT_ACKS``), which AMQP
-never confirms, and tells its sessions and consumers when it is lost and back.
+destinations are dynamic nodes, kept alive by a sender link each. The connection
+remembers recent acknowledgements (``RECENT_ACKS``), which AMQP never confirms, so that
+a message whose acknowledgement went with a lost connection comes again flagged; under
+a reconnect policy it tells its sessions and consumers when it is lost and back.
 """
 
 from __future__ import annotations
@@ -89,12 +90,11 @@ class AmqpConnection(ProviderConnection):
 
         tls = tls_options(settings)
         reconnect = reconnect_policy(url, settings.extra)
-        self._acked: deque[tuple[float, str]] | None = (
-            deque(maxlen=RECENT_ACKS) if reconnect.attempts != 0 else None
-        )
-        """Under a reconnect policy: (when, key) of recent acknowledgements, which AMQP
-        never confirms: one still on its way when the connection is lost did not count,
-        and that message comes again (see ``_interrupted``)."""
+        self._acked: deque[tuple[float, str]] = deque(maxlen=RECENT_ACKS)
+        """(when, key) of recent acknowledgements, which AMQP never confirms: one still
+        on its way when the connection is lost did not count, and that message comes
+        again, to this connection once it reconnects (``_interrupted``) or to the
+        application's next one (``_transport_lost``)."""
         self._ack_window = max(idle_timeout_of(settings), settings.request_timeout) + 1.0
         self.sessions: weakref.WeakSet[AmqpSession] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[AmqpConsumer] = weakref.WeakSet()
@@ -222,19 +222,29 @@ class AmqpConnection(ProviderConnection):
         acknowledged lately may not have been acknowledged at the broker: counted as
         delivered once more, so that if one comes again it comes flagged redelivered
         (Artemis sends a delivery count of 0 then)."""
-        acked = self._acked
-        if acked:
-            horizon = time.monotonic() - self._ack_window
-            for when, key in list(acked):
-                if when >= horizon:
-                    self.counts.count(key, False)
-            acked.clear()
+        self._count_unconfirmed_acks()
         if transport is self.transport:
             for session in list(self.sessions):
                 session.interrupted()
         for consumer in list(self.consumers):
             if consumer.transport is transport:
                 consumer.interrupted()
+
+    def _count_unconfirmed_acks(self) -> None:
+        """The connection was lost: count the messages acknowledged lately as delivered
+        once more, in the process-wide table, so that one whose acknowledgement never
+        reached the broker comes again flagged redelivered, to whichever connection of
+        this process takes it (Artemis sends such a copy with a delivery count of 0:
+        tests/integration/test_failover.py)."""
+        acked = self._acked
+        horizon = time.monotonic() - self._ack_window
+        while True:
+            try:
+                when, key = acked.popleft()
+            except IndexError:  # all taken (two transports may be lost at once)
+                return
+            if when >= horizon:
+                self.counts.count(key, False)
 
     def _restored(self, transport: AmqpTransport) -> None:
         """``transport`` is connected again, its links attached (its thread). The
@@ -253,7 +263,7 @@ class AmqpConnection(ProviderConnection):
         """``key`` was acknowledged: it will not come again (unless the connection is
         lost before the broker read the acknowledgement: ``_interrupted``)."""
         self.counts.forget(key)
-        if self._acked is not None and key:
+        if key:
             self._acked.append((time.monotonic(), key))
 
     def count_delivery(self, incoming: Incoming, key: str) -> int:
@@ -390,7 +400,10 @@ class AmqpConnection(ProviderConnection):
         are closed too: nothing can be acknowledged or committed through this connection
         again, and closed, they give back at once what they hold and let a standby of
         another process take over, where they would otherwise hold it until the
-        application closed the connection (tests/integration/test_faults.py)."""
+        application closed the connection (tests/integration/test_faults.py). Recent
+        acknowledgements may not have reached the broker: counted first, before the
+        application hears of the loss and connects again."""
+        self._count_unconfirmed_acks()
         if transport is self.transport and self._extra_transports:
             threading.Thread(
                 target=self._close_extra, name="jmslike-amqp-let-go", daemon=True
@@ -456,7 +469,7 @@ class AmqpConnection(ProviderConnection):
 
 
 RECENT_ACKS = 100_000
-"""Acknowledgements remembered for a reconnect (``AmqpConnection._acked``), at most."""
+"""Acknowledgements remembered for a lost connection (``AmqpConnection._acked``), at most."""
 
 IDLE_TIMEOUT_MS = 60_000
 """Qpid JMS's ``amqp.idleTimeout`` default: a connection that hears nothing (not even the

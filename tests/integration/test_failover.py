@@ -237,6 +237,47 @@ def test_an_acknowledge_taken_whose_receipt_is_lost_is_in_doubt(setup: Setup, ur
     _check(rest, [], after, f"ACK taken, RECEIPT lost, {url} URL", setup, recover_s)
 
 
+AMQP_CASES = [case for case in CASES if str(case.id).endswith("-amqp")]
+
+
+@pytest.mark.parametrize("setup", AMQP_CASES, indirect=True)
+def test_an_acknowledge_lost_with_the_connection_is_flagged_when_it_comes_again(
+    setup: Setup,
+) -> None:
+    """AMQP never confirms an acknowledgement (a settled disposition): one written just
+    before the connection is lost for good may never reach the broker, which delivers the
+    message again, to the application's next connection. That copy must come flagged
+    redelivered, as it does under a failover URL. Seen in CI (2026-12-01,
+    test_broker_restart.py, Artemis, application reconnect loop): an acknowledge 0.14 s
+    into a graceful stop never applied and its copy came with JMSXDeliveryCount 1. The
+    relay holds jmslike's bytes (the acknowledgement) and then cuts. Artemis sends the
+    copy with a delivery count of 0 even without a restart (seen here: it failed on
+    Artemis before the fix, ActiveMQ Classic and RabbitMQ flag it themselves)."""
+    queue = f"queue://failover-ack-lost-{uuid.uuid4().hex[:8]}"
+    with ConnectionFactory(setup.direct).create_connection() as sender:
+        session = sender.create_session()
+        session.create_producer(queue).send(session.create_text_message("only"))
+    with ConnectionFactory(setup.plain).create_connection() as connection:
+        connection.set_exception_listener(lambda exc: None)  # the loss, expected
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        message = consumer.receive(10.0)
+        assert message is not None and message.text == "only", message
+        assert not message.jms_redelivered, message
+        setup.relay.stall()  # the acknowledgement waits in the relay, then goes with it
+        message.acknowledge()
+        time.sleep(0.2)
+        setup.relay.cut()
+        time.sleep(0.5)
+    # the same broker address (the relay's): jmslike keeps its counts per broker
+    with ConnectionFactory(setup.plain).create_connection() as other:
+        receiver = other.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        other.start()
+        after = _drain(receiver.create_consumer(queue), first=10.0)
+    assert after == [("only", True)], f"the copy must come once, flagged: {after}"
+
+
 def test_rolls_back_an_open_transaction(setup: Setup) -> None:
     """A transaction open when the connection was lost is gone with it: commit raises
     TransactionRolledBackError, its send never arrives, what it had consumed comes again
