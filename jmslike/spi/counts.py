@@ -6,7 +6,11 @@ RabbitMQ classic queues the same (and a new ``message-id`` each time). JMSXDeliv
 and the redelivery policy need a number, so jmslike counts deliveries per message key
 (jmslike's own message id header, else the broker's ``message-id``).
 
-The table is per process and per broker address, not per connection: a message given back
+The table is per process and per broker address, not per connection, and a key is the
+message id within its stream (:func:`count_scope`): a queue, or one subscription of a
+topic, whose every subscription gets a copy of each message under the same id (counted
+by id alone, a second subscriber's copy came redelivered, count 2, on every broker). A
+message given back
 by one connection is usually taken next by another connection of the same process (a
 listener container, a consumer opened after a close). A message that a consumer only
 buffered and gave back unseen comes back from the broker flagged ``redelivered``, but for
@@ -22,12 +26,14 @@ broker's (``floor``): a message seen twice before its consumer closed comes back
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 
 from jmslike.spi.perbroker import PerBroker
+from jmslike.spi.provider import ConsumerSpec
 
-__all__ = ["DeliveryCounts", "counts_for"]
+__all__ = ["DeliveryCounts", "count_scope", "counts_for"]
 
 _LIMIT = 200_000
 """Keys remembered per broker; the oldest are forgotten first (a count is only needed
@@ -92,3 +98,23 @@ class DeliveryCounts:
 
 counts_for = PerBroker(DeliveryCounts)
 """The process-wide table of one broker (``host:port``, or a failover list)."""
+
+
+_OWN = itertools.count(1)
+"""Numbers the plain topic consumers of the process: each is a subscription of its own."""
+
+
+def count_scope(spec: ConsumerSpec, client_id: str | None = None) -> str:
+    """The prefix of a consumer's keys: deliveries of one message id are counted per
+    stream. A queue is one stream in the process (a message one consumer gave back may
+    come to any other); each subscription of a topic is one (its name, whether it is
+    durable and shared, and for a durable one that is not shared the connection's
+    ``client_id``), and a plain topic consumer a stream of its own."""
+    destination = spec.destination
+    if not destination.is_topic:
+        return destination.key + "\n"
+    if not spec.named:
+        return f"{destination.key}\n#{next(_OWN)}\n"
+    kind = ("shared-" if spec.shared else "") + ("durable" if spec.durable else "own")
+    owner = client_id or "" if spec.durable and not spec.shared else ""
+    return f"{destination.key}\n{kind}:{owner}:{spec.subscription}\n"

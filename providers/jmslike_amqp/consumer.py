@@ -119,8 +119,12 @@ class AmqpConsumer(ProviderConsumer):
         claim: Claim | None = None,
         ring: list[Credit] | None = None,
         hold_subscription: bool = False,
+        count_scope: str = "",
     ) -> None:
         self._session = session
+        self.count_scope = count_scope
+        """The prefix of this consumer's keys in the delivery counts
+        (jmslike.spi.counts.count_scope)."""
         self.claim = claim
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
@@ -309,7 +313,7 @@ class AmqpConsumer(ProviderConsumer):
         """The connection's thread: decode and hand to the API (which never blocks)."""
         connection = self._session.connection
         message = decode(incoming, self.destination, connection.reply_to_of(incoming))
-        key = message.jms_message_id or ""
+        key = self.count_scope + message.jms_message_id if message.jms_message_id else ""
         count = connection.count_delivery(incoming, key)
         message.jms_redelivered = count > 1
         set_provider_property(message, DELIVERY_COUNT, count)
@@ -413,7 +417,8 @@ class AmqpConsumer(ProviderConsumer):
         It was never seen here; where jmslike counts, its redelivery must not count it
         (seen on Classic: such a message came back flagged redelivered, count 2). It may
         also be one this consumer gave back seen, sent again at once: that keeps its count."""
-        self._session.connection.counts.arrived_unseen(message_key(incoming))
+        key = message_key(incoming)
+        self._session.connection.counts.arrived_unseen(self.count_scope + key if key else "")
 
     def _release_claim(self) -> None:
         """A standby may take over now: what this consumer held went back first."""

@@ -29,6 +29,7 @@ from jmslike.errors import (
     TransactionRolledBackError,
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
+from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import size_note
 from jmslike.spi.messages import DLQ_REASON, set_provider_property
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
@@ -206,8 +207,16 @@ class AmqpSession(ProviderSession):
                 connection.exclusive_queues, destination.name, shared=shared
             )
         try:
+            scope = count_scope(spec, connection.client_id)
             consumer = AmqpConsumer(
-                self, destination, sink, spec.selector, claim=claim, ring=ring, **extra
+                self,
+                destination,
+                sink,
+                spec.selector,
+                claim=claim,
+                ring=ring,
+                count_scope=scope,
+                **extra,
             )
         except BaseException:
             connection.strict.detach(claim)

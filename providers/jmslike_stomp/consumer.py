@@ -82,8 +82,12 @@ class StompConsumer(ProviderConsumer):
         client_filter: Selector | None,
         sub_id: str,
         claim: Claim,
+        count_scope: str,
     ) -> None:
         self._session = session
+        self.count_scope = count_scope
+        """The prefix of this subscription's keys in the delivery counts
+        (jmslike.spi.counts.count_scope)."""
         # RabbitMQ hands back what a subscription holds only when its connection closes
         # (UNSUBSCRIBE keeps them, and a NACK comes straight back to the same subscription):
         # there each consumer gets a connection of its own, closed to give back (ORD-10).
@@ -199,7 +203,7 @@ class StompConsumer(ProviderConsumer):
                 return
             # Sent before the broker saw UNSUBSCRIBE; it goes back unseen, uncounted.
             connection.counts.arrived_unseen(
-                headers.get(ID_HEADER) or headers.get("message-id", "")
+                self.count_scope + (headers.get(ID_HEADER) or headers.get("message-id", ""))
             )
             return
         message = self.decode(headers, body)
@@ -207,7 +211,7 @@ class StompConsumer(ProviderConsumer):
         # subscription to a temporary queue); acknowledging it would be an error.
         implicit = self.inbox is not None
         ack_id = "" if implicit else headers.get("ack") or headers.get("message-id", "")
-        key = headers.get(ID_HEADER) or headers.get("message-id", "")
+        key = self.count_scope + (headers.get(ID_HEADER) or headers.get("message-id", ""))
         count = connection.count_delivery(key, headers)
         message.jms_redelivered = count > 1
         set_provider_property(message, DELIVERY_COUNT, count)

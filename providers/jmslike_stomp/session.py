@@ -28,6 +28,7 @@ from jmslike.errors import (
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, parse_selector
+from jmslike.spi.counts import count_scope
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 from jmslike.spi.strict import Promotion
@@ -211,7 +212,10 @@ class StompSession(ProviderSession):
             if dialect.exclusive_header:
                 headers[dialect.exclusive_header] = "true"
         try:
-            consumer = StompConsumer(self, destination, sink, headers, client_filter, sub_id, claim)
+            scope = count_scope(spec, connection.client_id)
+            consumer = StompConsumer(
+                self, destination, sink, headers, client_filter, sub_id, claim, scope
+            )
         except BaseException:
             connection.strict.detach(claim)
             raise

@@ -123,6 +123,39 @@ def test_topic_copies_are_independent(connection, unique) -> None:
     assert b.text == "shared?" and b.get_string_property("k") == "v"
 
 
+def test_topic_copies_are_first_deliveries(make_connection, unique) -> None:
+    """API: each subscription's copy of a message is a first delivery (not redelivered,
+    JMSXDeliveryCount 1) however many subscriptions of the process hold it unacknowledged
+    at once; a recover redelivers one subscription's copy (count 2) and leaves the
+    other's alone. Found 2026-12-02: the brokers' providers counted deliveries by message
+    id across the process, so a second subscriber's copy came redelivered, count 2."""
+    topic = f"topic://{unique('t')}"
+    conn = make_connection()
+    s1 = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    s2 = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+    sub1, sub2 = s1.create_consumer(topic), s2.create_consumer(topic)
+    conn.start()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["one"])
+
+    def seen(message: Message | None) -> tuple[object, bool, int]:
+        assert message is not None
+        return message.text, message.jms_redelivered, message.get_int_property("JMSXDeliveryCount")
+
+    assert seen(sub1.receive(5.0)) == ("one", False, 1)
+    assert seen(sub2.receive(5.0)) == ("one", False, 1)
+    s1.recover()
+    again = sub1.receive(5.0)
+    assert seen(again) == ("one", True, 2)
+    assert again is not None
+    again.acknowledge()
+    late = s2.create_consumer(topic)  # a third subscription, for a second message
+    _send_texts(pub, topic, ["two"])
+    assert seen(late.receive(5.0)) == ("two", False, 1)
+    assert seen(sub2.receive(5.0)) == ("two", False, 1)
+    assert seen(sub1.receive(5.0)) == ("two", False, 1)
+
+
 # ------------------------------------------------------------------ message round-trip
 
 
