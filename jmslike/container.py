@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,22 @@ class MessageListenerContainer:
         ):
             window = max(factory.settings.prefetch, FEED_WINDOW) * concurrency
             self._feed = Feed(self._connection, self.destination, message_selector, window)
+        # A container is one subscriber: on a topic without a feed its sessions share a
+        # subscription of their own, so each message is processed once, not once per
+        # session (a strictly ordered one runs with one session anyway).
+        shared = None
+        if self._feed is None and self.destination.is_topic and not self.strictly_ordered:
+            if self._connection.capabilities.shared_subscriptions:
+                shared = f"jmslike-container-{uuid.uuid4().hex}"
+            elif concurrency > 1:
+                log.warning(
+                    "listener container on %s: the provider has no shared subscriptions, "
+                    "and each session would get every message, so it runs with concurrency 1 "
+                    "instead of the %d asked for",
+                    self.destination,
+                    concurrency,
+                )
+                self.concurrency = 1
         try:
             if exception_listener is not None:
                 self._connection.set_exception_listener(exception_listener)
@@ -108,6 +125,8 @@ class MessageListenerContainer:
                     message_selector,
                     False,
                     strictly_ordered=self.strictly_ordered,
+                    subscription=shared,
+                    shared=shared is not None,
                     feed=self._feed,
                     container=not partitioned,
                 )
