@@ -6,17 +6,18 @@ RabbitMQ classic queues the same (and a new ``message-id`` each time). JMSXDeliv
 and the redelivery policy need a number, so jmslike counts deliveries per message key
 (jmslike's own message id header, else the broker's ``message-id``).
 
-The table is per process and per broker address, not per connection, and a key is the
-message id within its stream (:func:`count_scope`): a queue, or one subscription of a
-topic, whose every subscription gets a copy of each message under the same id (counted
-by id alone, a second subscriber's copy came redelivered, count 2, on every broker). A
-message given back
-by one connection is usually taken next by another connection of the same process (a
-listener container, a consumer opened after a close). A message that a consumer only
-buffered and gave back unseen comes back from the broker flagged ``redelivered``, but for
-JMS it was never delivered; :meth:`DeliveryCounts.returned_unseen` records that, so its
-next delivery keeps the number it had. Across processes only the broker's flag is known:
-a redelivered message seen first counts as 2.
+The table is per process and per broker address, not per connection: a message given
+back by one connection is usually taken next by another connection of the same process
+(a listener container, a consumer opened after a close). A key is the message id within
+its stream (:func:`count_scope`), a queue or one subscription of a topic: every
+subscription of a topic gets its own copy of a message, under the same id (counted by
+the id alone, a second subscriber's copy came redelivered, count 2, on every broker).
+
+A message that a consumer only buffered and gave back unseen comes back from the broker
+flagged ``redelivered``, but for JMS it was never delivered;
+:meth:`DeliveryCounts.returned_unseen` records that, so its next delivery keeps the
+number it had. Across processes only the broker's flag is known: a redelivered message
+seen first counts as 2.
 
 Artemis over AMQP 1.0 counts, but only what comes back to it (one per MODIFIED outcome):
 recover and rollback redeliver within the session, which the broker never hears of. So
