@@ -147,10 +147,13 @@ class ExceptionNotifier:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._closed = False
         self.listener: Callable[[JMSException], object] | None = None
 
     def report(self, exc: JMSException) -> None:
-        """Queue ``exc`` for the exception listener; log it when there is none."""
+        """Queue ``exc`` for the exception listener; log it when there is none, or when
+        the connection is closed already (a provider's thread can still report while
+        close() runs: a thread started then would outlive the connection)."""
         if self.listener is None:
             # With the cause's traceback: a listener's bug is found from this line alone.
             cause = exc.__cause__
@@ -162,6 +165,9 @@ class ExceptionNotifier:
             )
             return
         with self._lock:
+            if self._closed:
+                log.info("%s: %s (reported after close)", self._name, exc)
+                return
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
@@ -182,6 +188,7 @@ class ExceptionNotifier:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._thread is not None:
                 self._queue.put(_STOP)
                 if threading.current_thread() is not self._thread:
