@@ -786,6 +786,11 @@ class SelectorDialect:
     the broker would let priority reorder a group, ORD-12). A test of the field becomes
     "the property's test where the property is set, else the header's", which also holds
     for messages other clients sent with the header itself."""
+    ascii_names: bool = True
+    """The broker's grammar takes names of ASCII letters, digits, ``_`` and ``$`` only
+    (ActiveMQ Classic's and Artemis' do), where JMS takes any Java identifier: a name such
+    as ``größe`` is refused here, before anything is sent (Artemis over STOMP drops the
+    connection on the ERROR it sends; Classic over AMQP refuses the link)."""
     string_properties: bool = False
     """The broker holds every property as a string (STOMP carries them as headers), and
     reads a string as a number or boolean only where the selector compares it with one.
@@ -1215,6 +1220,16 @@ class Selector:
         """The selector as ``dialect``'s broker must be given it, written from the parsed
         tree: the same messages match, whatever the application's spacing, brackets or
         literal spellings (``0x1F``, ``1.5f``) were."""
+        if dialect.ascii_names:
+            for node in _nodes(self._tree):
+                if isinstance(node, _Ident) and not node.name.isascii():
+                    raise _error(
+                        self.text,
+                        node.start,
+                        f"the broker reads names of ASCII letters, digits, _ and $ only, "
+                        f"not {node.name!r} (ActiveMQ Classic and Artemis): rename the "
+                        "property",
+                    )
         return _Renderer(dialect).render(self._tree)
 
     def property_arithmetic(self, carried: Iterable[str] = ()) -> str | None:

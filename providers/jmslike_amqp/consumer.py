@@ -22,7 +22,7 @@ from proton import Delivery
 from proton.reactor import Copy, Selector
 
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, JMSException
+from jmslike.errors import IllegalStateError, InvalidSelectorError, JMSException
 from jmslike.message import DELIVERY_COUNT
 from jmslike.selector import Selector as ClientSelector
 from jmslike.selector import message_lookup, parse_selector
@@ -200,6 +200,15 @@ class AmqpConsumer(ProviderConsumer):
             self._link: LinkHandle | None = (
                 None if self._standing_by and not hold_subscription else attach()
             )
+        except JMSException as exc:
+            self._retire()
+            if selector is not None and exc.error_code == "amqp:invalid-field":
+                # Classic's selector grammar is narrower than JMS's (no letters outside
+                # ASCII in a name): the broker's parser has the last word.
+                raise InvalidSelectorError(
+                    f"{connection.broker} refused the selector {selector!r}: {exc}"
+                ) from exc
+            raise
         except BaseException:
             self._retire()
             raise

@@ -22,7 +22,7 @@ from cproton import (
     pn_delivery_settle,
     pn_delivery_update,
 )
-from proton import Delivery, Endpoint, Link, symbol
+from proton import Delivery, Endpoint, Link, Terminus, symbol
 
 from jmslike.errors import (
     ConnectionFailedError,
@@ -64,6 +64,15 @@ def _owned(data: Any) -> Any:
     if not data:
         return data
     return [bytes(item) if isinstance(item, memoryview) else item for item in data]
+
+
+def _refusal(link: Link) -> bool:
+    """The broker's attach of a link we gave a source (a target, for a sender) has none:
+    how AMQP 1.0 refuses a link (a lookup that asked for no source is not refused)."""
+    asked, got = (
+        (link.source, link.remote_source) if link.is_receiver else (link.target, link.remote_target)
+    )
+    return bool(asked.type != Terminus.UNSPECIFIED and got.type == Terminus.UNSPECIFIED)
 
 
 def _reason(condition: Any, default: str) -> str:
@@ -202,6 +211,13 @@ class Events:
     def on_link_remote_open(self, event: Any) -> None:
         link = event.link
         transport = self._transport
+        if _refusal(link):
+            # The broker refuses the link (AMQP 1.0, 2.6.3): its attach names no source
+            # (target) and its detach, with the reason, follows; on_link_remote_close
+            # tells whoever waits. Taken as attached, the consumer was "closed by the
+            # broker" and attached again, refused again, for ever (ActiveMQ Classic and
+            # a selector it cannot parse: 2,000 attaches in a few seconds).
+            return
         if transport._restoring:
             transport._restoring.pop(Driver.key_of(link), None)
             again = transport._attached_again.pop(Driver.key_of(link), None)
@@ -243,8 +259,11 @@ class Events:
                 link.source.address,
                 reason,
             )
-        elif condition is not None:
-            refused = JMSException(f"AMQP broker {transport.address} refused a link: {reason}")
+        elif condition is not None or link in transport._attaching:
+            refused = JMSException(
+                f"AMQP broker {transport.address} refused a link: {reason}",
+                error_code=condition.name if condition is not None else None,
+            )
             attached = transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
                 attached.set_exception(refused)

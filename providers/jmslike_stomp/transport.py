@@ -35,6 +35,7 @@ from jmslike.errors import (
     ConnectionFailedError,
     IllegalStateError,
     InvalidDestinationError,
+    InvalidSelectorError,
     JMSException,
     JMSSecurityError,
     MessageFormatError,
@@ -95,6 +96,10 @@ _SECURITY_WORDS = (
     "not authorized",
     "security",
 )
+_SELECTOR_WORDS = ("invalidselector", "invalid selector", "invalid filter")
+"""A selector the broker's parser refused (Classic: javax.jms.InvalidSelectorException;
+Artemis: 'Invalid selector "..."'), where jmslike's own parser had taken it (Classic's and
+Artemis's grammars take no letters outside ASCII in a name)."""
 _DESTINATION_WORDS = ("destination", "queue", "not_found", "not found", "no exchange")
 
 
@@ -117,6 +122,10 @@ def error_for(what: str, message: str, detail: str = "") -> JMSException:
     lowered = (message + " " + detail).lower()
     if any(word in lowered for word in _SECURITY_WORDS):
         return JMSSecurityError(text)
+    if any(words in lowered for words in _SELECTOR_WORDS):
+        # Before the destination words: ActiveMQ's stack trace under a refused selector
+        # names its subscription's destination classes.
+        return InvalidSelectorError(text)
     if any(word in lowered for word in _DESTINATION_WORDS):
         return InvalidDestinationError(text)
     return JMSException(text)
