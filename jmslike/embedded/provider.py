@@ -156,6 +156,7 @@ class EmbeddedConnection(ProviderConnection):
             durable_subscriptions=True,
             shared_subscriptions=True,
             temporary_destinations=True,
+            no_local=True,
             browsers=True,
             exclusive_consumers=True,
             exclusive_scope="broker",

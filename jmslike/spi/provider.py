@@ -31,7 +31,7 @@ from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
 from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
-from jmslike.errors import ConnectionFailedError, JMSException
+from jmslike.errors import ConnectionFailedError, IllegalStateError, JMSException
 from jmslike.message import Message
 
 __all__ = [
@@ -98,6 +98,10 @@ class Capabilities:
     durable_subscriptions: bool = False
     shared_subscriptions: bool = False
     temporary_destinations: bool = False
+    no_local: bool = False
+    """A topic consumer made with ``no_local=True`` gets no message of its own
+    connection. Where False, such a consumer is refused with IllegalStateError (RabbitMQ
+    over STOMP ignored the header and delivered them all the same)."""
     browsers: bool = False
     exclusive_consumers: bool = False
     """The provider keeps strictly ordered destinations (ORD-18): ``create_consumer``
@@ -370,13 +374,13 @@ class ProviderConnection(abc.ABC):
         return None
 
     def create_temporary_queue(self) -> TemporaryQueue:
-        raise JMSException(f"{type(self).__name__} has no temporary queues")
+        raise IllegalStateError(f"{type(self).__name__} has no temporary queues")
 
     def create_temporary_topic(self) -> TemporaryTopic:
-        raise JMSException(f"{type(self).__name__} has no temporary topics")
+        raise IllegalStateError(f"{type(self).__name__} has no temporary topics")
 
     def delete_temporary(self, destination: Destination) -> None:
-        raise JMSException(f"{type(self).__name__} has no temporary destinations")
+        raise IllegalStateError(f"{type(self).__name__} has no temporary destinations")
 
 
 class Provider(abc.ABC):

@@ -37,6 +37,9 @@ def _capabilities(
         durable_subscriptions=dialect.durable_subscription != "none",
         shared_subscriptions=dialect.shared_subscription != "none",
         temporary_destinations=dialect.temp_queue_prefix is not None,
+        # The header is honoured by Classic (activemq.noLocal) and Artemis (no-local);
+        # RabbitMQ ignores it, and a broker not known here is not trusted with it.
+        no_local=dialect.name in ("activemq", "artemis"),
         browsers=dialect.browse or management is not None,
         exclusive_consumers=True,
         exclusive_scope=exclusivity.scope,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
-from jmslike.destination import Destination, TemporaryQueue
+from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.errors import (
     ConfigurationError,
     ConnectionFailedError,
@@ -499,6 +499,12 @@ class StompConnection(ProviderConnection):
             )
         finally:
             self.transport.unlisten(sub_id)
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        raise IllegalStateError(
+            f"jmslike has no temporary topics over STOMP ({self.dialect.name}): a reply "
+            "destination can be a temporary queue (create_temporary_queue), or use AMQP"
+        )
 
     def create_temporary_queue(self) -> TemporaryQueue:
         prefix = self.dialect.temp_queue_prefix

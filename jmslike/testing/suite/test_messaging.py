@@ -156,6 +156,30 @@ def test_topic_copies_are_first_deliveries(make_connection, unique) -> None:
     assert seen(sub1.receive(5.0)) == ("two", False, 1)
 
 
+def test_no_local_consumer_gets_only_other_connections_messages(
+    make_connection, unique, drain
+) -> None:
+    """API create_consumer(..., no_local=True): a topic consumer gets no message its own
+    connection published, and every other connection's. A provider that cannot keep it
+    refuses the consumer with ``IllegalStateError`` naming capability ``no_local``
+    (every broker over AMQP here). Found 2026-12-02: RabbitMQ over STOMP ignored the
+    header, and the consumer got its own connection's messages."""
+    topic = f"topic://{unique('t')}"
+    own, other = make_connection(), make_connection()
+    session = own.create_session()
+    try:
+        consumer = session.create_consumer(topic, no_local=True)
+    except jmslike.IllegalStateError as exc:
+        assert "no_local" in str(exc), exc
+        return
+    plain = own.create_session().create_consumer(topic)
+    own.start()
+    _send_texts(session, topic, ["own"])
+    _send_texts(other.create_session(), topic, ["other"])
+    assert [m.text for m in drain(consumer)] == ["other"]
+    assert sorted(m.text for m in drain(plain)) == ["other", "own"]
+
+
 # ------------------------------------------------------------------ message round-trip
 
 
@@ -621,6 +645,32 @@ def test_temporary_queue_request_reply(make_connection, unique, require) -> None
     answer = replies.receive(2.0)
     assert answer is not None and answer.text == "pong"
     assert answer.jms_correlation_id == request.jms_message_id
+
+
+def test_temporary_topic_reaches_its_subscribers_or_is_refused(make_connection) -> None:
+    """API: ``session.create_temporary_topic()``: a message another connection sends to
+    it (found through ``jms_reply_to``) reaches its subscriber, as a ``TemporaryTopic``
+    named back in ``jms_reply_to``. A provider without temporary topics (STOMP here)
+    refuses with ``IllegalStateError`` (it was a plain ``JMSException`` naming a
+    class: "StompConnection has no temporary topics")."""
+    owner, sender = make_connection(), make_connection()
+    session = owner.create_session()
+    try:
+        topic = session.create_temporary_topic()
+    except jmslike.IllegalStateError as exc:
+        assert "temporary" in str(exc), exc
+        return
+    assert isinstance(topic, jmslike.TemporaryTopic)
+    subscriber = session.create_consumer(topic)
+    owner.start()
+    sending = sender.create_session()
+    message = sending.create_text_message("hi")
+    message.jms_reply_to = topic
+    sending.create_producer(topic).send(message)
+    got = subscriber.receive(5.0)
+    assert got is not None and got.text == "hi"
+    assert isinstance(got.jms_reply_to, jmslike.TemporaryTopic)
+    assert got.jms_reply_to == topic
 
 
 def test_temporary_queue_keeps_a_reply_sent_before_its_consumer(
