@@ -359,6 +359,8 @@ class AmqpConnection(ProviderConnection):
         destination's address is the broker's own."""
         if destination.is_temporary:
             return destination.name
+        if self.rabbitmq:
+            _rabbitmq_name(destination)
         if (
             self.rabbitmq
             and not destination.is_topic
@@ -489,3 +491,19 @@ def idle_timeout_of(settings: FactorySettings) -> float:
             f"idleTimeout={raw!r}: milliseconds, an integer >= 0 (0 turns it off)"
         )
     return value / 1000
+
+
+def _rabbitmq_name(destination: Destination) -> None:
+    """Refuse, before anything is sent, a name RabbitMQ's AMQP 1.0 plugin (3.10) cannot
+    take: with a character beyond U+00FF an attach crashed the broker's session (badarg
+    in ``re:split``, ``rabbit_routing_util:parse_endpoint``) and it dropped the whole
+    connection; a ``/`` was refused ("invalid_destination") with the link's session
+    ended, which ends the connection too. Over STOMP both travel (jmslike writes ``/``
+    as ``%2F`` there)."""
+    name = destination.name
+    if "/" in name or max(name, default="\0") > "\xff":
+        raise InvalidDestinationError(
+            f"{destination}: RabbitMQ over AMQP 1.0 takes no '/' and no character beyond "
+            "U+00FF in a queue or topic name (it drops the connection); rename it, or use "
+            "STOMP"
+        )

@@ -27,6 +27,7 @@ from proton import Delivery, Endpoint, Link, Terminus, symbol
 from jmslike.errors import (
     ConnectionFailedError,
     InvalidClientIDError,
+    InvalidDestinationError,
     JMSException,
     JMSSecurityError,
     MessageFormatError,
@@ -73,6 +74,19 @@ def _refusal(link: Link) -> bool:
         (link.source, link.remote_source) if link.is_receiver else (link.target, link.remote_target)
     )
     return bool(asked.type != Terminus.UNSPECIFIED and got.type == Terminus.UNSPECIFIED)
+
+
+def _refused_link(address: str, reason: str, condition: Any) -> JMSException:
+    """The error for a link the broker refused, typed where its condition says why (the
+    condition's name is kept as ``error_code``)."""
+    name = condition.name if condition is not None else None
+    text = f"AMQP broker {address} refused a link: {reason}"
+    if name == "amqp:unauthorized-access":
+        return JMSSecurityError(text, error_code=name)
+    if name == "amqp:not-found" or "invalid_destination" in reason:
+        # RabbitMQ: "Attach rejected: {invalid_destination,...}" (amqp:invalid-field).
+        return InvalidDestinationError(text, error_code=name)
+    return JMSException(text, error_code=name)
 
 
 def _reason(condition: Any, default: str) -> str:
@@ -195,9 +209,7 @@ class Events:
         for link in [link for link in attaching if link.session == session]:
             future = attaching.pop(link)
             if not future.done():
-                future.set_exception(
-                    JMSException(f"AMQP broker {transport.address} refused a link: {text}")
-                )
+                future.set_exception(_refused_link(transport.address, text, condition))
                 told = True
         if not session.state & _LOCAL_CLOSED:
             session.close()
@@ -260,10 +272,7 @@ class Events:
                 reason,
             )
         elif condition is not None or link in transport._attaching:
-            refused = JMSException(
-                f"AMQP broker {transport.address} refused a link: {reason}",
-                error_code=condition.name if condition is not None else None,
-            )
+            refused = _refused_link(transport.address, reason, condition)
             attached = transport._attaching.pop(link, None)
             if attached is not None and not attached.done():
                 attached.set_exception(refused)

@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 from typing import Any
+from urllib.parse import unquote
 
 from jmslike.destination import (
     Destination,
@@ -65,6 +66,9 @@ GROUP_HEADER = "jmslikeGroupID"
 SEQ_HEADER = GROUP_SEQ_PROPERTY
 DELIVERY_TIME_HEADER = "jmslikeDeliveryTime"
 REPLY_TO_HEADER = "jmslikeReplyTo"
+REPLY_TO_TOPIC_HEADER = "jmslikeReplyToTopic"
+"""Set where the broker's names do not tell a topic from a queue (Artemis over STOMP
+names both bare): the ``reply-to`` is a topic. Without it a topic came back a queue."""
 PREV_EXPIRATION_HEADER = "jmslikeGroupPrevExpires"
 
 _TEMPORARY_WIRE_NAMES: dict[str, str] = {}
@@ -129,6 +133,7 @@ RESERVED = frozenset(
         SEQ_HEADER,
         DELIVERY_TIME_HEADER,
         REPLY_TO_HEADER,
+        REPLY_TO_TOPIC_HEADER,
         PRIORITY_HEADER,
         TIMESTAMP_HEADER,
         PREV_EXPIRATION_HEADER,
@@ -174,6 +179,10 @@ def destination_name(destination: Destination, dialect: Dialect) -> str:
     if isinstance(destination, TemporaryTopic):
         return destination.name
     prefix = dialect.topic_prefix if destination.is_topic else dialect.queue_prefix
+    if dialect.percent_names and "/" in destination.name:
+        # RabbitMQ reads %2F in a name as "/" (and refuses a bare one); its MESSAGE
+        # frames name the queue percent-encoded (decoded in ``decode``).
+        return prefix + destination.name.replace("/", "%2F")
     return prefix + destination.name
 
 
@@ -227,6 +236,8 @@ def encode(
         headers["reply-to"] = destination_name(message.jms_reply_to, dialect)
         if message.jms_reply_to.is_temporary:
             headers[REPLY_TO_HEADER] = message.jms_reply_to.name
+        elif message.jms_reply_to.is_topic and not dialect.topic_prefix:
+            headers[REPLY_TO_TOPIC_HEADER] = "true"
     if message.jms_expiration:
         headers["expires"] = str(message.jms_expiration)
         if dialect.relative_ttl_header and message.jms_timestamp:
@@ -340,12 +351,17 @@ def decode(
             _keep_wire_name(original, reply_to)
             message.jms_reply_to = TemporaryQueue(original)
         else:
-            message.jms_reply_to = parse_destination_name(reply_to, dialect)
+            if dialect.percent_names:  # as written by the sender (destination_name)
+                reply_to = reply_to.replace("%2F", "/")
+            message.jms_reply_to = parse_destination_name(
+                reply_to, dialect, headers.get(REPLY_TO_TOPIC_HEADER) == "true"
+            )
     destination = headers.get("destination")
     if destination:
         known = _DESTINATIONS.get((destination, topic_hint))
         if known is None or known[0] is not dialect:
-            known = (dialect, parse_destination_name(destination, dialect, topic_hint))
+            name = unquote(destination) if dialect.percent_names else destination
+            known = (dialect, parse_destination_name(name, dialect, topic_hint))
             if len(_DESTINATIONS) >= _DESTINATIONS_KEPT:
                 _DESTINATIONS.clear()
             _DESTINATIONS[(destination, topic_hint)] = known

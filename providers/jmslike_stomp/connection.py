@@ -134,7 +134,7 @@ class StompConnection(ProviderConnection):
                 )
             )
         ):
-            return "/amq/queue/" + destination.name
+            return "/amq/queue/" + destination.name.replace("/", "%2F")
         return destination_name(destination, self.dialect)
 
     def _connect(
@@ -427,7 +427,7 @@ class StompConnection(ProviderConnection):
             return None
         for header in ("x-queue-name", "durable", "auto-delete"):
             headers.pop(header)
-        headers["destination"] = "/amq/queue/" + queue
+        headers["destination"] = "/amq/queue/" + queue.replace("/", "%2F")
         # Not made by a SUBSCRIBE: only the management API can delete it (unsubscribe).
         for name, made in list(self.rabbit_durables.items()):
             if made["x-queue-name"] == queue:

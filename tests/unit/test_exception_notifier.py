@@ -38,4 +38,3 @@ def test_a_report_after_close_starts_no_thread(caplog: pytest.LogCaptureFixture)
     assert not _threads(name), "a report after close started a thread nothing stops"
     assert [str(e) for e in seen] == ["before close"]
     assert "after close (reported after close)" in caplog.text
-

@@ -210,6 +210,41 @@ def _check_all_properties(msg: Message) -> None:
     assert {"s", "flag", "b", "sh", "i", "l", "f", "d", "o", "os"} <= set(msg.property_names())
 
 
+@pytest.mark.parametrize("name", ["zamów", "日本", "with space", "a/b", "pct%25", "a.b:c"])
+def test_destination_names_travel_as_written(connection, unique, name) -> None:
+    """API: a queue or topic name of any characters (JMS sets no rule) reaches the same
+    destination, and the received message names it in ``jms_destination``, with a topic
+    in ``jms_reply_to`` still a topic. A broker that cannot take a name is refused with
+    ``InvalidDestinationError`` and the connection goes on working (RabbitMQ's AMQP 1.0
+    plugin dropped the whole connection for a character beyond U+00FF). Found
+    2026-12-02: over STOMP RabbitMQ named ``zamów`` back as ``zam%C3%B3w`` and refused
+    ``a/b``; Artemis over STOMP named a topic reply-to back as a queue."""
+    session = connection.create_session()
+    queue, topic = session.create_queue(unique(name)), session.create_topic(unique(name))
+    connection.start()
+    try:
+        consumer = session.create_consumer(topic)
+        sent = session.create_text_message("v")
+        sent.jms_reply_to = topic
+        session.create_producer(queue).send(sent)
+        session.create_producer(topic).send(session.create_text_message("t"))
+    except jmslike.InvalidDestinationError as exc:
+        assert name in str(exc), exc
+        # Refused before anything was sent: the connection still works.
+        ok = session.create_queue(unique("plain"))
+        session.create_producer(ok).send(session.create_text_message("ok"))
+        again = session.create_consumer(ok).receive(5.0)
+        assert again is not None and again.text == "ok"
+        return
+    got = session.create_consumer(queue).receive(5.0)
+    assert got is not None and got.text == "v"
+    assert got.jms_destination == queue
+    assert got.jms_reply_to == topic and got.jms_reply_to.is_topic
+    published = consumer.receive(5.0)
+    assert published is not None and published.text == "t"
+    assert published.jms_destination == topic
+
+
 @pytest.mark.parametrize("kind", ["text", "no-text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
     """API: Text (with and without text)/Bytes/Map/plain messages; typed properties;
