@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 __all__ = [
     "Inequivalent",
+    "clip",
     "inequivalent",
     "inequivalent_note",
     "size_note",
@@ -78,6 +79,15 @@ def wrong_port_hint(host: str, port: int, wanted: str) -> str | None:
         f"port {port} speaks {spoken}, not {wanted}: use the broker's {wanted} port "
         f"(by default {_PORTS.get(wanted, 'see its documentation')})"
     )
+
+
+def clip(text: str, limit: int = 1000) -> str:
+    """A broker's error text, cut to ``limit`` characters: Artemis names the whole refused
+    message in its reason, properties included (2 MB of error text for a 1 MiB property,
+    seen over STOMP), which no log line or exception should carry."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
 
 
 def size_note(size: int) -> str:

@@ -32,7 +32,7 @@ from jmslike.errors import (
     JMSSecurityError,
     MessageFormatError,
 )
-from jmslike.spi.diagnose import inequivalent_note, wrong_port_hint
+from jmslike.spi.diagnose import clip, inequivalent_note, wrong_port_hint
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.links import LinkHandle
 from jmslike_amqp.received import read
@@ -90,7 +90,7 @@ def _refused_link(address: str, reason: str, condition: Any) -> JMSException:
 
 
 def _reason(condition: Any, default: str) -> str:
-    return f"{condition.name}: {condition.description}" if condition else default
+    return clip(f"{condition.name}: {condition.description}") if condition else default
 
 
 class Events:

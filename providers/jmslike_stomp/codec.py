@@ -48,6 +48,7 @@ from jmslike.spi.messages import (
     update_provider_properties,
 )
 from jmslike_stomp.dialect import ID_HEADER, PRIORITY_HEADER, TIMESTAMP_HEADER, Dialect
+from jmslike_stomp.wire import header_line_length
 
 __all__ = [
     "RESERVED",
@@ -288,7 +289,37 @@ def encode(
         # A frame's body cannot say "no text" (JMS getText() gives null): the type says
         # it; others read the empty body as empty text.
         headers[TYPE_HEADER] = NO_TEXT
+    if dialect.max_header_line is not None:
+        _check_header_limits(headers, dialect.name, dialect.max_header_line, dialect.max_headers)
     return headers, body
+
+
+_ROOM = 16
+"""Headers the provider adds to a frame after ``encode`` (destination, receipt,
+transaction and the like), counted against ``Dialect.max_headers``."""
+
+
+def _check_header_limits(
+    headers: dict[str, str], broker: str, longest: int, most: int | None
+) -> None:
+    """Refuse, before anything is sent, a frame the broker would drop the connection
+    for (``Dialect.max_header_line``): properties travel as headers over STOMP."""
+    if most is not None and len(headers) + _ROOM > most:
+        raise MessageFormatError(
+            f"a message with {len(headers)} properties and headers cannot travel over STOMP "
+            f"to {broker}, which reads at most {most} headers a frame (it would drop the "
+            "connection): carry them in the body, or use AMQP"
+        )
+    for name, value in headers.items():
+        # Each character is at most 4 bytes, escaped or not: most lines need no count.
+        if (len(name) + len(value)) * 4 + 1 > longest:
+            size = header_line_length(name, value)
+            if size > longest:
+                raise MessageFormatError(
+                    f"property {name!r} is {size:,} bytes as a STOMP header; {broker} reads "
+                    f"header lines of at most {longest:,} bytes (it would drop the "
+                    "connection): carry the value in the body, or use AMQP"
+                )
 
 
 def _to_text(value: object) -> str:

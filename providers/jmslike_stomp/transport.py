@@ -40,7 +40,7 @@ from jmslike.errors import (
     JMSSecurityError,
     MessageFormatError,
 )
-from jmslike.spi.diagnose import inequivalent_note, size_note, wrong_port_hint
+from jmslike.spi.diagnose import clip, inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
 from jmslike_stomp.wire import Wire, encode_frame, install, parse_header_lines
 
@@ -116,7 +116,7 @@ def _first_line(detail: str, message: str) -> str:
 def error_for(what: str, message: str, detail: str = "") -> JMSException:
     """Map an ERROR frame's ``message`` header to the jmslike error tree."""
     shown = _first_line(detail, message)
-    text = f"{what}: {message}" + (f" ({shown})" if shown else "") + inequivalent_note(detail)
+    text = f"{what}: {clip(message)}" + (f" ({shown})" if shown else "") + inequivalent_note(detail)
     # The whole body classifies (a Java exception class such as
     # javax.jms.InvalidDestinationException says more than the words).
     lowered = (message + " " + detail).lower()

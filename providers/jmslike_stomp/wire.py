@@ -139,6 +139,11 @@ def _escape(value: Any) -> str:
     return text
 
 
+def header_line_length(name: str, value: Any) -> int:
+    """Bytes of the header line ``name:value`` as ``encode_frame`` writes it."""
+    return len(name.encode()) + 1 + len(_escape(value).encode())
+
+
 def encode_frame(command: str, headers: dict[str, Any], body: bytes | str = b"") -> bytes:
     """One STOMP 1.2 frame as stomp.py writes it: header values escaped (keys as given),
     headers sorted, ``None`` values left out, a ``content-length`` header corrected to the

@@ -245,6 +245,40 @@ def test_destination_names_travel_as_written(connection, unique, name) -> None:
     assert published.jms_destination == topic
 
 
+@pytest.mark.parametrize("shape", ["one 64 KiB property", "1,200 properties"])
+def test_large_properties_travel_or_are_refused_before_sending(connection, unique, shape) -> None:
+    """API: a message with a large property, or very many, reaches the consumer as sent;
+    where the provider knows the broker would drop the connection for it (ActiveMQ
+    Classic over STOMP reads header lines of at most 10 KiB and 1,000 headers, and
+    properties are headers there) the send is refused with ``MessageFormatError`` naming
+    the limit, nothing is sent, and the connection goes on working. Found 2026-12-02:
+    Classic refused the 64 KiB property and then dropped the connection, and a broker's
+    error text carried the whole refused message (2 MB, Artemis)."""
+    session = connection.create_session()
+    queue = session.create_queue(unique("props"))
+    message = session.create_text_message("body")
+    if shape == "one 64 KiB property":
+        message.set_string_property("big", "y" * 64 * 1024)
+    else:
+        for index in range(1200):
+            message.set_int_property(f"p{index}", index)
+    producer = session.create_producer(queue)
+    connection.start()
+    consumer = session.create_consumer(queue)
+    try:
+        producer.send(message)
+    except jmslike.MessageFormatError as exc:
+        assert "STOMP" in str(exc), exc
+        producer.send(session.create_text_message("after"))
+        after = consumer.receive(5.0)
+        assert after is not None and after.text == "after"
+        return
+    got = consumer.receive(5.0)
+    assert got is not None and got.text == "body"
+    sent = {name: message.get_object_property(name) for name in message.property_names()}
+    assert {name: got.get_object_property(name) for name in sent} == sent
+
+
 @pytest.mark.parametrize("kind", ["text", "no-text", "bytes", "map", "plain"])
 def test_message_round_trip_with_properties_and_headers(connection, unique, kind) -> None:
     """API: Text (with and without text)/Bytes/Map/plain messages; typed properties;
