@@ -29,6 +29,10 @@ import jmslike
 from jmslike import InvalidSelectorError
 
 SELECTOR = "größe = 'S'"
+BROKERS = [
+    pytest.param("ACTIVEMQ", marks=pytest.mark.activemq, id="activemq"),
+    pytest.param("ARTEMIS", marks=pytest.mark.artemis, id="artemis"),
+]
 
 
 def _send_two(session: jmslike.Session, queue: str) -> None:
@@ -40,13 +44,7 @@ def _send_two(session: jmslike.Session, queue: str) -> None:
 
 
 @pytest.mark.amqp
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("ACTIVEMQ", marks=pytest.mark.activemq, id="activemq"),
-        pytest.param("ARTEMIS", marks=pytest.mark.artemis, id="artemis"),
-    ],
-)
+@pytest.mark.parametrize("broker", BROKERS)
 def test_amqp_link_refused_for_its_selector(broker: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import jmslike_amqp.connection as amqp_connection
 
@@ -81,13 +79,7 @@ def test_amqp_link_refused_for_its_selector(broker: str, monkeypatch: pytest.Mon
 
 
 @pytest.mark.stomp
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("ACTIVEMQ", marks=pytest.mark.activemq, id="activemq"),
-        pytest.param("ARTEMIS", marks=pytest.mark.artemis, id="artemis"),
-    ],
-)
+@pytest.mark.parametrize("broker", BROKERS)
 def test_stomp_subscription_refused_for_its_selector(
     broker: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
