@@ -786,11 +786,12 @@ class SelectorDialect:
     the broker would let priority reorder a group, ORD-12). A test of the field becomes
     "the property's test where the property is set, else the header's", which also holds
     for messages other clients sent with the header itself."""
-    ascii_names: bool = True
+    ascii_names: bool = False
     """The broker's grammar takes names of ASCII letters, digits, ``_`` and ``$`` only
     (ActiveMQ Classic's and Artemis' do), where JMS takes any Java identifier: a name such
-    as ``größe`` is refused here, before anything is sent (Artemis over STOMP drops the
-    connection on the ERROR it sends; Classic over AMQP refuses the link)."""
+    as ``größe`` is refused by :meth:`Selector.render`, before anything is sent (Artemis
+    over STOMP drops the connection on the ERROR it sends; Classic over AMQP refuses the
+    link)."""
     string_properties: bool = False
     """The broker holds every property as a string (STOMP carries them as headers), and
     reads a string as a number or boolean only where the selector compares it with one.
@@ -816,6 +817,7 @@ ARTEMIS_FILTER: Final = SelectorDialect(
         "JMSXGroupID": "AMQGroupID",
     },
     values={"JMSDeliveryMode": {"PERSISTENT": "DURABLE", "NON_PERSISTENT": "NON_DURABLE"}},
+    ascii_names=True,
 )
 """Artemis' Core filter syntax, which Artemis applies untranslated to STOMP subscriptions
 and to its management API's browse."""

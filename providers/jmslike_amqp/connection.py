@@ -65,6 +65,10 @@ _DELETED_TEMPORARY = DeletedTemporaries()
 """Temporary destinations whose connection (in this process) closed or deleted them."""
 
 
+CLASSIC_AMQP_SELECTORS = replace(JMS_SYNTAX, ascii_names=True)
+"""ActiveMQ Classic reads JMS's names, of ASCII only (``SelectorDialect.ascii_names``)."""
+
+
 class AmqpConnection(ProviderConnection):
     def __init__(
         self,
@@ -327,7 +331,13 @@ class AmqpConnection(ProviderConnection):
         none). Artemis runs every AMQP selector through its SelectorTranslator, which
         renames header fields and rewrites every ``'PERSISTENT'`` literal, a property's
         included: it gets Core names already, and those literals guarded from it."""
-        dialect = ARTEMIS_AMQP_FILTER if self.broker == "artemis" else JMS_SYNTAX
+        dialect = (
+            ARTEMIS_AMQP_FILTER
+            if self.broker == "artemis"
+            else CLASSIC_AMQP_SELECTORS
+            if self.classic
+            else JMS_SYNTAX
+        )
         # Where the header says 4 (or group-sequence is unset: Classic), jmslike's messages
         # carry the value in a property (codec.encode): `JMSPriority > 5` read the 4 and
         # selected nothing.

@@ -31,7 +31,7 @@ PRIORITY_HEADER = "jmslikePriority"
 """Where the JMS priority travels when the broker must not see it (``Dialect.priority``)."""
 TIMESTAMP_HEADER = "jmslikeTimestamp"
 """The sender's JMSTimestamp, where the broker stamps its own (``Dialect.keeps_timestamp``)."""
-CLASSIC_STOMP_SELECTORS = replace(JMS_SYNTAX, string_properties=True)
+CLASSIC_STOMP_SELECTORS = replace(JMS_SYNTAX, string_properties=True, ascii_names=True)
 """JMS syntax for Classic, which holds a STOMP message's properties as strings."""
 ARTEMIS_STOMP_SELECTORS = replace(ARTEMIS_FILTER, string_properties=True)
 """Artemis' Core filter syntax, for properties that came as strings."""

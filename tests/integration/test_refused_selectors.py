@@ -48,7 +48,7 @@ def _send_two(session: jmslike.Session, queue: str) -> None:
 def test_amqp_link_refused_for_its_selector(broker: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import jmslike_amqp.connection as amqp_connection
 
-    for name in ("JMS_SYNTAX", "ARTEMIS_AMQP_FILTER"):
+    for name in ("CLASSIC_AMQP_SELECTORS", "ARTEMIS_AMQP_FILTER"):
         dialect = getattr(amqp_connection, name)
         monkeypatch.setattr(amqp_connection, name, dataclasses.replace(dialect, ascii_names=False))
     url = broker_url(f"JMSLIKE_TEST_{broker}_AMQP_URL")
