@@ -401,6 +401,14 @@ class Session:
                 raise InvalidArgumentError(f"{name}={value!r}: need True or False")
         if selector is not None and not selector.strip():
             selector = None
+        if no_local and not self._connection.capabilities.no_local:
+            # Here, for every provider: one that cannot keep it and says nothing would
+            # hand the consumer its own connection's messages (RabbitMQ over STOMP did).
+            capabilities = self._connection.capabilities
+            raise IllegalStateError(
+                f"{capabilities.broker} over {capabilities.provider} has no no local "
+                "(capability no_local): the connection's own messages would come all the same"
+            )
         consumer = MessageConsumer(
             self,
             destination,

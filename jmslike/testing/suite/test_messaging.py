@@ -160,10 +160,11 @@ def test_no_local_consumer_gets_only_other_connections_messages(
     make_connection, unique, drain
 ) -> None:
     """API create_consumer(..., no_local=True): a topic consumer gets no message its own
-    connection published, and every other connection's. A provider that cannot keep it
-    refuses the consumer with ``IllegalStateError`` naming capability ``no_local``
-    (every broker over AMQP here). Found 2026-12-02: RabbitMQ over STOMP ignored the
-    header, and the consumer got its own connection's messages."""
+    connection published, and every other connection's. Where the provider's
+    capabilities say it cannot (``no_local`` False: every broker over AMQP here), the
+    API layer refuses the consumer with ``IllegalStateError`` naming the capability.
+    Found 2026-12-02: RabbitMQ over STOMP ignored the header, and the consumer got its
+    own connection's messages."""
     topic = f"topic://{unique('t')}"
     own, other = make_connection(), make_connection()
     session = own.create_session()
