@@ -396,10 +396,9 @@ def test_wrong_password_is_a_security_error_without_the_password(
 
 
 DESTINATION_CASES = [
-    # RabbitMQ: "'/<name>' is not a valid queue destination" (ERROR without receipt-id).
-    case("rabbitmq", "send", lambda tag: Queue(f"{tag}/x"), id="rabbitmq-send-queue-slash"),
-    case("rabbitmq", "send", lambda tag: Topic(f"{tag}/x"), id="rabbitmq-send-topic-slash"),
-    case("rabbitmq", "consume", lambda tag: Topic(f"{tag}/x"), id="rabbitmq-consume-topic-slash"),
+    # (A name with "/" was refused by RabbitMQ here: "'/<name>' is not a valid queue
+    # destination". jmslike writes it as %2F since 2026-12-02, and it travels:
+    # test_destination_names_travel_as_written.)
     # RabbitMQ: "ACCESS_REFUSED - queue name 'amq.<name>' contains reserved prefix
     # 'amq.*'" (ERROR without receipt-id), then the connection is closed.
     case("rabbitmq", "send", lambda tag: Queue(f"amq.{tag}"), id="rabbitmq-send-reserved-prefix"),
