@@ -151,7 +151,6 @@ class AmqpSession(ProviderSession):
         for wanted, capability, have in (
             (spec.durable, "durable_subscriptions", capabilities.durable_subscriptions),
             (spec.shared, "shared_subscriptions", capabilities.shared_subscriptions),
-            (spec.no_local, "no_local", capabilities.no_local),
         ):
             if wanted and not have:
                 raise IllegalStateError(

@@ -152,14 +152,7 @@ class StompSession(ProviderSession):
         client_filter = None
         if spec.selector:
             client_filter = self._selector_headers(destination, spec.selector, headers)
-        if spec.no_local:
-            if not connection.capabilities.no_local:
-                # RabbitMQ ignores the header: the connection's own messages came all the
-                # same (seen on 3.10). Refused, as every broker over AMQP refuses it.
-                raise IllegalStateError(
-                    f"{dialect.name} has no no local over STOMP (capability no_local): "
-                    "the connection's own messages would come all the same"
-                )
+        if spec.no_local:  # only where capabilities.no_local (the API layer refuses it)
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
         if shared:
             connection.shared_headers(destination, subscription or "", durable, headers)
