@@ -53,6 +53,17 @@ GROW_WHILE_WAITS = 8
 the broker's answer took: so a consumer holds at most about 2 x 8 round trips of its own
 work, however fast it is, and a slow handler never makes it ask for more than prefetch."""
 
+NO_WAIT_ANSWER = 0.02
+"""Seconds (or 4 answers' time, if longer, up to ``NO_WAIT_ANSWER_MAX``) a
+``receive_no_wait()`` with nothing buffered waits for the answer to the request it (or
+the acknowledgement of the last message) sent a broker over the network. A message the
+queue holds is "immediately available" in JMS's words, and Qpid JMS drains the link for
+the answer the same way; withdrawing the request at once, as before, meant that on
+ActiveMQ Classic and RabbitMQ over AMQP a ``receive_no_wait()`` loop never got a message
+the queue held."""
+
+NO_WAIT_ANSWER_MAX = 0.25
+
 IDLE_REQUEST = 0.01
 """Seconds (or 4 answers' time, if longer) a grown request may wait unanswered before it
 is taken back: an idle consumer asks for ``prefetch`` again, as if it never grew."""
@@ -534,6 +545,9 @@ class MessageConsumer:
     def _wait_for_item(self, deadline: float | None) -> Buffered | None:
         connection = self._connection
         buffer = self._buffer
+        # receive_no_wait() (a timeout of 0) gives a broker over the network time to answer
+        # (NO_WAIT_ANSWER); a receive with a timeout of its own waits that long, no longer.
+        answered = deadline is None or deadline > time.monotonic()
         while True:
             if self._closed:
                 return None
@@ -561,6 +575,18 @@ class MessageConsumer:
                     if buffer or self._credit <= 0:  # got one, or the gate parked it: again
                         continue
                 remaining = None if deadline is None else deadline - time.monotonic()
+                if (
+                    remaining is not None
+                    and remaining <= 0
+                    and not answered
+                    and self._credit > 0
+                    and not self._provider.takes_directly
+                ):
+                    # A request is out to a broker over the network (made now, or by the
+                    # acknowledgement of the last message): give it time to answer.
+                    answered = True
+                    remaining = min(max(NO_WAIT_ANSWER, 4 * self._answer), NO_WAIT_ANSWER_MAX)
+                    deadline = time.monotonic() + remaining
                 if remaining is not None and remaining <= 0:
                     self._withdraw()
                     item, _ = self._pop_due()

@@ -480,7 +480,9 @@ class ConnectionLifecycle(CallQueue):
             or self._closing
             or driver is None
         ):
-            if not mendable or handle._recipe is None:
+            # A link without a source feeds no consumer (unsubscribe's look-up of a name
+            # the broker does not know: it attaches, then closes it "not-found").
+            if (not mendable or handle._recipe is None) and handle.address:
                 log.error(
                     "AMQP broker %s closed receiver link %s on %s (%s): its consumer gets "
                     "nothing more",
