@@ -151,6 +151,12 @@ class Exclusivity:
     bound_topics: Callable[[str], list[str] | None] | None = None
     """The topics a subscription queue is bound to (None: no such queue); None: cannot
     tell (RabbitMQ only: elsewhere the protocol or the broker looks after it)."""
+    subscription_selector: Callable[[str], str | None] | None = None
+    """The selector recorded with a durable subscription queue ("" for none; None: none
+    recorded, or no such queue); None: cannot tell (RabbitMQ only, which keeps none)."""
+    mark_selector: Callable[[str, str, str], None] | None = None
+    """Record ``selector`` with durable subscription ``queue`` of ``topic`` (RabbitMQ
+    only); None: cannot."""
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
@@ -261,6 +267,10 @@ def exclusivity_for(
             declare_subscription=declare_subscription,
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
             bound_topics=lambda queue: rabbit.topic_bindings(vhost, queue),
+            subscription_selector=lambda queue: rabbit.subscription_selector(vhost, queue),
+            mark_selector=lambda queue, topic, selector: rabbit.mark_selector(
+                vhost, queue, topic, selector
+            ),
         )
     why = ""
     artemis: ArtemisManagement | None = None

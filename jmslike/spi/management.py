@@ -345,6 +345,11 @@ def _as_frame(entry: dict[str, Any]) -> tuple[dict[str, str], bytes]:
     return headers, body
 
 
+SELECTOR_MARK = "x-jmslike-selector"
+"""The binding argument that records a RabbitMQ durable subscription's selector
+(:meth:`RabbitManagement.mark_selector`)."""
+
+
 class RabbitManagement(_Http):
     """Calls RabbitMQ's management plugin (``/api/...``)."""
 
@@ -419,14 +424,39 @@ class RabbitManagement(_Http):
 
     def topic_bindings(self, vhost: str, queue: str) -> list[str] | None:
         """The topics ``queue`` is bound to through ``amq.topic`` (where the STOMP plugin
-        binds a topic subscription); None or [] if the queue does not exist (RabbitMQ
+        binds a topic subscription), jmslike's selector mark left out (see
+        :meth:`subscription_selector`); None or [] if the queue does not exist (RabbitMQ
         3.10 answers a missing queue's bindings with an empty list)."""
+        bindings = self._topic_bindings(vhost, queue)
+        if bindings is None:
+            return None
+        return [key for key, arguments in bindings if SELECTOR_MARK not in arguments]
+
+    def subscription_selector(self, vhost: str, queue: str) -> str | None:
+        """The selector jmslike marked durable subscription ``queue`` with ("" for none;
+        None: no mark, or no such queue). RabbitMQ keeps no selector with a queue, so
+        jmslike records it as a second binding to the topic whose arguments carry it
+        (:meth:`mark_selector`): a topic exchange routes by key alone, and a queue bound
+        twice gets each message once."""
+        for _key, arguments in self._topic_bindings(vhost, queue) or ():
+            mark = arguments.get(SELECTOR_MARK)
+            if isinstance(mark, str):
+                return mark
+        return None
+
+    def mark_selector(self, vhost: str, queue: str, topic: str, selector: str) -> None:
+        """Record ``selector`` ("" for none) with durable subscription ``queue`` of
+        ``topic`` (see :meth:`subscription_selector`; idempotent)."""
+        path = f"api/bindings/{quote(vhost, safe='')}/e/amq.topic/q/{quote(queue, safe='')}"
+        self._request("POST", path, {"routing_key": topic, "arguments": {SELECTOR_MARK: selector}})
+
+    def _topic_bindings(self, vhost: str, queue: str) -> list[tuple[str, dict[str, Any]]] | None:
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}/bindings"
         status, reply = self._request("GET", path, allow=(404,))
         if status != 200 or not isinstance(reply, list):
             return None
         return [
-            str(binding.get("routing_key", ""))
+            (str(binding.get("routing_key", "")), dict(binding.get("arguments") or {}))
             for binding in reply
             if isinstance(binding, dict) and binding.get("source") == "amq.topic"
         ]

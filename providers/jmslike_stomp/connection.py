@@ -83,6 +83,7 @@ class StompConnection(ProviderConnection):
         self._extra_transports: set[StompTransport] = set()
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
+        self._selector_unrecorded = False  # mark_selector failed once (logged once)
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
         self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
@@ -271,7 +272,13 @@ class StompConnection(ProviderConnection):
     def forget(self, key: str) -> None:
         self.counts.forget(key)
 
-    def durable_headers(self, topic: Destination, name: str, headers: dict[str, str]) -> str:
+    def durable_headers(
+        self,
+        topic: Destination,
+        name: str,
+        headers: dict[str, str],
+        selector: str | None = None,
+    ) -> str:
         """Add the broker's durable-subscription headers; returns the subscription id."""
         style = self.dialect.durable_subscription
         if not self.client_id and style != "none":
@@ -292,7 +299,7 @@ class StompConnection(ProviderConnection):
             headers["durable"] = "true"
             headers["auto-delete"] = "false"
             headers["x-queue-name"] = f"jmslike-durable-{self.client_id}.{name}"
-            self._renew_if_moved(headers["x-queue-name"], topic)
+            self._renew_if_moved(headers["x-queue-name"], topic, selector or "")
             self.rabbit_durables[name] = dict(headers)
             return f"durable-{name}"
         else:
@@ -361,25 +368,63 @@ class StompConnection(ProviderConnection):
         log.info("durable subscription %s changed topic or selector: made anew", queue)
         management.delete_subscription_queue(queue)
 
-    def _renew_if_moved(self, queue: str, topic: Destination) -> None:
-        """JMS: a durable subscription made again on another topic is a new one (the old
-        one and its messages are deleted; an error while it has consumers). RabbitMQ's
-        SUBSCRIBE binds the named queue to the new topic as well and keeps the old
-        binding and messages (the subscriber then got both topics' messages, seen
-        here), so jmslike asks the management API where the queue is bound, and deletes
-        it first if elsewhere. Without that API, nothing is checked."""
+    def _renew_if_moved(self, queue: str, topic: Destination, selector: str | None = None) -> None:
+        """JMS: a durable subscription made again on another topic or with another
+        selector is a new one (the old one and its messages are deleted; an error while
+        it has consumers). RabbitMQ's SUBSCRIBE binds the named queue to the new topic as
+        well and keeps the old binding and messages (the subscriber then got both
+        topics' messages, seen here), so jmslike asks the management API where the queue
+        is bound, and deletes it first if elsewhere. RabbitMQ keeps no selector (jmslike
+        filters on the client), so the one a durable subscription was made with is
+        recorded with its queue (:meth:`mark_selector`) and compared here (``selector``:
+        "" for none; None: a shared subscription, whose selector is not compared). A
+        queue without a record (made before jmslike kept one) is taken as it is.
+        Without the management API, nothing is checked."""
         bound_topics = self.exclusivity.bound_topics
         if bound_topics is None:
             return
+        recorded = self.exclusivity.subscription_selector
         try:
             bound = bound_topics(queue)
+            mark = recorded(queue) if bound and selector is not None and recorded else None
         except (ConnectionFailedError, JMSSecurityError) as exc:
-            log.debug("durable subscription %s not checked for a new topic: %s", queue, exc)
+            log.debug("durable subscription %s not checked for a change: %s", queue, exc)
             return
-        if not bound or bound == [topic.name]:
-            return  # new, or where it was
-        log.info("durable subscription %s moves from %s to %s: made anew", queue, bound, topic)
+        if not bound:
+            return  # new
+        if bound == [topic.name] and (mark is None or mark == selector):
+            return  # as it was
+        log.info(
+            "durable subscription %s changes from %s (selector %r) to %s (selector %r): made anew",
+            queue,
+            bound,
+            mark,
+            topic,
+            selector,
+        )
         self.exclusivity.unsubscribe([queue], queue, self.dialect.name)
+
+    def mark_selector(self, name: str, topic: Destination, selector: str | None) -> None:
+        """Record the selector of RabbitMQ durable subscription ``name``, subscribed just
+        now (see :meth:`_renew_if_moved`). Best effort: without the record, a later
+        change of selector is not noticed, and nothing else changes."""
+        made = self.rabbit_durables.get(name)
+        mark = self.exclusivity.mark_selector
+        if made is None or mark is None or "x-queue-name" not in made:
+            return
+        try:
+            mark(made["x-queue-name"], topic.name, selector or "")
+        except JMSException as exc:
+            # Once per connection: without the management API it fails for every one.
+            level = logging.DEBUG if self._selector_unrecorded else logging.WARNING
+            self._selector_unrecorded = True
+            log.log(
+                level,
+                "durable subscription %s: its selector was not recorded through RabbitMQ's "
+                "management API (%s); a later change of selector will not make it anew",
+                name,
+                exc,
+            )
 
     def _shared_name(self, name: str) -> str:
         """The shared subscription ``name`` as the brokers' JMS clients name its queue."""

@@ -166,7 +166,9 @@ class StompSession(ProviderSession):
                 # what it does not match is what a filtered queue would have done.
                 client_filter = parse_selector(spec.selector)
         elif durable:
-            sub_id = connection.durable_headers(destination, subscription or "", headers)
+            sub_id = connection.durable_headers(
+                destination, subscription or "", headers, spec.selector
+            )
             connection.active_durables.add(subscription or "")
         if dialect.cumulative_ack and self.ack_batch >= 2 and not window and client_filter is None:
             # Cumulative ACKs where this consumer finishes in order and holds its ACKs
@@ -228,6 +230,8 @@ class StompSession(ProviderSession):
             # subscribe now, as JMS says a consumer exists from its creation (a queue
             # consumer waits for demand, so it never holds a group it did not ask for).
             consumer.subscribe()
+            if durable and not shared:
+                connection.mark_selector(subscription or "", destination, spec.selector)
         return consumer
 
     def _selector_headers(

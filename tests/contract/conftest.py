@@ -302,14 +302,6 @@ KNOWN_BUGS: dict[str, list[KnownBug]] = {
             reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
         ),
     ],
-    "test_messaging::test_durable_subscription_made_again_differently_is_a_new_one": [
-        KnownBug(
-            "rabbitmq-stomp",
-            reason="BROKER-LIMIT: RabbitMQ keeps no selector with a subscription (jmslike "
-            "filters on the client), so a new selector keeps what the old one kept "
-            "(docs/providers.md, limits)",
-        ),
-    ],
     "test_ordering::test_ord3_ord9_shared_subscription_holds_group": [
         KnownBug(
             "rabbitmq-stomp",
