@@ -136,10 +136,20 @@ class Events:
                     )
                 )
             else:
+                hint = ""
+                vhost = transport._virtual_host
+                if vhost and condition.name == "amqp:unauthorized-access":
+                    # RabbitMQ 3.10's AMQP 1.0 plugin opens a connection to a vhost that
+                    # does not exist, then closes it at the first link with "insufficient
+                    # permissions" (over STOMP the CONNECT is refused, naming the vhost).
+                    hint = (
+                        f" (the URL names vhost {vhost.removeprefix('vhost:')!r}: check that "
+                        "it exists and that the user has permissions on it)"
+                    )
                 transport._fail(
                     ConnectionFailedError(
                         f"AMQP broker {transport.address} closed the connection: "
-                        f"{_reason(condition, '')}"
+                        f"{_reason(condition, '')}{hint}"
                     )
                 )
         if not connection.state & _LOCAL_CLOSED:
