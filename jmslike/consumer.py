@@ -55,12 +55,12 @@ work, however fast it is, and a slow handler never makes it ask for more than pr
 
 NO_WAIT_ANSWER = 0.02
 """Seconds (or 4 answers' time, if longer, up to ``NO_WAIT_ANSWER_MAX``) a
-``receive_no_wait()`` with nothing buffered waits for the answer to the request it (or
-the acknowledgement of the last message) sent a broker over the network. A message the
-queue holds is "immediately available" in JMS's words, and Qpid JMS drains the link for
-the answer the same way; withdrawing the request at once, as before, meant that on
-ActiveMQ Classic and RabbitMQ over AMQP a ``receive_no_wait()`` loop never got a message
-the queue held."""
+``receive_no_wait()`` with nothing buffered waits, after the consumer's last request to
+a broker over the network (a grant, or the acknowledgement that frees a STOMP window),
+for the broker's answer. A message the queue holds is "immediately available" in JMS's
+words, and Qpid JMS drains the link for the answer the same way; withdrawing the request
+at once, as before, meant that on ActiveMQ Classic and RabbitMQ over AMQP a
+``receive_no_wait()`` loop never got a message the queue held."""
 
 NO_WAIT_ANSWER_MAX = 0.25
 
@@ -107,6 +107,11 @@ class MessageConsumer:
         self._asked_at = 0.0  # when the last request went out
         self._first_at = 0.0  # when receive() returned its first message (0: none yet)
         self._answer = 0.0  # how long the broker took to answer the last request
+        self._requested_at = time.monotonic()
+        """When this consumer last asked the broker for messages (a grant, or the
+        acknowledgement that frees a STOMP window; a STOMP topic subscribes when
+        created): a ``receive_no_wait()`` gives the broker until its answer is due
+        (``NO_WAIT_ANSWER``), and no longer."""
         self._grouped = False  # a grouped message arrived since the last request
         self._adaptive = False  # set once the provider consumer exists
         self._listener: MessageListener | None = None
@@ -310,6 +315,7 @@ class MessageConsumer:
     def _grant(self, credit: int) -> None:
         with self._mutex:
             self._credit += credit
+        self._requested_at = time.monotonic()
         self._provider.flow(credit)
 
     def _withdraw(self) -> None:
@@ -484,6 +490,7 @@ class MessageConsumer:
                 self._finish_and_ask()
         elif self._last is not None:
             session._finish_last(self, more=bool(self._buffer))
+            self._requested_at = time.monotonic()
         deadline = None if timeout is None else time.monotonic() + timeout
         buffer = self._buffer
         connection = self._connection
@@ -531,6 +538,7 @@ class MessageConsumer:
         message and ask for the next in one provider call."""
         mutex = self._mutex
         ask = self._next_ask()
+        self._requested_at = time.monotonic()
         mutex.acquire()
         try:
             self._credit += ask
@@ -582,11 +590,13 @@ class MessageConsumer:
                     and self._credit > 0
                     and not self._provider.takes_directly
                 ):
-                    # A request is out to a broker over the network (made now, or by the
-                    # acknowledgement of the last message): give it time to answer.
+                    # A request is out to a broker over the network: give it until its
+                    # answer is due (a STOMP window open for long has brought what there
+                    # was, so an empty queue costs nothing there).
                     answered = True
-                    remaining = min(max(NO_WAIT_ANSWER, 4 * self._answer), NO_WAIT_ANSWER_MAX)
-                    deadline = time.monotonic() + remaining
+                    answer = min(max(NO_WAIT_ANSWER, 4 * self._answer), NO_WAIT_ANSWER_MAX)
+                    deadline = self._requested_at + answer
+                    remaining = deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     self._withdraw()
                     item, _ = self._pop_due()
