@@ -8,12 +8,20 @@ gives. ``CASES`` is ready for ``pytest.mark.parametrize("case", CASES)``.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 from brokerenv import broker_url
 
-__all__ = ["BENCH_TARGETS", "CASES", "bench_target_url", "case_url", "delete_rabbitmq_queues"]
+__all__ = [
+    "BENCH_TARGETS",
+    "CASES",
+    "bench_target_url",
+    "case_url",
+    "delete_rabbitmq_queues",
+    "url_variables",
+]
 
 _MARKS = {
     "activemq-stomp": (pytest.mark.stomp, pytest.mark.activemq),
@@ -31,6 +39,19 @@ BENCH_TARGETS = [
     *(pytest.param(case.replace("-", "/"), marks=marks) for case, marks in _MARKS.items()),
 ]
 """The benchmark scripts' targets (``embedded``, ``activemq/stomp``, ...), marked."""
+
+
+def url_variables(broker: str) -> list[Any]:
+    """``broker``'s STOMP and AMQP URL variables (``JMSLIKE_TEST_<BROKER>_<PROTOCOL>_URL``)
+    as parameters ``stomp`` and ``amqp``, marked, for a test that builds its own URL."""
+    return [
+        pytest.param(
+            f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL",
+            marks=_MARKS[f"{broker}-{protocol}"],
+            id=protocol,
+        )
+        for protocol in ("stomp", "amqp")
+    ]
 
 
 def bench_target_url(target: str) -> None:

@@ -18,19 +18,13 @@ import logging
 import uuid
 
 import pytest
+from brokercases import url_variables
 from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, ConnectionFailedError
 
 
-@pytest.mark.rabbitmq
-@pytest.mark.parametrize(
-    "variable",
-    [
-        pytest.param("JMSLIKE_TEST_RABBITMQ_STOMP_URL", marks=pytest.mark.stomp, id="stomp"),
-        pytest.param("JMSLIKE_TEST_RABBITMQ_AMQP_URL", marks=pytest.mark.amqp, id="amqp"),
-    ],
-)
+@pytest.mark.parametrize("variable", url_variables("rabbitmq"))
 def test_a_vhost_that_does_not_exist_is_named(
     variable: str, caplog: pytest.LogCaptureFixture
 ) -> None:

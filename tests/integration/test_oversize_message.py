@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from brokercases import url_variables
 from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, JMSException
@@ -21,14 +22,7 @@ from jmslike import ConnectionFactory, JMSException
 MiB = 1 << 20
 
 
-@pytest.mark.activemq
-@pytest.mark.parametrize(
-    "variable",
-    [
-        pytest.param("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", marks=pytest.mark.stomp, id="stomp"),
-        pytest.param("JMSLIKE_TEST_ACTIVEMQ_AMQP_URL", marks=pytest.mark.amqp, id="amqp"),
-    ],
-)
+@pytest.mark.parametrize("variable", url_variables("activemq"))
 def test_oversize_message_error_names_size_and_limit(
     variable: str, caplog: pytest.LogCaptureFixture
 ) -> None:
