@@ -72,12 +72,9 @@ class _StrayBytes(logging.Filter):
     (``jmslike.spi.diagnose``), so those lines go to jmslike's DEBUG log only."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith(
-            ("unknown response frame type", "error sending frame", "could not connect to host")
-        ):
-            # (A failed send raises the jmslike error that says why, a failed connect
-            # the one that names the host and the cause; stomp.py's own lines for them
-            # are noise.)
+        if str(record.msg).startswith(("unknown response frame type", "error sending frame")):
+            # (A failed send raises the jmslike error that says why; stomp.py's own
+            # traceback of it is noise.)
             log.debug("stomp.py: %s", record.getMessage())
             return False
         return True

@@ -6,8 +6,7 @@ Over STOMP RabbitMQ refuses the CONNECT ("Virtual host 'x' access denied"). Its 
 plugin (3.10) opens the connection and closes it at the first link with
 "amqp:unauthorized-access: Access for user 'guest' was refused: insufficient
 permissions", which read like a wrong password or a missing permission: the error now
-names the vhost of the URL as well. Nothing else is logged at WARNING or above (stomp.py
-used to add its own "could not connect" line for a refused connection).
+names the vhost of the URL as well. Nothing else is logged at WARNING or above.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_connect_errors.py -v``.
 """
@@ -37,14 +36,4 @@ def test_a_vhost_that_does_not_exist_is_named(
     text = str(raised.value)
     assert vhost in text, text
     assert "\n" not in text and len(text) < 400, text
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
-
-
-def test_a_refused_connection_logs_nothing_of_its_own(caplog: pytest.LogCaptureFixture) -> None:
-    """stomp.py logged "could not connect to host 127.0.0.1, port 1: [Errno 111]
-    Connection refused" beside the error that says the same."""
-    pytest.importorskip("stomp")
-    caplog.set_level(logging.WARNING)
-    with pytest.raises(ConnectionFailedError, match="refused"):
-        ConnectionFactory("stomp://127.0.0.1:1").create_connection()
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
