@@ -148,12 +148,10 @@ class Exclusivity:
     """Delete the durable subscription queue named so, with its messages, through the
     management API; False if there is none; IllegalStateError while any process consumes
     from it (JMS unsubscribe, where the protocol cannot do it). None: cannot."""
-    bound_topics: Callable[[str], list[str] | None] | None = None
-    """The topics a subscription queue is bound to (None: no such queue); None: cannot
-    tell (RabbitMQ only: elsewhere the protocol or the broker looks after it)."""
-    subscription_selector: Callable[[str], str | None] | None = None
-    """The selector recorded with a durable subscription queue ("" for none; None: none
-    recorded, or no such queue); None: cannot tell (RabbitMQ only, which keeps none)."""
+    bound_topics: Callable[[str], tuple[list[str], str | None] | None] | None = None
+    """The topics a durable subscription queue is bound to and the selector recorded with
+    it ("" for none; None: none recorded), or None: no such queue; None: cannot tell
+    (RabbitMQ only: elsewhere the protocol or the broker looks after it)."""
     mark_selector: Callable[[str, str, str], None] | None = None
     """Record ``selector`` with durable subscription ``queue`` of ``topic`` (RabbitMQ
     only); None: cannot."""
@@ -266,8 +264,7 @@ def exclusivity_for(
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
-            bound_topics=lambda queue: rabbit.topic_bindings(vhost, queue),
-            subscription_selector=lambda queue: rabbit.subscription_selector(vhost, queue),
+            bound_topics=lambda queue: rabbit.subscription_bindings(vhost, queue),
             mark_selector=lambda queue, topic, selector: rabbit.mark_selector(
                 vhost, queue, topic, selector
             ),

@@ -422,44 +422,35 @@ class RabbitManagement(_Http):
             )
         return status != 404
 
-    def topic_bindings(self, vhost: str, queue: str) -> list[str] | None:
-        """The topics ``queue`` is bound to through ``amq.topic`` (where the STOMP plugin
-        binds a topic subscription), jmslike's selector mark left out (see
-        :meth:`subscription_selector`); None or [] if the queue does not exist (RabbitMQ
-        3.10 answers a missing queue's bindings with an empty list)."""
-        bindings = self._topic_bindings(vhost, queue)
-        if bindings is None:
-            return None
-        return [key for key, arguments in bindings if SELECTOR_MARK not in arguments]
-
-    def subscription_selector(self, vhost: str, queue: str) -> str | None:
-        """The selector jmslike marked durable subscription ``queue`` with ("" for none;
-        None: no mark, or no such queue). RabbitMQ keeps no selector with a queue, so
-        jmslike records it as a second binding to the topic whose arguments carry it
-        (:meth:`mark_selector`): a topic exchange routes by key alone, and a queue bound
-        twice gets each message once."""
-        for _key, arguments in self._topic_bindings(vhost, queue) or ():
-            mark = arguments.get(SELECTOR_MARK)
-            if isinstance(mark, str):
-                return mark
-        return None
-
-    def mark_selector(self, vhost: str, queue: str, topic: str, selector: str) -> None:
-        """Record ``selector`` ("" for none) with durable subscription ``queue`` of
-        ``topic`` (see :meth:`subscription_selector`; idempotent)."""
-        path = f"api/bindings/{quote(vhost, safe='')}/e/amq.topic/q/{quote(queue, safe='')}"
-        self._request("POST", path, {"routing_key": topic, "arguments": {SELECTOR_MARK: selector}})
-
-    def _topic_bindings(self, vhost: str, queue: str) -> list[tuple[str, dict[str, Any]]] | None:
+    def subscription_bindings(self, vhost: str, queue: str) -> tuple[list[str], str | None] | None:
+        """Where durable subscription ``queue`` is bound through ``amq.topic`` (where the
+        STOMP plugin binds a topic subscription) and the selector jmslike marked it with
+        ("" for none; None: no mark); None if the queue does not exist (RabbitMQ 3.10
+        answers a missing queue's bindings with an empty list: ``([], None)``). RabbitMQ
+        keeps no selector with a queue, so jmslike records it as a second binding to the
+        topic whose arguments carry it (:meth:`mark_selector`): a topic exchange routes by
+        key alone, and a queue bound twice gets each message once."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}/bindings"
         status, reply = self._request("GET", path, allow=(404,))
         if status != 200 or not isinstance(reply, list):
             return None
-        return [
-            (str(binding.get("routing_key", "")), dict(binding.get("arguments") or {}))
-            for binding in reply
-            if isinstance(binding, dict) and binding.get("source") == "amq.topic"
-        ]
+        topics: list[str] = []
+        selector: str | None = None
+        for binding in reply:
+            if not isinstance(binding, dict) or binding.get("source") != "amq.topic":
+                continue
+            mark = (binding.get("arguments") or {}).get(SELECTOR_MARK)
+            if isinstance(mark, str):
+                selector = mark
+            else:
+                topics.append(str(binding.get("routing_key", "")))
+        return topics, selector
+
+    def mark_selector(self, vhost: str, queue: str, topic: str, selector: str) -> None:
+        """Record ``selector`` ("" for none) with durable subscription ``queue`` of
+        ``topic`` (see :meth:`subscription_bindings`; idempotent)."""
+        path = f"api/bindings/{quote(vhost, safe='')}/e/amq.topic/q/{quote(queue, safe='')}"
+        self._request("POST", path, {"routing_key": topic, "arguments": {SELECTOR_MARK: selector}})
 
     def queue(self, vhost: str, queue: str) -> dict[str, Any] | None:
         """The queue as the management API describes it (None if it does not exist)."""

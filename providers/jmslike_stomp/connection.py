@@ -83,8 +83,8 @@ class StompConnection(ProviderConnection):
         self._extra_transports: set[StompTransport] = set()
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
-        self._selector_unrecorded = False  # mark_selector failed once (logged once)
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
+        self._selector_unrecorded = False  # mark_selector failed once (logged once)
         self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
         self.transport = self._connect(None, self._reconnected, self._lost)
@@ -383,16 +383,15 @@ class StompConnection(ProviderConnection):
         bound_topics = self.exclusivity.bound_topics
         if bound_topics is None:
             return
-        recorded = self.exclusivity.subscription_selector
         try:
-            bound = bound_topics(queue)
-            mark = recorded(queue) if bound and selector is not None and recorded else None
+            found = bound_topics(queue)
         except (ConnectionFailedError, JMSSecurityError) as exc:
             log.debug("durable subscription %s not checked for a change: %s", queue, exc)
             return
+        bound, mark = found or ([], None)
         if not bound:
             return  # new
-        if bound == [topic.name] and (mark is None or mark == selector):
+        if bound == [topic.name] and (mark is None or selector is None or mark == selector):
             return  # as it was
         log.info(
             "durable subscription %s changes from %s (selector %r) to %s (selector %r): made anew",

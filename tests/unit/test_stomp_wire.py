@@ -133,8 +133,11 @@ def test_a_frame_of_many_reads_is_joined_once_it_can_be_complete() -> None:
     frame = wire.encode_frame("MESSAGE", {"content-length": str(len(body))}, body)
     reads = [frame[i : i + 4096] for i in range(0, len(frame), 4096)]
     conn = _ReadConn(reads)
-    w = wire.Wire(conn, lambda f: conn.frames.append((f.cmd, f.headers, f.body)))
-    w.quick_ack = False
+    w = wire.Wire(
+        conn,  # type: ignore[arg-type]
+        lambda f: conn.frames.append((f.cmd, f.headers, f.body)),
+        quick_ack=False,
+    )
     joins = 0
     for _ in range(len(reads) - 1):
         w.read_frames()
