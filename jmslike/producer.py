@@ -285,3 +285,4 @@ class MessageProducer:
         """Close; the ordering-group binding ends with it (ORD-5)."""
         self._closed = True
         self._binding = None
+        self._session._producers.discard(self)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +143,10 @@ class Session:
         self._provider: ProviderSession = provider
         self._held: dict[_Held, None] = {}
         self._consumers: list[MessageConsumer] = []
-        self._producers: list[MessageProducer] = []
+        self._producers: weakref.WeakSet[MessageProducer] = weakref.WeakSet()
+        """Open producers, weakly: closing the session closes them, and a producer the
+        application dropped without closing (a JMS 2.0 ``JMSProducer`` has no ``close``, so
+        ``context.create_producer().send(...)`` per message is the idiom) is not kept."""
         self._dispatcher: SessionDispatcher | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -209,7 +213,7 @@ class Session:
         elif self._settings.enable_ordering_group:
             producer._bind(self._factory_group_name())
         with self._lock:
-            self._producers.append(producer)
+            self._producers.add(producer)
         return producer
 
     def _factory_group_name(self) -> str:

@@ -45,7 +45,7 @@ from jmslike.spi.strict import registry_for
 from jmslike.spi.temporary import DeletedTemporaries
 from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
-from jmslike_amqp.credit import Credit
+from jmslike_amqp.credit import Ring
 from jmslike_amqp.driver import is_classic
 from jmslike_amqp.durability import DECLARED, EXISTING, QueueDeclarations
 from jmslike_amqp.links import Capability, DurableNode, LinkHandle
@@ -172,8 +172,9 @@ class AmqpConnection(ProviderConnection):
         """The broker stops a queue's dispatch at a message whose group is pinned to a
         consumer without credit (credit.py); Classic skips such a message, RabbitMQ
         keeps no groups."""
-        self.rings: dict[str, list[Credit]] = {}
-        """Receivers competing for one node on this connection (credit.py), by node."""
+        self.rings: weakref.WeakValueDictionary[str, Ring] = weakref.WeakValueDictionary()
+        """Receivers competing for one node on this connection (credit.py), by node; a
+        node's entry goes with its last receiver."""
         self.coordinated = not self.rabbitmq
         """The broker has a transaction coordinator (RabbitMQ 3.10 never answers one)."""
         self.capabilities = Capabilities(

@@ -30,7 +30,7 @@ from jmslike.spi.messages import set_provider_property
 from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
 from jmslike_amqp.codec import decode, message_key
-from jmslike_amqp.credit import Credit
+from jmslike_amqp.credit import Credit, Ring
 from jmslike_amqp.links import Capability, LinkHandle, OwnSession
 from jmslike_amqp.transport import AmqpTransport
 
@@ -117,7 +117,7 @@ class AmqpConsumer(ProviderConsumer):
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
         claim: Claim | None = None,
-        ring: list[Credit] | None = None,
+        ring: Ring | None = None,
         hold_subscription: bool = False,
         count_scope: str = "",
     ) -> None:

@@ -64,7 +64,7 @@ from jmslike_amqp.links import LinkHandle
 from jmslike_amqp.received import Incoming
 from jmslike_amqp.transport import AmqpTransport
 
-__all__ = ["Credit"]
+__all__ = ["Credit", "Ring"]
 
 IDLE = 0
 """No credit on the link."""
@@ -87,6 +87,14 @@ LAST_RECHECK = 1.0
 Look = Callable[[Callable[[Incoming | None, bool], None]], None]
 """Looks at the queue's head on the connection's thread and tells the callback there:
 ``(head, answered)``, as ``AmqpTransport.peek_now``."""
+
+
+class Ring(list["Credit"]):
+    """The receivers competing for one queue (or shared subscription) on one connection.
+
+    A list the connection can refer to weakly (``AmqpConnection.rings``): a ring lives
+    as long as a receiver of it does, so a process that makes a queue per request (a
+    temporary queue) keeps nothing for each once its receivers are gone."""
 
 
 class Credit:
@@ -121,7 +129,7 @@ class Credit:
     def __init__(
         self,
         transport: AmqpTransport,
-        ring: list[Credit],
+        ring: Ring,
         *,
         selective: bool,
         look: Look | None = None,

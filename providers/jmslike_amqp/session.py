@@ -36,6 +36,7 @@ from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, P
 from jmslike.spi.strict import Promotion
 from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
+from jmslike_amqp.credit import Ring
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
 
@@ -189,7 +190,7 @@ class AmqpSession(ProviderSession):
         ring = None
         if connection.head_blocking and (shared or not destination.is_topic):
             place = f"shared:{name}:{durable}" if shared else f"queue:{destination.key}"
-            ring = connection.rings.setdefault(place, [])
+            ring = connection.rings.setdefault(place, Ring())
         claim = connection.strict.attach(
             destination.key,
             name if named else f"own-{id(promote)}" if destination.is_topic else None,

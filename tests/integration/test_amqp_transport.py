@@ -13,6 +13,7 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_amqp_transport.py -v``
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import uuid
@@ -167,6 +168,33 @@ def test_closed_consumers_let_go_of_their_links(variable: str) -> None:
         consumer = session.create_consumer(queue)
         message = consumer.receive(5.0)
         assert message is not None and message.text == "after"
+
+
+@pytest.mark.artemis
+def test_closed_consumers_of_many_queues_leave_no_ring_behind() -> None:
+    """On Artemis the receivers of one queue on a connection share a ring (credit.py),
+    kept by queue name. A ring stayed for every queue a connection had ever consumed from
+    (one a request for a reply client with a temporary queue per request: about 200
+    bytes each, found with tracemalloc). A ring now goes with its last receiver."""
+    url = broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL")
+    with jmslike.ConnectionFactory(url).create_connection() as connection:
+        rings = connection._provider.rings  # type: ignore[attr-defined]
+        session = connection.create_session()
+        connection.start()
+        kept = session.create_consumer(session.create_queue(f"ring-kept-{uuid.uuid4().hex[:8]}"))
+        for _ in range(30):
+            replies = session.create_temporary_queue()
+            consumer = session.create_consumer(replies)
+            session.create_producer(replies).send(session.create_text_message("reply"))
+            assert consumer.receive(5.0) is not None
+            consumer.close()
+            connection.delete_temporary(replies)
+        del consumer
+        deadline = time.monotonic() + 10.0
+        while len(rings) > 1 and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.05)
+        assert list(rings) == [f"queue:{kept.destination.key}"]
 
 
 @pytest.mark.parametrize(
