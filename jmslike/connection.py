@@ -182,6 +182,10 @@ class Connection:
         reconnect attempts): from then on receive() raises it, and nothing buffered from
         the lost connection is handed out, since the broker gives those messages to
         other consumers again."""
+        self._sent_at = 0
+        """When this connection last sent a message (ms since the epoch, as
+        JMSTimestamp): a ``receive_no_wait()`` on a fixed window (STOMP) gives a message
+        just sent the broker's answer time to arrive, and waits for nothing otherwise."""
         self._used = False
         self._client_id: str | None = None
         if self._settings.client_id:

@@ -112,6 +112,8 @@ class MessageConsumer:
         acknowledgement that frees a STOMP window; a STOMP topic subscribes when
         created): a ``receive_no_wait()`` gives the broker until its answer is due
         (``NO_WAIT_ANSWER``), and no longer."""
+        self._window_open = False
+        """A fixed window (STOMP) was asked for: later grants are not requests."""
         self._grouped = False  # a grouped message arrived since the last request
         self._adaptive = False  # set once the provider consumer exists
         self._listener: MessageListener | None = None
@@ -315,7 +317,9 @@ class MessageConsumer:
     def _grant(self, credit: int) -> None:
         with self._mutex:
             self._credit += credit
-        self._requested_at = time.monotonic()
+        if not self._window_open:
+            self._requested_at = time.monotonic()
+            self._window_open = self._provider.fixed_window
         self._provider.flow(credit)
 
     def _withdraw(self) -> None:
@@ -595,8 +599,14 @@ class MessageConsumer:
                     # was, so an empty queue costs nothing there).
                     answered = True
                     answer = min(max(NO_WAIT_ANSWER, 4 * self._answer), NO_WAIT_ANSWER_MAX)
+                    now = time.monotonic()
                     deadline = self._requested_at + answer
-                    remaining = deadline - time.monotonic()
+                    if self._window_open:
+                        # A fixed window (STOMP) asks for nothing more: what the broker
+                        # had came long ago, unless this connection just sent something.
+                        sent = connection._sent_at / 1000.0 - time.time() + now
+                        deadline = max(deadline, sent + answer)
+                    remaining = deadline - now
                 if remaining is not None and remaining <= 0:
                     self._withdraw()
                     item, _ = self._pop_due()

@@ -238,7 +238,7 @@ class MessageProducer:
         binding = self._binding
         if binding is None and GROUP_ID in message._properties:
             check_message_group(message)
-        now = int(time.time() * 1000)
+        now = connection._sent_at = int(time.time() * 1000)
         message.jms_destination = target
         message.jms_delivery_mode = mode
         message.jms_priority = prio

@@ -164,6 +164,13 @@ class ProviderConsumer(abc.ABC):
     Providers that cannot (a STOMP window fixed at SUBSCRIBE, a broker that refuses a
     drain) inherit False."""
 
+    fixed_window: bool = False
+    """True when the consumer's window is fixed by its first ``flow(n)`` (STOMP's
+    SUBSCRIBE) and freed by acknowledgements: a later ``flow(n)`` sends the broker
+    nothing, so there is no answer to wait for. ``receive_no_wait()`` then waits for the
+    broker only after the first request and after an acknowledgement, not on each call
+    on an empty queue. Providers whose ``flow`` asks the broker inherit False."""
+
     takes_directly: bool = False
     """True when :meth:`ProviderSession.acknowledge_and_take` can hand this consumer its
     next message in the call (a broker in this process). A ``receive()`` loop with nothing

@@ -133,6 +133,8 @@ class StompConsumer(ProviderConsumer):
         """Deliveries pushed up and not acknowledged, committed, dead-lettered or given
         back yet, by identity."""
 
+    fixed_window = True
+
     def flow(self, credit: int) -> None:
         """STOMP has no credit: the broker pushes up to the subscription's window, fixed
         when subscribing. So the only thing to do is to subscribe, on first use."""
