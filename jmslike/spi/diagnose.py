@@ -11,15 +11,18 @@ affects a working connection.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import socket
 from typing import NamedTuple
 
 __all__ = [
+    "CLASSIC_BROWSE_PAGE",
     "Inequivalent",
     "clip",
     "inequivalent",
     "inequivalent_note",
+    "note_capped_browse",
     "size_note",
     "spoken_protocol",
     "wrong_port_hint",
@@ -101,6 +104,34 @@ def size_note(size: int) -> str:
         f" (the message was {size / (1 << 20):.1f} MiB: brokers refuse messages over their "
         "limit, e.g. ActiveMQ Classic's wireFormat.maxFrameSize, RabbitMQ's "
         "max_message_size, Artemis' journal-buffer/large-message settings)"
+    )
+
+
+CLASSIC_BROWSE_PAGE = 400
+"""ActiveMQ Classic's default ``maxBrowsePageSize``: the most messages it lists to a
+browser, over STOMP, AMQP and OpenWire alike (a browse of a 3,000-message queue listed
+400 over both protocols here)."""
+
+_capped: set[tuple[str, str]] = set()
+"""(broker address, queue) already warned about, so a monitor that browses every few
+seconds logs once."""
+
+
+def note_capped_browse(log: logging.Logger, address: str, queue: str, count: int) -> None:
+    """Warn, once per queue, when a browse on ActiveMQ Classic listed exactly
+    :data:`CLASSIC_BROWSE_PAGE` messages: the broker may hold more than it shows, and only
+    its configuration can change that."""
+    if count != CLASSIC_BROWSE_PAGE or (address, queue) in _capped:
+        return
+    if len(_capped) < 10_000:
+        _capped.add((address, queue))
+    log.warning(
+        "ActiveMQ Classic at %s listed %d messages of %s to a browser, as many as its "
+        "default maxBrowsePageSize lets it: the queue may hold more. Raise "
+        "maxBrowsePageSize in the queue's policy entry (activemq.xml) to browse further",
+        address,
+        count,
+        queue,
     )
 
 

@@ -111,6 +111,10 @@ class _Http:
             ) from None
 
 
+BROWSE_PAGE = 500
+"""Messages asked of Artemis' management API per call of a browse."""
+
+
 class ArtemisManagement(_Http):
     """Calls Artemis management operations over Jolokia."""
 
@@ -210,24 +214,60 @@ class ArtemisManagement(_Http):
 
     def browse(self, queue: str, core_filter: str | None) -> list[tuple[dict[str, str], bytes]]:
         """The queue's messages as (STOMP-like headers, body), in delivery order; [] if the
-        queue does not exist yet (Artemis creates queues on first use)."""
+        queue does not exist yet (Artemis creates queues on first use).
+
+        Page by page (``BROWSE_PAGE`` messages each): Artemis' ``browse(filter)`` lists
+        at most the address's ``management-browse-page-size`` messages (200 by default),
+        so a browser saw the first 200 of a longer queue. Pages are read one after
+        another, not as one snapshot (a JMS browser need not be one): a message taken
+        from the queue meanwhile moves the later ones up, so one may be missed, and one
+        seen twice is listed once. A broker without the paged operation is asked the
+        old way."""
         mbean = (
             f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
         )
-        request = {
-            "type": "exec",
-            "mbean": mbean,
-            "operation": "browse(java.lang.String)",
-            "arguments": [core_filter or ""],
-        }
-        try:
-            entries = self._call(request) or []
-        except JMSException as exc:
-            if "InstanceNotFound" in str(exc):
-                return []
-            raise
-        return [_as_frame(entry) for entry in entries]
+        entries: list[Any] = []
+        seen: set[Any] = set()
+        page = 1
+        while True:
+            try:
+                found = self._call(
+                    {
+                        "type": "exec",
+                        "mbean": mbean,
+                        "operation": "browse(int,int,java.lang.String)",
+                        "arguments": [page, BROWSE_PAGE, core_filter or ""],
+                    }
+                )
+            except JMSException as exc:
+                if "InstanceNotFound" in str(exc):
+                    return []
+                if page == 1 and "No operation" in str(exc):
+                    return self._browse_unpaged(mbean, core_filter)
+                raise
+            found = found or []
+            for entry in found:
+                key = entry.get("messageID") if isinstance(entry, dict) else None
+                if key is None or key not in seen:
+                    seen.add(key)
+                    entries.append(entry)
+            if len(found) < BROWSE_PAGE:
+                return [_as_frame(entry) for entry in entries]
+            page += 1
+
+    def _browse_unpaged(
+        self, mbean: str, core_filter: str | None
+    ) -> list[tuple[dict[str, str], bytes]]:
+        entries = self._call(
+            {
+                "type": "exec",
+                "mbean": mbean,
+                "operation": "browse(java.lang.String)",
+                "arguments": [core_filter or ""],
+            }
+        )
+        return [_as_frame(entry) for entry in entries or []]
 
     def queue_depths(self, prefix: str) -> dict[str, int]:
         """Messages (waiting and delivered) of every anycast queue named ``prefix...``."""

@@ -321,15 +321,18 @@ class Events:
             if handle is not None and link.credit > 0:
                 handle.credit.set()
             return
-        drained = transport._draining.get(link)
-        if drained is not None and link.credit == 0:
-            del transport._draining[link]
-            link.drain_mode = False
-            if not drained.done():
-                drained.set_result(None)
+        if link.credit == 0 and link in transport._draining:
+            self._drained(link)
         handle = transport._handles.get(Driver.key_of(link))
         if handle is not None and handle._on_flow is not None:
             handle._on_flow()
+
+    def _drained(self, link: Link) -> None:
+        """A drain of ``link`` is over (``AmqpTransport.drain``): whoever waits goes on."""
+        drained = self._transport._draining.pop(link, None)
+        link.drain_mode = False
+        if drained is not None and not drained.done():
+            drained.set_result(None)
 
     # ------------------------------------------------------------- deliveries
     def on_delivery(self, pointer: Any, link_key: int) -> None:
@@ -376,9 +379,15 @@ class Events:
             pn_delivery_update(pointer, Delivery.RELEASED)
             pn_delivery_settle(pointer)
             return
-        number = next(self._transport._delivery_numbers)
+        transport = self._transport
+        number = next(transport._delivery_numbers)
         handle._deliveries[number] = pointer
         callback(message, number)
+        if transport._draining and link.credit == 0 and link in transport._draining:
+            # A drain whose credit the deliveries used up is over: the broker owes no
+            # flow for it (Artemis and Classic send none), and a browse of a queue holding
+            # a whole batch or more waited for one until it timed out.
+            self._drained(link)
 
     def _answer(self, handle: LinkHandle, link: Link, delivery: Delivery) -> None:
         """The broker's outcome of a transfer: a send's, or a transaction request's."""

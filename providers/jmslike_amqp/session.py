@@ -12,6 +12,7 @@ named as Qpid JMS names them (subscriptions.py).
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from jmslike.errors import (
 )
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.spi.counts import count_scope
-from jmslike.spi.diagnose import size_note
+from jmslike.spi.diagnose import note_capped_browse, size_note
 from jmslike.spi.messages import DLQ_REASON, set_provider_property
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 from jmslike.spi.strict import Promotion
@@ -39,6 +40,8 @@ from jmslike_amqp.consumer import AmqpConsumer, stale
 from jmslike_amqp.credit import Ring
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
+
+log = logging.getLogger("jmslike.amqp")
 
 if TYPE_CHECKING:
     from jmslike_amqp.connection import AmqpConnection
@@ -300,6 +303,8 @@ class AmqpSession(ProviderSession):
         if rendered is not None:
             options.append(Selector(rendered))
         seen = connection.transport.browse(connection.address_of(destination), options)
+        if connection.classic:
+            note_capped_browse(log, connection.transport.address, destination.key, len(seen))
         # Artemis expires a message only when it would deliver it or its reaper runs; a
         # browser must not list one whose time has passed (ORD-13).
         now = time.time()

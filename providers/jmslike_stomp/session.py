@@ -9,6 +9,7 @@ A transaction is a STOMP transaction; an ACK joins it only where the broker hono
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -29,6 +30,7 @@ from jmslike.errors import (
 from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.selector import Selector, parse_selector
 from jmslike.spi.counts import count_scope
+from jmslike.spi.diagnose import note_capped_browse
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 from jmslike.spi.strict import Promotion
@@ -38,6 +40,8 @@ from jmslike_stomp.dialect import _broker_selector
 from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW
 from jmslike_stomp.temporary import _DELETED_TEMPORARY, _TemporaryInbox
 from jmslike_stomp.transport import StompTransport, UnconfirmedError
+
+log = logging.getLogger("jmslike.stomp")
 
 if TYPE_CHECKING:
     from jmslike_stomp.connection import StompConnection
@@ -538,10 +542,18 @@ class StompSession(ProviderSession):
         if rendered is not None:
             headers["selector"] = rendered
         self.transport.subscribe(sub_id, headers, collect)
+        timeout = self.connection.settings.request_timeout
         try:
-            done.wait(self.connection.settings.request_timeout)
+            ended = done.wait(timeout)
         finally:
             self.transport.unsubscribe(sub_id)
+        if not ended:  # what came may be any part of the queue: not a listing
+            raise JMSException(
+                f"STOMP broker {self.transport.address} did not end a browse of "
+                f"{destination} within {timeout} s (setting request_timeout); "
+                f"{len(found)} messages had come"
+            )
+        note_capped_browse(log, self.transport.address, destination.key, len(found))
         return found
 
     def unsubscribe(self, name: str) -> None:

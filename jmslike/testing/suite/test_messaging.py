@@ -1132,6 +1132,23 @@ def test_browser_lists_in_delivery_order(connection, unique, drain, require) -> 
     assert list(session.create_browser(queue)) == []
 
 
+def test_browser_lists_a_long_queue(connection, unique, drain, require) -> None:
+    """API: a browser lists every message of a queue longer than a broker's page, in
+    order, and takes none. Artemis' management API lists 200 a call (the STOMP browser
+    showed the first 200 of 1,200), and over AMQP a browse of 500 messages or more used
+    its whole credit, got no answer to its drain and failed after ``request_timeout``."""
+    require(connection, "browsers")
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    texts = [str(number) for number in range(1200)]
+    for text in texts:
+        producer.send(session.create_text_message(text))  # persistent: on the broker
+    assert [m.text for m in session.create_browser(queue)] == texts
+    connection.start()
+    assert [m.text for m in drain(session.create_consumer(queue))] == texts
+
+
 def test_browser_with_selector(connection, unique, require) -> None:
     """API ``create_browser(queue, message_selector=...)`` lists matching messages."""
     require(connection, "browsers")
