@@ -33,6 +33,7 @@ from jmslike.selector import ARTEMIS_AMQP_FILTER, JMS_SYNTAX, render_selector
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
+from jmslike.spi.names import refuse_artemis_parameters
 from jmslike.spi.provider import (
     Capabilities,
     ExceptionCallback,
@@ -372,6 +373,8 @@ class AmqpConnection(ProviderConnection):
             return destination.name
         if self.rabbitmq:
             _rabbitmq_name(destination)
+        elif self.broker == "artemis":
+            refuse_artemis_parameters(destination)
         if (
             self.rabbitmq
             and not destination.is_topic

@@ -33,6 +33,7 @@ from jmslike.message import DELIVERY_COUNT, DeliveryMode, Message
 from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import note_capped_browse, size_note
 from jmslike.spi.messages import DLQ_REASON, set_provider_property
+from jmslike.spi.names import refuse_artemis_wildcards
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 from jmslike.spi.strict import Promotion
 from jmslike_amqp.codec import decode, encode
@@ -107,6 +108,8 @@ class AmqpSession(ProviderSession):
 
     def send(self, destination: Destination, message: Message) -> None:
         self.connection.check_temporary(destination, consuming=False)
+        if self.connection.broker == "artemis":
+            refuse_artemis_wildcards(destination)
         if self.transacted and self._coordinator is None:
             self._pending.append((destination, message))
             return

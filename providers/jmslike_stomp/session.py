@@ -32,6 +32,7 @@ from jmslike.selector import Selector, parse_selector
 from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import note_capped_browse
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
+from jmslike.spi.names import refuse_artemis_wildcards
 from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
 from jmslike.spi.strict import Promotion
 from jmslike_stomp.codec import decode, encode
@@ -107,6 +108,8 @@ class StompSession(ProviderSession):
                 f"{destination} was deleted with the connection that created it"
             )
         dialect = self.connection.dialect
+        if dialect.name == "artemis":
+            refuse_artemis_wildcards(destination)
         headers, body = encode(message, destination, dialect)
         headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
