@@ -22,13 +22,15 @@ from jmslike.errors import InvalidDestinationError
 __all__ = ["refuse_artemis_parameters", "refuse_artemis_wildcards"]
 
 
-def refuse_artemis_wildcards(destination: Destination) -> None:
-    """Refuse a send to a name Artemis would take for a wildcard address."""
+def refuse_artemis_wildcards(destination: Destination, broker: str) -> None:
+    """Refuse a send to a name Artemis would take for a wildcard address; ``broker``
+    (its address) is named in the error, as every refusal names its broker."""
     name = destination.name
     if ("*" in name or "#" in name) and not destination.is_temporary:
         raise InvalidDestinationError(
-            f"{destination}: Artemis reads '*' and '#' in an address as wildcards and refuses "
-            "a send to it (over STOMP it closes the connection); rename the destination "
+            f"{destination}: Artemis at {broker} reads '*' and '#' in an address as "
+            "wildcards and refuses a send to it (over STOMP it closes the connection); "
+            "rename the destination "
             "(a consumer may use them, to subscribe to several addresses)"
         )
 

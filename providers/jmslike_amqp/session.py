@@ -109,7 +109,7 @@ class AmqpSession(ProviderSession):
     def send(self, destination: Destination, message: Message) -> None:
         self.connection.check_temporary(destination, consuming=False)
         if self.connection.broker == "artemis":
-            refuse_artemis_wildcards(destination)
+            refuse_artemis_wildcards(destination, self.connection.transport.address)
         if self.transacted and self._coordinator is None:
             self._pending.append((destination, message))
             return

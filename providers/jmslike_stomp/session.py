@@ -109,7 +109,7 @@ class StompSession(ProviderSession):
             )
         dialect = self.connection.dialect
         if dialect.name == "artemis":
-            refuse_artemis_wildcards(destination)
+            refuse_artemis_wildcards(destination, self.transport.address)
         headers, body = encode(message, destination, dialect)
         headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
