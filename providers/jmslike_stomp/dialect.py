@@ -144,6 +144,10 @@ class Dialect:
     Not where jmslike's client gate may park a message while later ones are finished
     (RabbitMQ), nor where NACK gives a message back, since a cumulative NACK would give
     back every earlier one too."""
+    wildcard_addresses: bool = False
+    """The broker reads ``*`` and ``#`` in an address as wildcards and answers a SEND to
+    one with an ERROR that closes the connection (Artemis): such a send is refused before
+    it is written (``jmslike.spi.names``)."""
 
     def prefetch_headers(self, prefetch: int) -> dict[str, str]:
         """Limit unacknowledged messages per subscription (1 keeps groups free, ORD-9)."""
@@ -212,6 +216,7 @@ ARTEMIS = Dialect(
     keeps_timestamp=False,
     quick_ack=False,
     cumulative_ack=True,
+    wildcard_addresses=True,
 )
 
 RABBITMQ = Dialect(

@@ -108,7 +108,7 @@ class StompSession(ProviderSession):
                 f"{destination} was deleted with the connection that created it"
             )
         dialect = self.connection.dialect
-        if dialect.name == "artemis":
+        if dialect.wildcard_addresses:
             refuse_artemis_wildcards(destination, self.transport.address)
         headers, body = encode(message, destination, dialect)
         headers["destination"] = self.connection.wire_name(destination)
