@@ -37,6 +37,7 @@ from jmslike.jms_consumer import JMSConsumer
 from jmslike.jms_producer import JMSProducer
 from jmslike.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.producer import MessageProducer
+from jmslike.requestor import QueueRequestor, TopicRequestor
 from jmslike.session import Session
 from jmslike.spi.provider import Capabilities, OrderingMode
 
@@ -77,12 +78,14 @@ __all__ = [
     "OrderingMode",
     "Queue",
     "QueueBrowser",
+    "QueueRequestor",
     "SendInDoubtError",
     "Session",
     "TemporaryQueue",
     "TemporaryTopic",
     "TextMessage",
     "Topic",
+    "TopicRequestor",
     "TransactionInDoubtError",
     "TransactionInProgressError",
     "TransactionRolledBackError",

@@ -76,6 +76,7 @@ from jmslike.jms_consumer import JMSConsumer
 from jmslike.jms_producer import JMSProducer
 from jmslike.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmslike.producer import MessageProducer
+from jmslike.requestor import QueueRequestor, TopicRequestor
 from jmslike.session import Session
 
 __all__ = [
@@ -270,6 +271,14 @@ JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
         "getQueue": ("destination", K.GET),  # QueueReceiver (JMS 1.1)
         "getTopic": ("destination", K.GET),  # TopicSubscriber (JMS 1.1)
         "getNoLocal": ("no_local", K.GET),  # TopicSubscriber (JMS 1.1)
+        "close": ("close", K.METHOD),
+    },
+    QueueRequestor: {
+        "request": ("request", K.METHOD),  # Java's waits for ever, as request(message) does
+        "close": ("close", K.METHOD),
+    },
+    TopicRequestor: {
+        "request": ("request", K.METHOD),
         "close": ("close", K.METHOD),
     },
     QueueBrowser: {

@@ -69,6 +69,15 @@ IDLE_REQUEST = 0.01
 is taken back: an idle consumer asks for ``prefetch`` again, as if it never grew."""
 
 
+def wait_seconds(timeout: float, what: str) -> float | None:
+    """A wait given in seconds, checked: ``inf`` is for ever (``None``)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise InvalidArgumentError(
+            f"{what} timeout {timeout!r}: need seconds >= 0, or None to wait for ever"
+        )
+    return None if math.isinf(timeout) else timeout
+
+
 class MessageConsumer:
     """Receives messages from one destination (JMS MessageConsumer)."""
 
@@ -476,16 +485,7 @@ class MessageConsumer:
         if self._connection._closed:
             session._check_open()
         if timeout is not None:
-            if (
-                isinstance(timeout, bool)
-                or not isinstance(timeout, int | float)
-                or not timeout >= 0
-            ):
-                raise InvalidArgumentError(
-                    f"receive timeout {timeout!r}: need seconds >= 0, or None to wait for ever"
-                )
-            if math.isinf(timeout):
-                timeout = None
+            timeout = wait_seconds(timeout, "receive")
         item: Buffered | None = None
         if not self._buffer and self._credit <= 0 and self._connection._started:
             if self._takes:  # finish the last message, if any, and take the next in one call

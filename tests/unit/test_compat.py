@@ -33,6 +33,8 @@ API_CLASSES: list[type] = [
     jmslike.MessageProducer,
     jmslike.MessageConsumer,
     jmslike.QueueBrowser,
+    jmslike.QueueRequestor,
+    jmslike.TopicRequestor,
     jmslike.Message,
     jmslike.TextMessage,
     jmslike.BytesMessage,
@@ -81,6 +83,10 @@ def live(
         jmslike.MessageProducer: session.create_producer(queue),
         jmslike.MessageConsumer: session.create_consumer(queue),
         jmslike.QueueBrowser: session.create_browser(queue),
+        jmslike.QueueRequestor: jmslike.QueueRequestor(connection.create_session(), queue),
+        jmslike.TopicRequestor: jmslike.TopicRequestor(
+            connection.create_session(), session.create_topic("live")
+        ),
         jmslike.Message: jmslike.Message(),
         jmslike.TextMessage: jmslike.TextMessage("t"),
         jmslike.BytesMessage: jmslike.BytesMessage(b"b"),

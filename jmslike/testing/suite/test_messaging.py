@@ -870,6 +870,86 @@ def test_deleted_temporary_queues_leave_nothing_behind(make_connection, require)
         connection.delete_temporary(jmslike.Queue("not-temporary"))
 
 
+def _answer_requests(connection, destination, done: threading.Event) -> threading.Thread:
+    """A service on its own thread: answers each request on ``destination`` with
+    ``"re: <text>"`` to its ``jms_reply_to``, correlated by the request's message id."""
+    session = connection.create_session()
+    requests = session.create_consumer(destination)
+    replies = session.create_producer(None)
+    connection.start()
+
+    def serve() -> None:
+        while not done.is_set():
+            request = requests.receive(0.2)
+            if request is not None:
+                reply = session.create_text_message(f"re: {request.text}")
+                reply.jms_correlation_id = request.jms_message_id
+                replies.send(reply, destination=request.jms_reply_to)
+
+    thread = threading.Thread(target=serve, name="responder", daemon=True)
+    thread.start()
+    return thread
+
+
+def test_queue_requestor_drops_the_late_reply_of_a_request_that_gave_up(
+    make_connection, unique, require
+) -> None:
+    """API: ``QueueRequestor(session, queue).request(message, timeout)`` (JMS 1.1's
+    helper): it sends with ``jms_reply_to`` set to its temporary queue and returns the
+    reply. A request that timed out returns None, and the reply that comes after it is not
+    taken for the next request's answer (Java's requestor would hand it over). ``close()``
+    closes the session too, as in Java."""
+    requester = make_connection()
+    require(requester, "temporary_destinations")
+    service = f"queue://{unique('svc')}"
+    session = requester.create_session()
+    requestor = jmslike.QueueRequestor(session, service)
+    requester.start()
+    assert requestor.request(session.create_text_message("first"), timeout=0.3) is None
+    done = threading.Event()
+    responder = _answer_requests(make_connection(), service, done)
+    try:
+        second = session.create_text_message("second")
+        reply = requestor.request(second, timeout=10.0)
+        assert reply is not None and reply.text == "re: second"
+        assert reply.jms_correlation_id == second.jms_message_id
+        assert isinstance(second.jms_reply_to, jmslike.TemporaryQueue)
+        third = requestor.request(session.create_text_message("third"), timeout=10.0)
+        assert third is not None and third.text == "re: third"
+    finally:
+        done.set()
+        responder.join(5.0)
+    requestor.close()
+    with pytest.raises(jmslike.IllegalStateError):
+        session.create_text_message("after close")
+
+
+def test_topic_requestor_returns_a_subscribers_answer_or_is_refused(
+    make_connection, unique
+) -> None:
+    """API: ``TopicRequestor(session, topic)``: a request published to a topic is answered
+    through a temporary topic. A provider without temporary topics (STOMP) refuses when
+    the requestor is made, with ``IllegalStateError``, before anything is sent."""
+    requester = make_connection()
+    topic = f"topic://{unique('svc')}"
+    session = requester.create_session()
+    try:
+        requestor = jmslike.TopicRequestor(session, topic)
+    except jmslike.IllegalStateError as exc:
+        assert "temporary" in str(exc), exc
+        return
+    done = threading.Event()
+    responder = _answer_requests(make_connection(), topic, done)
+    requester.start()
+    try:
+        reply = requestor.request(session.create_text_message("ping"), timeout=10.0)
+        assert reply is not None and reply.text == "re: ping"
+    finally:
+        done.set()
+        responder.join(5.0)
+        requestor.close()
+
+
 # ------------------------------------------------------- durable, shared, unsubscribe
 
 
