@@ -6,9 +6,11 @@ that the test checks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -870,13 +872,16 @@ def test_deleted_temporary_queues_leave_nothing_behind(make_connection, require)
         connection.delete_temporary(jmslike.Queue("not-temporary"))
 
 
-def _answer_requests(connection, destination, done: threading.Event) -> threading.Thread:
-    """A service on its own thread: answers each request on ``destination`` with
-    ``"re: <text>"`` to its ``jms_reply_to``, correlated by the request's message id."""
+@contextlib.contextmanager
+def _service(connection, destination) -> Iterator[None]:
+    """While the block runs, a service on its own thread answers each request on
+    ``destination`` with ``"re: <text>"`` to its ``jms_reply_to``, correlated by the
+    request's message id."""
     session = connection.create_session()
     requests = session.create_consumer(destination)
     replies = session.create_producer(None)
     connection.start()
+    done = threading.Event()
 
     def serve() -> None:
         while not done.is_set():
@@ -888,7 +893,11 @@ def _answer_requests(connection, destination, done: threading.Event) -> threadin
 
     thread = threading.Thread(target=serve, name="responder", daemon=True)
     thread.start()
-    return thread
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(5.0)
 
 
 def test_queue_requestor_drops_the_late_reply_of_a_request_that_gave_up(
@@ -906,9 +915,7 @@ def test_queue_requestor_drops_the_late_reply_of_a_request_that_gave_up(
     requestor = jmslike.QueueRequestor(session, service)
     requester.start()
     assert requestor.request(session.create_text_message("first"), timeout=0.3) is None
-    done = threading.Event()
-    responder = _answer_requests(make_connection(), service, done)
-    try:
+    with _service(make_connection(), service):
         second = session.create_text_message("second")
         reply = requestor.request(second, timeout=10.0)
         assert reply is not None and reply.text == "re: second"
@@ -916,9 +923,6 @@ def test_queue_requestor_drops_the_late_reply_of_a_request_that_gave_up(
         assert isinstance(second.jms_reply_to, jmslike.TemporaryQueue)
         third = requestor.request(session.create_text_message("third"), timeout=10.0)
         assert third is not None and third.text == "re: third"
-    finally:
-        done.set()
-        responder.join(5.0)
     requestor.close()
     with pytest.raises(jmslike.IllegalStateError):
         session.create_text_message("after close")
@@ -938,16 +942,11 @@ def test_topic_requestor_returns_a_subscribers_answer_or_is_refused(
     except jmslike.IllegalStateError as exc:
         assert "temporary" in str(exc), exc
         return
-    done = threading.Event()
-    responder = _answer_requests(make_connection(), topic, done)
     requester.start()
-    try:
+    with _service(make_connection(), topic):
         reply = requestor.request(session.create_text_message("ping"), timeout=10.0)
-        assert reply is not None and reply.text == "re: ping"
-    finally:
-        done.set()
-        responder.join(5.0)
-        requestor.close()
+    requestor.close()
+    assert reply is not None and reply.text == "re: ping"
 
 
 # ------------------------------------------------------- durable, shared, unsubscribe
