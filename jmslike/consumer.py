@@ -765,8 +765,12 @@ class MessageConsumer:
             late, self._late = self._late, []
             late += [(msg, token) for msg, token, _nb in self._buffer]  # during the close
             self._buffer.clear()
-        if late:  # the gate let these through while we closed: back, keeping their place
-            self._session._provider.release([token for _msg, token in late])
+        if late:
+            # The gate let these through, or the broker sent them, while we closed: the
+            # application never saw them, so back uncounted, keeping their place. (Given
+            # back as seen, Classic over AMQP handed a message sent again to the closing
+            # link, in a transaction, to the next consumer with its count one too high.)
+            self._session._provider.return_unseen([token for _msg, token in late])
             self._session._gate_returned([returned_of(self._gate_scope, msg) for msg, _t in late])
 
     def _leave_feed(self, feed: Feed, delivered: list[_Held], buffered: list[Buffered]) -> None:

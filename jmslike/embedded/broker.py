@@ -580,15 +580,16 @@ class Broker:
             if channel.waiting:
                 channel.dispatch(now)
 
-    def release(self, entries: Sequence[Entry]) -> None:
-        """Give delivered entries back (their consumer is gone), redelivered, in order."""
+    def release(self, entries: Sequence[Entry], *, delivered: bool = True) -> None:
+        """Give entries back (their consumer is gone), in order: redelivered if
+        ``delivered`` (the application saw them), else as they were."""
         now = time.time()
         with self.lock:
             by_channel: dict[int, tuple[Channel, list[Entry]]] = {}
             for entry in entries:
                 by_channel.setdefault(id(entry.channel), (entry.channel, []))[1].append(entry)
             for channel, returned in by_channel.values():
-                channel.give_back(returned, delivered=True, now=now)
+                channel.give_back(returned, delivered=delivered, now=now)
                 if channel.waiting:
                     channel.dispatch(now)
 

@@ -109,6 +109,9 @@ class EmbeddedSession(ProviderSession):
     def release(self, tokens: Sequence[Any]) -> None:
         self._broker.release(tokens)
 
+    def return_unseen(self, tokens: Sequence[Any]) -> None:
+        self._broker.release(tokens, delivered=False)
+
     def dead_letter(self, token: Any, reason: str) -> None:
         self._broker.dead_letter(token, reason, self._dlq)
 

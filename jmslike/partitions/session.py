@@ -216,6 +216,11 @@ class PartitionedSession(ProviderSession):
             self.inner.release(tokens)
             self._finished(tokens)
 
+    def return_unseen(self, tokens: Sequence[Any]) -> None:
+        with self.calls:
+            self.inner.return_unseen(tokens)
+            self._finished(tokens)
+
     def dead_letter(self, token: Any, reason: str) -> None:
         with self.calls:
             self.inner.dead_letter(token, reason)

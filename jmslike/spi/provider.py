@@ -325,6 +325,13 @@ class ProviderSession(abc.ABC):
         """Give delivered messages back to the broker, marked redelivered, in order, ahead
         of later messages of their groups (used when their consumer is already closed)."""
 
+    def return_unseen(self, tokens: Sequence[Any]) -> None:
+        """Give back, in order, deliveries that reached a consumer after it closed and
+        were never handed to the application: like ``undelivered`` in a consumer's
+        ``close``, they do not count as delivered (ORD-11), so their next delivery keeps
+        its number. Default: ``release`` (counted), for providers written before it."""
+        self.release(tokens)
+
     @abc.abstractmethod
     def dead_letter(self, token: Any, reason: str) -> None:
         """Move a delivery to the dead-letter queue with ``reason`` (ORD-13)."""

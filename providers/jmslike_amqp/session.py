@@ -266,6 +266,9 @@ class AmqpSession(ProviderSession):
     def release(self, tokens: Sequence[Any]) -> None:
         self.give_back(tokens, seen=True)
 
+    def return_unseen(self, tokens: Sequence[Any]) -> None:
+        self.give_back(tokens, seen=False)
+
     def give_back(self, tokens: Sequence[Any], *, seen: bool) -> None:
         """Back to the queue, in order. One the application saw counts as delivered
         (MODIFIED, delivery failed) where the broker counts, and so does one it saw before

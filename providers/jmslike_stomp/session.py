@@ -401,6 +401,12 @@ class StompSession(ProviderSession):
                     consumer.transport.frame("NACK", {"id": token.ack_id}, confirm=False)
         self._detach_zombies()
 
+    def return_unseen(self, tokens: Sequence[Any]) -> None:
+        counts = self.connection.counts
+        for token in tokens:
+            counts.returned_unseen(token.key)
+        self.release(tokens)
+
     def _detach_zombies(self) -> None:
         zombies, self.zombies = self.zombies, []
         for consumer in zombies:
