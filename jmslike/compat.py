@@ -163,7 +163,7 @@ class Kind(enum.Enum):
     """Typed MapMessage getter; the JMS type is the name's tail (getInt: int)."""
     MAP_SET = "checks the type in its name, then calls"
     """Typed MapMessage setter; the JMS type is the name's tail (setInt: int)."""
-    READ_BYTES = "copies out (from the start: no read position)"
+    READ_BYTES = "copies out from the read position"
     """``readBytes()`` is the body; ``readBytes(buffer)`` fills ``buffer``."""
     WRITE_BYTES = "appends to"
     """``writeBytes(value[, offset, length])`` appends to the body."""
@@ -180,6 +180,18 @@ class Kind(enum.Enum):
 
 K = Kind
 _PROPERTY_TYPES = ("Boolean", "Byte", "Short", "Int", "Long", "Float", "Double", "String", "Object")
+_STREAM_TYPES = {
+    "Boolean": "boolean",
+    "Byte": "byte",
+    "Short": "short",
+    "Char": "char",
+    "Int": "int",
+    "Long": "long",
+    "Float": "float",
+    "Double": "double",
+    "UTF": "utf",
+}
+"""BytesMessage's typed reads and writes: Java's suffix -> jmslike's (``readInt``: ``read_int``)."""
 _MAP_TYPES = ("Boolean", "Byte", "Short", "Int", "Long", "Float", "Double", "String", "Bytes")
 _HEADERS = {
     "MessageID": "jms_message_id",
@@ -305,8 +317,14 @@ JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
     },
     BytesMessage: {
         "getBodyLength": ("body_length", K.GET),
-        "readBytes": ("body", K.READ_BYTES),
-        "writeBytes": ("body", K.WRITE_BYTES),
+        "readBytes": ("read_bytes", K.READ_BYTES),
+        "writeBytes": ("write_bytes", K.WRITE_BYTES),
+        "reset": ("reset", K.METHOD),
+        **{f"read{t}": (f"read_{n}", K.METHOD) for t, n in _STREAM_TYPES.items()},
+        **{f"write{t}": (f"write_{n}", K.METHOD) for t, n in _STREAM_TYPES.items()},
+        "readUnsignedByte": ("read_unsigned_byte", K.METHOD),
+        "readUnsignedShort": ("read_unsigned_short", K.METHOD),
+        "writeObject": ("write_object", K.METHOD),
     },
     MapMessage: {
         "getObject": ("get_object", K.METHOD),
@@ -759,19 +777,17 @@ def _map_set(java: str, attr: str) -> Generated:
 
 def _read_bytes(java: str, attr: str) -> Generated:
     def read(self: Any, buffer: bytearray | None = None, length: int | None = None) -> Any:
-        data: bytes = getattr(_real(self), attr)
+        """Java's ``readBytes(buffer[, length])``: bytes read, -1 at the end of the body.
+        Without a buffer (no Java counterpart), the rest of the body as bytes."""
+        reader = getattr(_real(self), attr)
         if buffer is None:
-            return data
-        if not data:
+            return reader()
+        wanted = len(buffer) if length is None else min(length, len(buffer))
+        chunk: bytes = reader(wanted)
+        if not chunk and wanted:
             return -1
-        count = min(len(buffer), len(data) if length is None else length)
-        if count < len(data):
-            raise MessageFormatError(
-                f"{java}: a {count}-byte read of a {len(data)}-byte body; jmslike keeps no "
-                "read position, so read it whole (readBytes() returns the body)"
-            )
-        buffer[:count] = data
-        return count
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
 
     return read
 
@@ -779,8 +795,7 @@ def _read_bytes(java: str, attr: str) -> Generated:
 def _write_bytes(java: str, attr: str) -> Generated:
     def write(self: Any, value: bytes, offset: int = 0, length: int | None = None) -> None:
         end = None if length is None else offset + length
-        real = _real(self)
-        setattr(real, attr, getattr(real, attr) + bytes(value[offset:end]))
+        getattr(_real(self), attr)(bytes(value[offset:end]))
 
     return write
 

@@ -17,6 +17,7 @@ The tree::
     +-- MessageFormatError            property name/value or body JMS does not allow
     |   +-- MessageNotWriteableError  changing a received message
     |   +-- MessageNotReadableError   (reserved for stream messages)
+    |   +-- MessageEOFError           a typed read past the end of a BytesMessage body
     +-- JMSSecurityError              credentials refused
     +-- TransactionRolledBackError    commit could not complete, so it rolled back
     +-- TransactionInDoubtError       commit sent, connection lost before the answer
@@ -48,6 +49,7 @@ __all__ = [
     "JMSException",
     "JMSSecurityError",
     "ListenerError",
+    "MessageEOFError",
     "MessageFormatError",
     "MessageNotReadableError",
     "MessageNotWriteableError",
@@ -106,6 +108,11 @@ class MessageNotWriteableError(MessageFormatError):
 
 class MessageNotReadableError(MessageFormatError):
     """Reading a message body that is in write-only mode."""
+
+
+class MessageEOFError(MessageFormatError):
+    """A typed read (``read_int``...) found the body shorter than the value (JMS
+    ``MessageEOFException``); the read position stays where it was."""
 
 
 class JMSSecurityError(JMSException):

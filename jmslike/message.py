@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from jmslike.destination import Destination
 from jmslike.errors import MessageFormatError, MessageNotWriteableError
+from jmslike.javadata import JavaDataStream
 
 if TYPE_CHECKING:
     from typing import Self
@@ -461,7 +462,8 @@ class Message:
     def _check_body_writable(self) -> None:
         if self._read_only_body:
             raise MessageNotWriteableError(
-                f"message {self.jms_message_id} was received and its body is read-only; "
+                f"message {self.jms_message_id} was received (or reset) and its body is "
+                "read-only; "
                 "call clear_body() first"
             )
 
@@ -530,10 +532,12 @@ class TextMessage(Message):
         return f"text={self._text!r:.40}"
 
 
-class BytesMessage(Message):
-    """A message whose body is bytes."""
+class BytesMessage(Message, JavaDataStream):
+    """A message whose body is bytes; ``read_int()``, ``write_utf()`` and the other
+    typed reads and writes use the layout of a Java client's BytesMessage
+    (:mod:`jmslike.javadata`)."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_pos")
 
     type_name: ClassVar[str] = "bytes"
     _shared_body: ClassVar[str | None] = "_data"
@@ -562,6 +566,7 @@ class BytesMessage(Message):
     def body(self, value: bytes) -> None:
         self._check_body_writable()
         self._data = self._coerce(value)
+        self._pos = 0
 
     @property
     def body_length(self) -> int:
@@ -569,6 +574,7 @@ class BytesMessage(Message):
 
     def clear_body(self) -> None:
         self._data = b""
+        self._pos = 0
         self._read_only_body = False
 
     def _copy_body_to(self, other: BytesMessage) -> None:

@@ -51,6 +51,7 @@ EXPECTED_ALL = [
     "MapMessage",
     "Message",
     "MessageConsumer",
+    "MessageEOFError",
     "MessageFormatError",
     "MessageListenerContainer",
     "MessageNotReadableError",

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from jmslike import BytesMessage, MapMessage, Message, TextMessage
+from jmslike import BytesMessage, JMSException, MapMessage, Message, TextMessage
 from jmslike_bench import javabuild
 
 __all__ = [
@@ -134,7 +134,17 @@ def build(session: Any, run: str, g: int, index: int) -> Message:
     if kind == "text":
         message = session.create_text_message(f"text #{index} of group {g} \u2014 caf\u00e9 \u2713")
     elif kind == "bytes":
-        message = session.create_bytes_message(bytes([0, 1, 2, 0xFF, g, index, 0]))
+        message = session.create_bytes_message()
+        message.write_int(index)
+        message.write_utf(f"g{g} caf\u00e9 \u2713 \x00 \U0001f600")
+        message.write_long((1 << 40) + index)
+        message.write_double(index + 0.5)
+        message.write_boolean(index % 2 == 0)
+        message.write_short(-(100 + index))
+        message.write_char("\u00e9")
+        message.write_float(index * 0.25)
+        message.write_byte(-index)
+        message.write_bytes(bytes([0, 1, 2, 0xFF, g, index, 0]))
     else:
         message = session.create_map_message(
             {
@@ -215,6 +225,26 @@ def _typed(value: object) -> list[Any]:
     return ["string", str(value)]
 
 
+def _read_typed(message: BytesMessage) -> list[Any]:
+    """The values ``build`` wrote into a Bytes message, read back (Interop.readTyped)."""
+    message.reset()
+    try:
+        return [
+            message.read_int(),
+            message.read_utf(),
+            message.read_long(),
+            message.read_double(),
+            message.read_boolean(),
+            message.read_short(),
+            message.read_char(),
+            message.read_float(),
+            message.read_byte(),
+            base64.b64encode(message.read_bytes(7)).decode("ascii"),
+        ]
+    except JMSException as exc:
+        return ["unreadable", str(exc)]
+
+
 def record(message: Message) -> dict[str, Any]:
     """A jmslike message as the Java program prints one (Interop.record)."""
     rec: dict[str, Any] = {}
@@ -222,6 +252,7 @@ def record(message: Message) -> dict[str, Any]:
         rec["type"], rec["body"] = "text", message.text
     elif isinstance(message, BytesMessage):
         rec["type"], rec["body"] = "bytes", base64.b64encode(message.body).decode("ascii")
+        rec["typed"] = _read_typed(message)
     elif isinstance(message, MapMessage):
         rec["type"] = "map"
         rec["body"] = {name: _typed(value) for name, value in sorted(message.body.items())}
@@ -281,6 +312,10 @@ def problems(sent: list[dict[str, Any]], received: list[dict[str, Any]], aspect:
         for i, (s, r) in enumerate(pairs):
             if s["type"] in ("text", "bytes") and (r["type"], r["body"]) != (s["type"], s["body"]):
                 out.append(f"#{i}: sent {s['type']} {s['body']!r}, got {r['type']} {r['body']!r}")
+            elif s["type"] == "bytes" and r.get("typed") != s.get("typed"):
+                # Each side read the values with its own typed reads: Java's DataOutput
+                # layout, encoded by one side and decoded by the other.
+                out.append(f"#{i}: typed values sent {s.get('typed')}, read {r.get('typed')}")
     elif aspect == "map":
         for i, (s, r) in enumerate(pairs):
             if s["type"] != "map":

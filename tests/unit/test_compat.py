@@ -426,21 +426,31 @@ def test_map_message_typed_accessors() -> None:
             call()
 
 
-def test_bytes_message_minimal_stream(connection: jmslike.Connection) -> None:
+def test_bytes_message_stream(connection: jmslike.Connection) -> None:
+    """Java's BytesMessage reads and writes, with a read position: readBytes(buffer)
+    returns the count read, -1 at the end; typed values in Java's layout."""
     session = connection.createSession()
     message = session.createBytesMessage()
     assert message.readBytes(bytearray(4)) == -1
     message.writeBytes(b"abc")
     message.writeBytes(b"xdefx", 1, 3)
-    assert (message.getBodyLength(), message.readBytes()) == (6, b"abcdef")
+    message.writeInt(-2)
+    message.writeUTF("caf\u00e9")
+    message.writeObject(True)
+    assert message.getBodyLength() == 6 + 4 + 2 + 5 + 1
     queue = session.createQueue("bytes")
     session.createProducer(queue).send(message)
     connection.start()
     got = session.createConsumer(queue).receive(5000)
-    buffer = bytearray(10)
-    assert got.readBytes(buffer) == 6 and bytes(buffer[:6]) == b"abcdef"
-    with pytest.raises(jmslike.MessageFormatError, match="read position"):
-        got.readBytes(bytearray(2))
+    buffer = bytearray(4)
+    assert got.readBytes(buffer) == 4 and bytes(buffer) == b"abcd"
+    assert got.readBytes(buffer, 2) == 2 and bytes(buffer[:2]) == b"ef"
+    assert (got.readInt(), got.readUTF(), got.readBoolean()) == (-2, "caf\u00e9", True)
+    assert got.readBytes(buffer) == -1
+    with pytest.raises(jmslike.MessageEOFError):
+        got.readByte()
+    got.reset()
+    assert got.readBytes() == got.body  # no buffer: the rest of the body (jmslike only)
     with pytest.raises(jmslike.MessageNotWriteableError):
         got.writeBytes(b"more")
 

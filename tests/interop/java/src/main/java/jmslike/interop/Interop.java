@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collections;
 import java.util.Enumeration;
@@ -162,7 +163,7 @@ public final class Interop {
                     "text #" + index + " of group " + g + " \u2014 caf\u00e9 \u2713");
             case "bytes" -> {
                 BytesMessage bytes = session.createBytesMessage();
-                bytes.writeBytes(new byte[] {0, 1, 2, (byte) 0xff, (byte) g, (byte) index, 0});
+                writeTyped(bytes, g, index);
                 message = bytes;
             }
             default -> {
@@ -190,6 +191,43 @@ public final class Interop {
         message.setStringProperty("JMSXGroupID", run + "-group-" + g);
         message.setIntProperty("JMSXGroupSeq", index);
         return message;
+    }
+
+    /** A Bytes message's typed values (javapeer.build writes the same with jmslike). */
+    static void writeTyped(BytesMessage bytes, int g, int index) throws JMSException {
+        bytes.writeInt(index);
+        bytes.writeUTF("g" + g + " caf\u00e9 \u2713 \u0000 \uD83D\uDE00");
+        bytes.writeLong((1L << 40) + index);
+        bytes.writeDouble(index + 0.5);
+        bytes.writeBoolean(index % 2 == 0);
+        bytes.writeShort((short) -(100 + index));
+        bytes.writeChar('\u00e9');
+        bytes.writeFloat(index * 0.25f);
+        bytes.writeByte((byte) -index);
+        bytes.writeBytes(new byte[] {0, 1, 2, (byte) 0xff, (byte) g, (byte) index, 0});
+    }
+
+    /** The values writeTyped wrote, read back in order; ["unreadable", why] otherwise. */
+    static List<Object> readTyped(BytesMessage bytes) {
+        List<Object> values = new ArrayList<>();
+        try {
+            bytes.reset();
+            values.add(bytes.readInt());
+            values.add(bytes.readUTF());
+            values.add(bytes.readLong());
+            values.add(bytes.readDouble());
+            values.add(bytes.readBoolean());
+            values.add(bytes.readShort());
+            values.add(String.valueOf(bytes.readChar()));
+            values.add((double) bytes.readFloat());
+            values.add(bytes.readByte());
+            byte[] rest = new byte[7];
+            int count = bytes.readBytes(rest);
+            values.add(Base64.getEncoder().encodeToString(Arrays.copyOf(rest, Math.max(count, 0))));
+        } catch (Exception e) {
+            return List.of("unreadable", String.valueOf(e));
+        }
+        return values;
     }
 
     // ------------------------------------------------------------------ consume
@@ -337,6 +375,7 @@ public final class Interop {
             bytes.readBytes(data);
             rec.put("type", "bytes");
             rec.put("body", Base64.getEncoder().encodeToString(data));
+            rec.put("typed", readTyped(bytes));
         } else if (message instanceof MapMessage map) {
             Map<String, Object> body = new TreeMap<>();
             for (String name : names(map.getMapNames())) {
