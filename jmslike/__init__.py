@@ -5,6 +5,7 @@ read docs/ordering.md for the ordering-group rules (ORD-1..ORD-20). This module 
 re-exports the public names; ``__all__`` is pinned by a test.
 """
 
+from jmslike.completion import CompletionListener
 from jmslike.config import FactorySettings
 from jmslike.connection import Connection, ConnectionFactory
 from jmslike.consumer import MessageConsumer, QueueBrowser
@@ -48,6 +49,7 @@ __all__ = [
     "AcknowledgeInDoubtError",
     "BytesMessage",
     "Capabilities",
+    "CompletionListener",
     "ConfigurationError",
     "Connection",
     "ConnectionFactory",

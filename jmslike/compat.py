@@ -97,6 +97,7 @@ __all__ = [
     "JMSProducer",
     "JMSRuntimeException",
     "JMSSecurityRuntimeException",
+    "JavaCompletionListener",
     "Kind",
     "MapMessage",
     "Message",
@@ -150,9 +151,12 @@ class Kind(enum.Enum):
     RECEIVE_MS = "receives, waiting milliseconds, with"
     """``receive()``/``receive(0)`` wait for ever; ``receive(ms)`` waits ms/1000 s."""
     SEND = "sends (Java overloads, time to live in ms) with"
-    """``send([destination,] message[, deliveryMode, priority, timeToLive])``."""
+    """``send([destination,] message[, deliveryMode, priority, timeToLive][,
+    completionListener])``."""
     SESSION = "creates a session (Java overloads) with"
     """``createSession()``, ``createSession(sessionMode)``, ``createSession(tx, ack)``."""
+    COMPLETION = "sets a Java CompletionListener (onCompletion/onException) through"
+    """``setAsync(listener)``: a Java-style listener object, or None."""
     LISTENER = "sets a callable or an object with an on... method through"
     """A callable, or a Java-style listener object (``onMessage``/``onException``)."""
     ENUMERATION = "returns as a java.util.Enumeration the list of"
@@ -391,6 +395,8 @@ JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
         "getJMSType": ("get_jms_type", K.METHOD),
         "setJMSReplyTo": ("set_jms_reply_to", K.METHOD),
         "getJMSReplyTo": ("get_jms_reply_to", K.METHOD),
+        "setAsync": ("set_async", K.COMPLETION),
+        "getAsync": ("get_async", K.METHOD),
         "setOrderingGroup": ("set_ordering_group", K.METHOD),  # jmslike's (ORD-5)
         "getOrderingGroup": ("get_ordering_group", K.METHOD),
     },
@@ -664,11 +670,49 @@ def _receive_ms(java: str, attr: str) -> Generated:
     return receive
 
 
+class JavaCompletionListener:
+    """A Java-style ``CompletionListener`` (``onCompletion``/``onException``) as jmslike
+    calls one (``on_completion``/``on_exception``)."""
+
+    def __init__(self, java: Any) -> None:
+        self.java = java
+
+    def __repr__(self) -> str:
+        return f"JavaCompletionListener({self.java!r})"
+
+    def on_completion(self, message: Message) -> None:
+        self.java.onCompletion(message)
+
+    def on_exception(self, message: Message, exception: JMSException) -> None:
+        self.java.onException(message, exception)
+
+
+def _completion_listener(listener: Any) -> Any:
+    """A listener with Java's method names wrapped; anything else as it is (jmslike
+    checks it and names what is missing)."""
+    if hasattr(listener, "onCompletion") and not hasattr(listener, "on_completion"):
+        return JavaCompletionListener(listener)
+    return listener
+
+
+def _completion(java: str, attr: str) -> Generated:
+    def set_(self: Any, listener: Any) -> Any:
+        if listener is not None:
+            listener = _completion_listener(listener)
+        return as_java(getattr(_real(self), attr)(listener))
+
+    return set_
+
+
 def _send(java: str, attr: str) -> Generated:
     def send(self: Any, *args: Any, **kwargs: Any) -> Any:
         if args and not isinstance(args[0], Message):  # send(destination, message, ...)
             kwargs = {**kwargs, "destination": args[0]}
             args = args[1:]
+        if len(args) in (2, 5) and not isinstance(args[-1], (int, float)):
+            # send(..., completionListener): JMS 2.0's asynchronous send
+            kwargs = {**kwargs, "completion_listener": _completion_listener(args[-1])}
+            args = args[:-1]
         if len(args) == 4:
             message, mode, priority, ttl = args
             args = (message,)
@@ -681,7 +725,7 @@ def _send(java: str, attr: str) -> Generated:
         elif len(args) != 1:
             raise InvalidArgumentError(
                 f"{java}: call send([destination,] message[, deliveryMode, priority, "
-                "timeToLive]) with the time to live in milliseconds"
+                "timeToLive][, completionListener]) with the time to live in milliseconds"
             )
         return getattr(_real(self), attr)(*args, **kwargs)
 
@@ -810,6 +854,7 @@ _GENERATORS: dict[Kind, Callable[[str, str], Generated]] = {
     K.SEND: _send,
     K.SESSION: _session,
     K.LISTENER: _listener,
+    K.COMPLETION: _completion,
     K.ENUMERATION: _enumeration,
     K.BODY: _body,
     K.MAP_GET: _map_get,
@@ -828,6 +873,7 @@ _CALLS_A_METHOD = frozenset(
         K.SEND,
         K.SESSION,
         K.LISTENER,
+        K.COMPLETION,
         K.ENUMERATION,
         K.MAP_GET,
         K.MAP_SET,

@@ -343,7 +343,9 @@ class Connection:
         """Pause delivery; returns once running listeners have finished (JMS stop)."""
         self._check_open()
         if self._in_own_listener():
-            raise IllegalStateError("a connection cannot be stopped from its own message listener")
+            raise IllegalStateError(
+                "a connection cannot be stopped from its own message or completion listener"
+            )
         with self._start_cond:
             self._started = False
         self._provider.stop()
@@ -356,8 +358,11 @@ class Connection:
             return self._start_cond.wait_for(lambda: self._started or self._closed, timeout)
 
     def _in_own_listener(self) -> bool:
+        """On a thread that runs this connection's listeners (message or completion)."""
         return any(
-            s._dispatcher is not None and s._dispatcher.in_dispatcher() for s in self._sessions
+            (s._dispatcher is not None and s._dispatcher.in_dispatcher())
+            or (s._completions is not None and s._completions.in_callback())
+            for s in self._sessions
         )
 
     @property
@@ -377,7 +382,9 @@ class Connection:
         if self._closed:
             return
         if self._in_own_listener():
-            raise IllegalStateError("a connection cannot be closed from its own message listener")
+            raise IllegalStateError(
+                "a connection cannot be closed from its own message or completion listener"
+            )
         with self._start_cond:
             self._started = False
             self._start_cond.notify_all()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from jmslike.completion import CompletionListener, check_completion_listener
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import InvalidArgumentError
 from jmslike.message import (
@@ -63,6 +64,7 @@ class JMSProducer:
         self._correlation_id: str | None = None
         self._type: str | None = None
         self._reply_to: Destination | None = None
+        self._completion_listener: CompletionListener | None = None
 
     def __repr__(self) -> str:
         group = self._producer.ordering_group
@@ -84,8 +86,22 @@ class JMSProducer:
             message.jms_type = self._type
         if self._reply_to is not None:
             message.jms_reply_to = self._reply_to
-        self._producer.send(message, destination=destination)
+        self._producer.send(
+            message, destination=destination, completion_listener=self._completion_listener
+        )
         return self
+
+    def set_async(self, completion_listener: CompletionListener | None) -> JMSProducer:
+        """Make later sends asynchronous, answered to ``completion_listener`` in send order
+        on the context's completion thread (:mod:`jmslike.completion`); None: synchronous
+        again (JMS 2.0 ``setAsync``)."""
+        if completion_listener is not None:
+            completion_listener = check_completion_listener(completion_listener)
+        self._completion_listener = completion_listener
+        return self
+
+    def get_async(self) -> CompletionListener | None:
+        return self._completion_listener
 
     # -------------------------------------------------------- QoS settings
     def set_delivery_mode(self, delivery_mode: int) -> JMSProducer:

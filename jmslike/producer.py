@@ -11,6 +11,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING
 
+from jmslike.completion import CompletionListener, check_completion_listener
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import (
     ConnectionFailedError,
@@ -189,12 +190,19 @@ class MessageProducer:
         *,
         destination: Destination | str | None = None,
         delivery_delay: float | None = None,
+        completion_listener: CompletionListener | None = None,
     ) -> None:
         """Send ``message``; arguments left None take the producer's defaults.
 
         On return the message's JMS headers (id, timestamp, destination, expiration...)
         are set on ``message``, which the caller may reuse. A persistent send returns once
         the broker has the message (in a transacted session: at commit).
+
+        With ``completion_listener`` the send is asynchronous (JMS 2.0): it may return
+        before the broker answered, and the listener's ``on_completion(message)`` or
+        ``on_exception(message, error)`` runs later on the session's completion thread,
+        in send order. The caller must leave ``message`` alone until then
+        (:mod:`jmslike.completion`).
         """
         if self._closed:
             raise IllegalStateError("producer is closed")
@@ -235,6 +243,8 @@ class MessageProducer:
                 f"delivery_delay={delay}: {connection.capabilities.broker} cannot "
                 "delay delivery while keeping group order (capability delivery_delay)"
             )
+        if completion_listener is not None:
+            completion_listener = check_completion_listener(completion_listener)
         binding = self._binding
         if binding is None and GROUP_ID in message._properties:
             check_message_group(message)
@@ -252,10 +262,30 @@ class MessageProducer:
         if binding is not None:
             binding.stamp(message)
         chain = connection._send_chain
-        if chain is None:
+        if completion_listener is not None:
+            self._send_async(target, message, completion_listener)
+        elif chain is None:
             self._provider.send(target, message)
         else:
             chain(SendContext(connection, session, target, message))
+
+    def _send_async(
+        self, target: Destination, message: Message, listener: CompletionListener
+    ) -> None:
+        session = self._session
+        connection = session._connection
+        completions = session._completions_for()
+        entry = completions.add(message, listener)
+        try:
+            chain = connection._send_chain
+            if chain is None:
+                self._provider.send_async(target, message, completions.finisher(entry))
+            else:  # interceptors see a send as one call: it is answered when they return
+                chain(SendContext(connection, session, target, message))
+                completions.finisher(entry)(None)
+        except BaseException:
+            completions.withdraw(entry)  # raised here, so the listener is not called
+            raise
 
     def _target(self, destination: Destination | str | None) -> Destination:
         if destination is None:

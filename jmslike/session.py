@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jmslike._dispatch import SessionDispatcher
+from jmslike.completion import Completions
 from jmslike.config import UNIT_OF_ORDER_SESSION
 from jmslike.consumer import Buffered, MessageConsumer, MessageListener, QueueBrowser
 from jmslike.destination import (
@@ -148,6 +149,7 @@ class Session:
         application dropped without closing (a JMS 2.0 ``JMSProducer`` has no ``close``, so
         ``context.create_producer().send(...)`` per message is the idiom) is not kept."""
         self._dispatcher: SessionDispatcher | None = None
+        self._completions: Completions | None = None
         self._lock = threading.RLock()
         self._closed = False
         self._group_name: str | None = None
@@ -745,6 +747,7 @@ class Session:
         self._check_open()
         if not self.transacted:
             raise TransactionInProgressError("commit() on a session that is not transacted")
+        self._await_sends("commit()")
         held = self._take_all_held()
         try:
             self._provider.commit([h.token for h in held])
@@ -770,8 +773,25 @@ class Session:
         self._check_open()
         if not self.transacted:
             raise TransactionInProgressError("rollback() on a session that is not transacted")
+        self._await_sends("rollback()")
         self._provider.rollback()
         self._redeliver(self._take_all_held())
+
+    def _completions_for(self) -> Completions:
+        """The session's asynchronous sends (JMS 2.0), made at the first one."""
+        completions = self._completions
+        if completions is None:
+            with self._lock:
+                if self._completions is None:
+                    self._completions = Completions(f"jmslike-completions-{self._id}")
+                completions = self._completions
+        return completions
+
+    def _await_sends(self, what: str) -> None:
+        """Before a commit, rollback or close: every asynchronous send answered (JMS 2.0)."""
+        completions = self._completions
+        if completions is not None:
+            completions.wait_idle(self._settings.request_timeout, what)
 
     def _take_all_held(self) -> list[_Held]:
         with self._lock:
@@ -911,6 +931,9 @@ class Session:
         dispatcher = self._dispatcher
         if dispatcher is not None and dispatcher.in_dispatcher():
             raise IllegalStateError("a session cannot be closed from its own message listener")
+        self._await_sends("close()")
+        if self._completions is not None:
+            self._completions.close()
         if dispatcher is not None:
             for consumer in list(self._consumers):
                 consumer._listener = None

@@ -241,6 +241,20 @@ class ProviderSession(abc.ABC):
         pipeline non-persistent sends.
         """
 
+    def send_async(
+        self,
+        destination: Destination,
+        message: Message,
+        done: Callable[[BaseException | None], None],
+    ) -> None:
+        """Send as :meth:`send`, but a provider may return before the broker answered and
+        call ``done`` later, from any thread, with None (the broker has it) or the error
+        (JMS 2.0 asynchronous send). Raise what can be known before the message is
+        written, and then never call ``done``. Sends of one session must still reach the
+        broker in the order of the calls (ORD-1). Default: ``send``, then ``done(None)``."""
+        self.send(destination, message)
+        done(None)
+
     @abc.abstractmethod
     def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         """Subscribe as ``spec`` says; deliveries go to ``sink`` once credit is granted

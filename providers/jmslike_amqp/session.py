@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
@@ -106,20 +106,44 @@ class AmqpSession(ProviderSession):
             self._txn = self.connection.transport.declare(self._coordinator)
         return self._txn
 
-    def send(self, destination: Destination, message: Message) -> None:
+    def _check_target(self, destination: Destination) -> None:
         self.connection.check_temporary(destination, consuming=False)
         if self.connection.broker == "artemis":
             refuse_artemis_wildcards(destination, self.connection.transport.address)
+
+    def send(self, destination: Destination, message: Message) -> None:
+        self._check_target(destination)
         if self.transacted and self._coordinator is None:
             self._pending.append((destination, message))
             return
         self._transfer(destination, message, confirm=message.jms_delivery_mode == PERSISTENT)
 
+    def send_async(
+        self,
+        destination: Destination,
+        message: Message,
+        done: Callable[[BaseException | None], None],
+    ) -> None:
+        if self.transacted or message.jms_delivery_mode != PERSISTENT:
+            super().send_async(destination, message, done)  # nothing to wait for now
+            return
+        self._check_target(destination)
+        # The transfer is made in order with every other send of the connection; only
+        # the broker's outcome is waited for elsewhere (JMS 2.0 asynchronous send).
+        self._transfer(destination, message, confirm=True, done=done)
+
     def _transfer(
-        self, destination: Destination, message: Message, *, confirm: bool, alone: bool = False
+        self,
+        destination: Destination,
+        message: Message,
+        *,
+        confirm: bool,
+        alone: bool = False,
+        done: Callable[[BaseException | None], None] | None = None,
     ) -> None:
         """Send now: in the session's transaction if there is one (its discharge
-        confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``."""
+        confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``
+        (or handing it to ``done``)."""
         connection = self.connection
         address = connection.address_of(destination)
         sender = self._senders.get(address)
@@ -143,7 +167,9 @@ class AmqpSession(ProviderSession):
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
         try:
-            connection.transport.send(sender, outgoing, confirm=confirm and txn is None, txn=txn)
+            connection.transport.send(
+                sender, outgoing, confirm=confirm and txn is None, txn=txn, done=done
+            )
         except ConnectionFailedError as exc:
             body = outgoing.body
             note = size_note(len(body)) if isinstance(body, (bytes, str)) else ""

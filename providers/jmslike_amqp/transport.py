@@ -184,12 +184,19 @@ class AmqpTransport(ConnectionLifecycle):
 
     # ---------------------------------------------------------------- sending
     def send(
-        self, sender: LinkHandle, message: Encodable, *, confirm: bool, txn: Any = None
+        self,
+        sender: LinkHandle,
+        message: Encodable,
+        *,
+        confirm: bool,
+        txn: Any = None,
+        done: Callable[[BaseException | None], None] | None = None,
     ) -> None:
         """Send ``message`` (a ``proton.Message``, or jmslike's own encoding of one); with
         ``confirm``, wait for the broker's outcome (accepted, or an error naming the
-        refusal). In transaction ``txn`` nothing is waited for: the discharge confirms
-        every transfer of the transaction at once."""
+        refusal), or with ``done`` too return at once and pass the outcome to ``done``
+        (None, or the error) on the connection's thread. In transaction ``txn`` nothing
+        is waited for: the discharge confirms every transfer of the transaction at once."""
         # Encoded here, not on the connection's thread, which every send and receive of the
         # connection shares.
         data = message.encode()
@@ -226,8 +233,12 @@ class AmqpTransport(ConnectionLifecycle):
             if not outcome.done():
                 outcome.set_exception(exc)
 
+        if done is not None:
+            outcome.add_done_callback(lambda answered: done(answered.exception()))
         # Posted, not called: the only wait is for the broker's outcome.
         self.post(transfer, failed)
+        if done is not None:
+            return
         try:
             self._await(outcome, f"settle a send to {sender.address!r}")
         except ConnectionFailedError as exc:

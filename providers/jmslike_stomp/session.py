@@ -103,6 +103,29 @@ class StompSession(ProviderSession):
         self.transport.frame("BEGIN", {"transaction": self._tx}, confirm=False)
 
     def send(self, destination: Destination, message: Message) -> None:
+        self._send(destination, message)
+
+    def send_async(
+        self,
+        destination: Destination,
+        message: Message,
+        done: Callable[[BaseException | None], None],
+    ) -> None:
+        if self.transacted or message.jms_delivery_mode != DeliveryMode.PERSISTENT:
+            super().send_async(destination, message, done)  # nothing to wait for now
+            return
+
+        def answered(error: JMSException | None) -> None:
+            done(_in_doubt(destination, error) if isinstance(error, UnconfirmedError) else error)
+
+        self._send(destination, message, answered)
+
+    def _send(
+        self,
+        destination: Destination,
+        message: Message,
+        done: Callable[[JMSException | None], None] | None = None,
+    ) -> None:
         if destination.is_temporary and destination.name in _DELETED_TEMPORARY:
             raise InvalidDestinationError(
                 f"{destination} was deleted with the connection that created it"
@@ -126,15 +149,13 @@ class StompSession(ProviderSession):
                 headers,
                 body,
                 confirm=persistent and self._tx is None,
+                done=done,
                 later=not persistent
                 and self._tx is None
                 and headers["destination"].startswith("/amq/queue/"),
             )
         except UnconfirmedError as exc:
-            raise SendInDoubtError(
-                f"STOMP SEND to {destination} was written and not confirmed: the broker may "
-                f"have stored it ({exc})"
-            ) from exc
+            raise _in_doubt(destination, exc) from exc
 
     def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         """A subscription; ``spec.window`` (messages) overrides the session's own window (a
@@ -567,3 +588,10 @@ class StompSession(ProviderSession):
 
     def unsubscribe(self, name: str) -> None:
         self.connection.delete_durable(name)
+
+
+def _in_doubt(destination: Destination, unconfirmed: UnconfirmedError) -> SendInDoubtError:
+    return SendInDoubtError(
+        f"STOMP SEND to {destination} was written and not confirmed: the broker may have "
+        f"stored it ({unconfirmed})"
+    )

@@ -157,13 +157,24 @@ class UnconfirmedError(ConnectionFailedError):
 
 
 class _Waiter:
-    __slots__ = ("error", "event", "what")
+    __slots__ = ("done", "error", "event", "what")
 
-    def __init__(self, what: str) -> None:
+    def __init__(
+        self, what: str, done: Callable[[JMSException | None], None] | None = None
+    ) -> None:
         self.event = threading.Event()
         self.error: JMSException | None = None
         self.what = what
         """The frame waited for, for messages: ``SEND to /queue/orders``."""
+        self.done = done
+        """Told the answer where nobody waits (an asynchronous send)."""
+
+    def settle(self, error: JMSException | None = None) -> None:
+        """The broker answered (a RECEIPT, or ``error``), or the connection was lost."""
+        self.error = error
+        self.event.set()
+        if self.done is not None:
+            self.done(error)
 
 
 def _plain_send_lock(conn: stomp.Connection12) -> None:
@@ -422,7 +433,7 @@ class StompTransport:
     def on_receipt(self, frame: Any) -> None:
         waiter = self._waiters.pop(frame.headers.get("receipt-id", ""), None)
         if waiter is not None:
-            waiter.event.set()
+            waiter.settle()
 
     def on_error(self, frame: Any) -> None:
         message = frame.headers.get("message", "error")
@@ -436,8 +447,7 @@ class StompTransport:
         self._errors += 1
         waiter = self._waiters.pop(frame.headers.get("receipt-id", ""), None)
         if waiter is not None:
-            waiter.error = error
-            waiter.event.set()
+            waiter.settle(error)
             return
         # An ERROR that names no receipt (RabbitMQ's, for one) answers the oldest frame the
         # broker has not confirmed yet (it handles frames in order, and would have sent the
@@ -446,8 +456,7 @@ class StompTransport:
             oldest = next(iter(self._waiters), None)
             pending = self._waiters.pop(oldest) if oldest is not None else None
         if pending is not None:
-            pending.error = error
-            pending.event.set()
+            pending.settle(error)
             return
         self._on_exception(error)
 
@@ -458,12 +467,13 @@ class StompTransport:
         with self._lock:
             waiters, self._waiters = list(self._waiters.values()), {}
         for waiter in waiters:
-            waiter.error = UnconfirmedError(
-                f"STOMP connection to {self.address} was lost before the broker confirmed "
-                f"{waiter.what} (a broker that refuses a frame may just drop the connection: "
-                "see its log)"
+            waiter.settle(
+                UnconfirmedError(
+                    f"STOMP connection to {self.address} was lost before the broker confirmed "
+                    f"{waiter.what} (a broker that refuses a frame may just drop the "
+                    "connection: see its log)"
+                )
             )
-            waiter.event.set()
         if not was or self.closing:
             return
         if self.quiet:
@@ -539,10 +549,13 @@ class StompTransport:
         *,
         confirm: bool,
         later: bool = False,
+        done: Callable[[JMSException | None], None] | None = None,
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
         With ``later`` ask for the RECEIPT without waiting: :meth:`settle` (and close)
-        waits for all of them. While a reconnect is under way, wait for it first (up to
+        waits for all of them. With ``done`` (and ``confirm``) return once the frame is
+        written and hand the answer to ``done`` (an asynchronous send), on the thread that
+        reads the connection. While a reconnect is under way, wait for it first (up to
         the timeout)."""
         generation = self.generation
         if not self.connected and not self._back.is_set() and not self.closing:
@@ -551,7 +564,7 @@ class StompTransport:
         if acknowledging and self.generation != generation:
             return  # for a delivery of the lost connection: the broker delivers it again
         try:
-            self._send(command, headers, body, confirm=confirm, later=later)
+            self._send(command, headers, body, confirm=confirm, later=later, done=done)
         except ConnectionFailedError:
             if acknowledging and self.reconnects and not confirm:
                 log.debug("STOMP %s lost with the connection to %s", command, self.address)
@@ -611,7 +624,14 @@ class StompTransport:
         return self._reconnect.attempts != 0
 
     def _send(
-        self, command: str, headers: dict[str, str], body: bytes, *, confirm: bool, later: bool
+        self,
+        command: str,
+        headers: dict[str, str],
+        body: bytes,
+        *,
+        confirm: bool,
+        later: bool,
+        done: Callable[[JMSException | None], None] | None = None,
     ) -> None:
         if not self.connected:
             raise ConnectionFailedError(
@@ -627,7 +647,7 @@ class StompTransport:
             receipt = f"r{self.next_id()}"
             headers = {**headers, "receipt": receipt}
             what = command + (f" to {headers['destination']}" if "destination" in headers else "")
-            waiter = self._waiters[receipt] = _Waiter(what)
+            waiter = self._waiters[receipt] = _Waiter(what, done)
         errors_before = self._errors
         try:
             wire = self._wire
@@ -639,7 +659,12 @@ class StompTransport:
                     # An ACK or NACK nobody waits for goes with the next write (wire.py).
                     wait = waiter is not None or command not in _UNWAITED
                     wire.write(frame, wait=wait)
-                    if waiter is not None and not later and command not in _NOT_PUSHED:
+                    if (
+                        waiter is not None
+                        and not later
+                        and done is None  # sends that follow will carry it out
+                        and command not in _NOT_PUSHED
+                    ):
                         wire.push()
             else:
                 self._conn.send_frame(command, headers, body)
@@ -658,6 +683,8 @@ class StompTransport:
             ) from exc
         if later and waiter is not None:
             self._later.append(waiter)
+            return
+        if done is not None:
             return
         if waiter is not None:
             if not waiter.event.wait(self._timeout):

@@ -29,6 +29,7 @@ EXPECTED_ALL = [
     "AcknowledgeInDoubtError",
     "BytesMessage",
     "Capabilities",
+    "CompletionListener",
     "ConfigurationError",
     "Connection",
     "ConnectionFactory",

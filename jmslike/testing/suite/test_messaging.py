@@ -1316,3 +1316,113 @@ def test_redelivered_headers_are_as_sent_after_receiver_changed_them(connection,
     again = consumer.receive(2.0)
     assert again.jms_redelivered is True
     assert (again.jms_correlation_id, again.jms_type) == ("corr", "T")
+
+
+# ------------------------------------------------------------------ asynchronous send
+
+
+class _Answers:
+    """A completion listener that notes each answer and the thread it came on."""
+
+    def __init__(self, on_answer=None) -> None:
+        self.got: list[tuple[str, str]] = []
+        self.threads: set[str] = set()
+        self._on_answer = on_answer
+
+    def on_completion(self, message) -> None:
+        self._note(message, "ok")
+
+    def on_exception(self, message, exception) -> None:
+        self._note(message, f"error: {exception}")
+
+    def _note(self, message, outcome: str) -> None:
+        self.threads.add(threading.current_thread().name)
+        self.got.append((message.text, outcome))
+        if self._on_answer is not None:
+            self._on_answer(message)
+
+
+def test_async_sends_are_answered_in_send_order_before_close_returns(
+    make_connection, unique, drain
+) -> None:
+    """API: ``producer.send(message, completion_listener=...)`` (JMS 2.0 asynchronous
+    send): each persistent send is answered once, in send order across two destinations,
+    on a thread other than the sender's, and all before the session's ``close`` returns;
+    the messages arrive in send order, a group's with its sequence (ORD-1)."""
+    queues = [f"queue://{unique('async-a')}", f"queue://{unique('async-b')}"]
+    sender = make_connection()
+    session = sender.create_session()
+    producers = [session.create_producer(q) for q in queues]
+    producers[0].enable_ordering_group("g")
+    answers = _Answers()
+    count = 60
+    for i in range(count):
+        message = session.create_text_message(str(i))
+        producers[i % 2].send(message, completion_listener=answers)
+    session.close()
+    assert answers.got == [(str(i), "ok") for i in range(count)]
+    assert threading.current_thread().name not in answers.threads
+    receiver = make_connection()
+    consumers = [receiver.create_session().create_consumer(q) for q in queues]
+    receiver.start()
+    first, second = (drain(c) for c in consumers)
+    assert [m.text for m in first] == [str(i) for i in range(0, count, 2)]
+    assert [m.text for m in second] == [str(i) for i in range(1, count, 2)]
+    assert [m.get_int_property("JMSXGroupSeq") for m in first] == list(range(1, count // 2 + 1))
+
+
+def test_async_send_in_a_transaction_is_answered_before_commit_returns(
+    make_connection, unique, drain
+) -> None:
+    """API: asynchronous sends in a transacted session are answered before ``commit``
+    (or ``rollback``) returns; what was rolled back never arrives (ORD-8)."""
+    queue = f"queue://{unique('async-tx')}"
+    conn = make_connection()
+    session = conn.create_session(transacted=True)
+    producer = session.create_producer(queue)
+    answers = _Answers()
+    for text in ("a", "b"):
+        producer.send(session.create_text_message(text), completion_listener=answers)
+    session.commit()
+    assert answers.got == [("a", "ok"), ("b", "ok")]
+    producer.send(session.create_text_message("dropped"), completion_listener=answers)
+    session.rollback()
+    assert answers.got[-1] == ("dropped", "ok")
+    producer.send(session.create_text_message("c"), completion_listener=answers)
+    session.commit()
+    consumer = conn.create_session().create_consumer(queue)
+    conn.start()
+    assert [m.text for m in drain(consumer)] == ["a", "b", "c"]
+
+
+def test_async_send_bad_listener_or_closing_from_a_callback_is_refused(
+    make_connection, unique, drain
+) -> None:
+    """API: a completion listener without ``on_completion``/``on_exception`` is refused
+    with InvalidArgumentError naming it, before anything is sent; a callback that closes
+    its own session or connection gets IllegalStateError (JMS 2.0), and the session
+    still closes afterwards."""
+    queue = f"queue://{unique('async-bad')}"
+    conn = make_connection()
+    session = conn.create_session()
+    producer = session.create_producer(queue)
+    with pytest.raises(jmslike.InvalidArgumentError, match="on_completion"):
+        producer.send(session.create_text_message("never"), completion_listener=print)
+    refused: list[str] = []
+
+    def close_from_callback(_message) -> None:
+        for what in (session.close, conn.close, conn.stop, session.commit):
+            try:
+                what()
+            except jmslike.JMSException as exc:
+                refused.append(type(exc).__name__)
+
+    answers = _Answers(close_from_callback)
+    producer.send(session.create_text_message("sent"), completion_listener=answers)
+    session.close()
+    assert answers.got == [("sent", "ok")]
+    # commit on a session that is not transacted is refused for that reason instead.
+    assert refused == ["IllegalStateError"] * 3 + ["TransactionInProgressError"]
+    consumer = conn.create_session().create_consumer(queue)
+    conn.start()
+    assert [m.text for m in drain(consumer)] == ["sent"]
