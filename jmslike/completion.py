@@ -118,7 +118,8 @@ class Completions:
                 return
             entry.finished = True
             entry.error = error
-            self._cond.notify_all()
+            if self._pending and self._pending[0] is entry:  # else the head holds it back
+                self._cond.notify_all()
 
     def in_callback(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
@@ -155,6 +156,7 @@ class Completions:
     def _run(self) -> None:
         cond = self._cond
         pending = self._pending
+        answered: list[_Pending] = []
         while True:
             with cond:
                 self._calling = False
@@ -165,9 +167,12 @@ class Completions:
                 if not pending:
                     self._thread = None
                     return  # closed, nothing left
-                entry = pending.popleft()
+                answered.clear()  # every answered one at the head: one wake-up for a run
+                while pending and pending[0].finished:
+                    answered.append(pending.popleft())
                 self._calling = True
-            self._call(entry)
+            for entry in answered:
+                self._call(entry)
 
     @staticmethod
     def _call(entry: _Pending) -> None:

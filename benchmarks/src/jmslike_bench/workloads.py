@@ -36,6 +36,10 @@ class Workload:
     """Ordering groups the messages are spread over, round-robin (0: none)."""
     consumers: int = 1
     """Competing consumers (COMPETING) or the container's concurrency (CONTAINER)."""
+    pipelined: bool = False
+    """Persistent sends that overlap their round trips: jmslike's asynchronous send (JMS
+    2.0, a CompletionListener), raw sends that wait for the broker's answers as they come
+    (Proton) or for the last one's receipt (stomp.py)."""
     description: str = ""
 
     @property
@@ -50,6 +54,13 @@ WORKLOADS: dict[str, Workload] = {
         Workload("receive", Kind.RECEIVE, description="receive N (what send wrote)"),
         Workload("send-p", Kind.SEND, True, description="send N, persistent"),
         Workload("receive-p", Kind.RECEIVE, True, description="receive N persistent ones"),
+        Workload(
+            "send-pa",
+            Kind.SEND,
+            True,
+            pipelined=True,
+            description="send N, persistent, asynchronous (JMS 2.0 CompletionListener)",
+        ),
         Workload("sendrecv", Kind.SEND_RECEIVE, description="send and receive at once"),
         Workload("sendrecv-p", Kind.SEND_RECEIVE, True, description="the same, persistent"),
         Workload("unordered-4", Kind.COMPETING, consumers=4, description="4 consumers, no groups"),
@@ -90,6 +101,8 @@ class Sizes:
     """Non-persistent throughput lines: enough that a run lasts a second or more on every
     broker, so that start-up and the first round trips do not set the figure."""
     persistent_count: int = 500
+    pipelined_count: int = 5_000
+    """Persistent sends that overlap: the broker syncs its journal for many at once."""
     latency_count: int = 1_000
     rate: float = 500.0
     """Offered rate of the latency workload, messages per second."""
@@ -103,6 +116,8 @@ class Sizes:
             return self.latency_count
         if workload.kind is Kind.CONTAINER:
             return self.container_count
+        if workload.pipelined:
+            return self.pipelined_count
         return self.persistent_count if workload.persistent else self.count
 
     @property
@@ -113,6 +128,7 @@ class Sizes:
 QUICK = Sizes(
     count=200,
     persistent_count=50,
+    pipelined_count=50,
     latency_count=100,
     rate=200.0,
     container_count=200,

@@ -88,6 +88,10 @@ class JavaRunner(Runner):
                 urllib.parse.unquote(login.password or ""),
             ]
 
+    def supports(self, workload: Workload) -> bool:
+        """Not the asynchronous send: the Java bench sends synchronously only."""
+        return super().supports(workload) and not workload.pipelined
+
     def _queue(self, queue: str) -> str:
         # RabbitMQ's AMQP 1.0 plugin: /queue/x from Qpid JMS declares a non-durable queue;
         # jmslike's are durable (jmslike_amqp.durability), so the same guarantee here: a

@@ -71,7 +71,9 @@ class JmslikeRunner(Runner):
         count = self.sizes.count_for(workload)
         kind = workload.kind
         if kind is Kind.SEND:
-            return Measurement(self._send(queue, count, workload.persistent))
+            return Measurement(
+                self._send(queue, count, workload.persistent, pipelined=workload.pipelined)
+            )
         if kind is Kind.RECEIVE:
             return Measurement(self._receive(queue, count))
         if kind is Kind.SEND_RECEIVE:
@@ -83,9 +85,12 @@ class JmslikeRunner(Runner):
         return Measurement(self._container(queue, count, workload))
 
     # ------------------------------------------------------------------ workloads
-    def _send(self, queue: str, count: int, persistent: bool, groups: int = 0) -> float:
+    def _send(
+        self, queue: str, count: int, persistent: bool, groups: int = 0, *, pipelined: bool = False
+    ) -> float:
         """msg/s through ``MessageProducer.send`` until the connection is closed (its
-        DISCONNECT receipt or close frame confirms the broker read every send)."""
+        DISCONNECT receipt or close frame confirms the broker read every send); with
+        ``pipelined``, asynchronous sends, whose answers the close waits for."""
         mode = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
         body = self.sizes.body
         connection = self.factory.create_connection()
@@ -97,11 +102,22 @@ class JmslikeRunner(Runner):
                 for index, producer in enumerate(producers):
                     producer.enable_ordering_group(f"group-{index}")
             width = len(producers)
+            answers = _Answers() if pipelined else None
             started = time.perf_counter()
             for index in range(count):
-                producers[index % width].send(session.create_text_message(body), delivery_mode=mode)
+                producers[index % width].send(
+                    session.create_text_message(body),
+                    delivery_mode=mode,
+                    completion_listener=answers,
+                )
             connection.close()
-            return count / (time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            if answers is not None and (answers.completed != count or answers.failed):
+                raise RuntimeError(
+                    f"jmslike: {answers.completed} of {count} sends completed, "
+                    f"first failure: {answers.failed[:1]}"
+                )
+            return count / elapsed
         finally:
             connection.close()
 
@@ -209,3 +225,17 @@ class JmslikeRunner(Runner):
             done.wait("jmslike container")
             elapsed = time.perf_counter() - started
         return count / elapsed
+
+
+class _Answers:
+    """The asynchronous sends' CompletionListener: counts what the broker confirmed."""
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self.failed: list[BaseException] = []
+
+    def on_completion(self, message: Message) -> None:
+        self.completed += 1
+
+    def on_exception(self, message: Message, exception: BaseException) -> None:
+        self.failed.append(exception)

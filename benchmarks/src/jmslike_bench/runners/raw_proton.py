@@ -53,6 +53,7 @@ class _Job(MessagingHandler):
         to_receive: int = 0,
         receivers: int = 1,
         persistent: bool = False,
+        pipelined: bool = False,
         groups: int = 0,
         interval: float = 0.0,
     ) -> None:
@@ -62,6 +63,8 @@ class _Job(MessagingHandler):
         self.to_send, self.to_receive = to_send, to_receive
         self.receivers = receivers
         self.persistent, self.groups, self.interval = persistent, groups, interval
+        self.one_at_a_time = persistent and not pipelined
+        """Wait for each message's outcome before the next (a synchronous JMS send)."""
         self.sent = self.confirmed = self.received = 0
         self.latencies: list[float] = []
         self.started = self.finished = 0.0
@@ -124,7 +127,7 @@ class _Job(MessagingHandler):
             return  # paced by on_timer_task
         sender = event.sender
         while sender.credit and self.sent < self.to_send:
-            if self.persistent and self.sent > self.confirmed:
+            if self.one_at_a_time and self.sent > self.confirmed:
                 return  # one in flight: the next goes on_accepted
             sender.send(self._message())
             self.sent += 1
@@ -256,7 +259,15 @@ class RawProtonRunner(Runner):
         persistent = workload.persistent
         kind = workload.kind
         if kind is Kind.SEND:
-            job = self._run(_Job(self, address, to_send=count, persistent=persistent))
+            job = self._run(
+                _Job(
+                    self,
+                    address,
+                    to_send=count,
+                    persistent=persistent,
+                    pipelined=workload.pipelined,
+                )
+            )
         elif kind is Kind.RECEIVE:
             job = self._run(_Job(self, address, to_receive=count))
         elif kind is Kind.SEND_RECEIVE:

@@ -339,9 +339,10 @@ class RawStompRunner(Runner):
         kind = workload.kind
         if kind is Kind.SEND:
             # A persistent send is confirmed message by message, the guarantee a
-            # persistent JMS send gives; a non-persistent one only at the end.
+            # persistent JMS send gives; a non-persistent or pipelined one only at the end.
+            sync = persistent and not workload.pipelined
             return Measurement(
-                raw_send(self.broker, queue, count, persistent, sync=persistent, body=body)
+                raw_send(self.broker, queue, count, persistent, sync=sync, body=body)
             )
         if kind is Kind.RECEIVE:
             return Measurement(raw_receive(self.broker, queue, count))
