@@ -604,8 +604,7 @@ class MessageConsumer:
                     if self._window_open:
                         # A fixed window (STOMP) asks for nothing more: what the broker
                         # had came long ago, unless this connection just sent something.
-                        sent = connection._sent_at / 1000.0 - time.time() + now
-                        deadline = max(deadline, sent + answer)
+                        deadline = max(deadline, connection._sent_done + answer)
                     remaining = deadline - now
                 if remaining is not None and remaining <= 0:
                     self._withdraw()

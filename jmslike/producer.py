@@ -268,6 +268,7 @@ class MessageProducer:
             self._provider.send(target, message)
         else:
             chain(SendContext(connection, session, target, message))
+        connection._sent_done = time.monotonic()
 
     def _send_async(
         self, target: Destination, message: Message, listener: CompletionListener
