@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from brokercases import CASES, case_url
@@ -366,6 +366,77 @@ def test_in_flight_persistent_send_raises_or_is_stored(setup: Setup) -> None:
         texts = [text for text, _ in _drain(consumer)]
     assert texts.count("before") == 1 and texts.count("after") == 1, texts
     assert texts.count("in-flight") <= 1, texts
+
+
+class _Told:
+    """A completion listener: each message's outcome, and when the last one came."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, BaseException | None] = {}
+        self.order: list[str] = []
+        self.all_told = threading.Event()
+        self.expected = 0
+
+    def on_completion(self, message: jmslike.Message) -> None:
+        self._tell(message, None)
+
+    def on_exception(self, message: jmslike.Message, exception: BaseException) -> None:
+        self._tell(message, exception)
+
+    def _tell(self, message: jmslike.Message, outcome: BaseException | None) -> None:
+        self.outcomes[message.text or ""] = outcome
+        self.order.append(message.text or "")
+        if len(self.order) == self.expected:
+            self.all_told.set()
+
+
+def test_in_flight_async_sends_are_told_in_doubt_or_stored(setup: Setup) -> None:
+    """Asynchronous persistent sends (JMS 2.0) on their way when the connection dies: each
+    is told, in send order, either completed (then it is stored, once) or
+    SendInDoubtError (it may be stored, at most once); none is left untold, so the
+    session's close returns; after the reconnect asynchronous sends work again."""
+    queue = f"queue://failover-async-{uuid.uuid4().hex[:8]}"
+    told = _Told()
+    in_flight = [f"in-flight-{n}" for n in range(5)]
+    told.expected = 1 + len(in_flight) + 1
+    factory = ConnectionFactory(setup.failover, request_timeout=10.0)
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(queue)
+        producer.delivery_mode = DeliveryMode.PERSISTENT
+        producer.send(session.create_text_message("before"), completion_listener=told)
+        _wait_until(lambda: "before" in told.outcomes)
+        setup.relay.stall()  # the sends' bytes wait in the relay: none can be answered
+        for text in in_flight:
+            producer.send(session.create_text_message(text), completion_listener=told)
+        time.sleep(0.5)
+        assert not any(text in told.outcomes for text in in_flight), told.outcomes
+        setup.cut_and_wait()
+        _wait_until(lambda: all(text in told.outcomes for text in in_flight))
+        producer.send(session.create_text_message("after"), completion_listener=told)
+        assert told.all_told.wait(15.0), told.outcomes
+    assert told.order == ["before", *in_flight, "after"]
+    assert told.outcomes["before"] is None and told.outcomes["after"] is None, told.outcomes
+    for text in in_flight:
+        outcome = told.outcomes[text]
+        assert outcome is None or isinstance(outcome, jmslike.SendInDoubtError), told.outcomes
+    with ConnectionFactory(setup.direct).create_connection() as conn:
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        texts = [text for text, _ in _drain(consumer)]
+    assert texts.count("before") == 1 and texts.count("after") == 1, texts
+    for text in in_flight:
+        stored = texts.count(text)
+        assert stored <= 1, texts
+        assert stored == 1 or told.outcomes[text] is not None, f"{text} completed, not stored"
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.01)
 
 
 def test_durable_subscription_survives(setup: Setup) -> None:
