@@ -359,12 +359,7 @@ def test_in_flight_persistent_send_raises_or_is_stored(setup: Setup) -> None:
         assert isinstance(outcome["in-flight"], jmslike.SendInDoubtError), outcome
         send("after")
         assert outcome["after"] is None, outcome
-    with ConnectionFactory(setup.direct).create_connection() as conn:
-        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
-        consumer = session.create_consumer(queue)
-        conn.start()
-        texts = [text for text, _ in _drain(consumer)]
-    assert texts.count("before") == 1 and texts.count("after") == 1, texts
+    texts = _stored_before_and_after(setup, queue)
     assert texts.count("in-flight") <= 1, texts
 
 
@@ -420,16 +415,22 @@ def test_in_flight_async_sends_are_told_in_doubt_or_stored(setup: Setup) -> None
     for text in in_flight:
         outcome = told.outcomes[text]
         assert outcome is None or isinstance(outcome, jmslike.SendInDoubtError), told.outcomes
+    texts = _stored_before_and_after(setup, queue)
+    for text in in_flight:
+        stored = texts.count(text)
+        assert stored <= 1, texts
+        assert stored == 1 or told.outcomes[text] is not None, f"{text} completed, not stored"
+
+
+def _stored_before_and_after(setup: Setup, queue: str) -> list[str]:
+    """What the queue holds, read directly; "before" and "after" once each."""
     with ConnectionFactory(setup.direct).create_connection() as conn:
         session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(queue)
         conn.start()
         texts = [text for text, _ in _drain(consumer)]
     assert texts.count("before") == 1 and texts.count("after") == 1, texts
-    for text in in_flight:
-        stored = texts.count(text)
-        assert stored <= 1, texts
-        assert stored == 1 or told.outcomes[text] is not None, f"{text} completed, not stored"
+    return texts
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
