@@ -20,12 +20,14 @@ back its own session or stop or close its connection (IllegalStateError), as JMS
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import threading
 from typing import Protocol, runtime_checkable
 
 from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException, SendInDoubtError
 from jmslike.message import Message
+from jmslike.spi.provider import SendDone
 
 __all__ = ["CompletionListener", "Completions", "check_completion_listener"]
 
@@ -107,10 +109,10 @@ class Completions:
                 return
             self._cond.notify_all()
 
-    def finisher(self, entry: _Pending) -> _Done:
+    def finisher(self, entry: _Pending) -> SendDone:
         """The callable a provider calls, from any thread, with the outcome (None: the
         broker has the message); the first call counts."""
-        return _Done(self, entry)
+        return functools.partial(self._finish, entry)
 
     def _finish(self, entry: _Pending, error: BaseException | None) -> None:
         with self._cond:
@@ -188,16 +190,3 @@ class Completions:
                 entry.listener.on_exception(entry.message, error)
         except Exception:  # the application's; the next answers still go out
             log.exception("completion listener %r raised", entry.listener)
-
-
-class _Done:
-    """A provider's handle on one pending send: call it once with the outcome."""
-
-    __slots__ = ("_completions", "_entry")
-
-    def __init__(self, completions: Completions, entry: _Pending) -> None:
-        self._completions = completions
-        self._entry = entry
-
-    def __call__(self, error: BaseException | None = None) -> None:
-        self._completions._finish(self._entry, error)

@@ -44,12 +44,17 @@ __all__ = [
     "ProviderConnection",
     "ProviderConsumer",
     "ProviderSession",
+    "SendDone",
 ]
 
 DeliverySink = Callable[[Message, Any], None]
 """``sink(message, token)``: one delivery, pushed up by the provider."""
 
 ExceptionCallback = Callable[[JMSException], None]
+
+SendDone = Callable[[BaseException | None], None]
+"""``done(error)``: an asynchronous send's outcome, None when the broker has the message
+(``ProviderSession.send_async``)."""
 
 
 class OrderingMode:
@@ -245,7 +250,7 @@ class ProviderSession(abc.ABC):
         self,
         destination: Destination,
         message: Message,
-        done: Callable[[BaseException | None], None],
+        done: SendDone,
     ) -> None:
         """Send as :meth:`send`, but a provider may return before the broker answered and
         call ``done`` later, from any thread, with None (the broker has it) or the error

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
@@ -34,7 +34,13 @@ from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import note_capped_browse, size_note
 from jmslike.spi.messages import DLQ_REASON, set_provider_property
 from jmslike.spi.names import refuse_artemis_wildcards
-from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
+from jmslike.spi.provider import (
+    ConsumerSpec,
+    DeliverySink,
+    ProviderConsumer,
+    ProviderSession,
+    SendDone,
+)
 from jmslike.spi.strict import Promotion
 from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
@@ -122,7 +128,7 @@ class AmqpSession(ProviderSession):
         self,
         destination: Destination,
         message: Message,
-        done: Callable[[BaseException | None], None],
+        done: SendDone,
     ) -> None:
         if self.transacted or message.jms_delivery_mode != PERSISTENT:
             super().send_async(destination, message, done)  # nothing to wait for now
@@ -139,7 +145,7 @@ class AmqpSession(ProviderSession):
         *,
         confirm: bool,
         alone: bool = False,
-        done: Callable[[BaseException | None], None] | None = None,
+        done: SendDone | None = None,
     ) -> None:
         """Send now: in the session's transaction if there is one (its discharge
         confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``

@@ -47,6 +47,7 @@ from jmslike.errors import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
+from jmslike.spi.provider import SendDone
 from jmslike_amqp.calls import NUMBERS
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
@@ -190,7 +191,7 @@ class AmqpTransport(ConnectionLifecycle):
         *,
         confirm: bool,
         txn: Any = None,
-        done: Callable[[BaseException | None], None] | None = None,
+        done: SendDone | None = None,
     ) -> None:
         """Send ``message`` (a ``proton.Message``, or jmslike's own encoding of one); with
         ``confirm``, wait for the broker's outcome (accepted, or an error naming the

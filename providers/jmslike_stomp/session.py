@@ -33,7 +33,13 @@ from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import note_capped_browse
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.names import refuse_artemis_wildcards
-from jmslike.spi.provider import ConsumerSpec, DeliverySink, ProviderConsumer, ProviderSession
+from jmslike.spi.provider import (
+    ConsumerSpec,
+    DeliverySink,
+    ProviderConsumer,
+    ProviderSession,
+    SendDone,
+)
 from jmslike.spi.strict import Promotion
 from jmslike_stomp.codec import decode, encode
 from jmslike_stomp.consumer import StompConsumer
@@ -109,13 +115,13 @@ class StompSession(ProviderSession):
         self,
         destination: Destination,
         message: Message,
-        done: Callable[[BaseException | None], None],
+        done: SendDone,
     ) -> None:
         if self.transacted or message.jms_delivery_mode != DeliveryMode.PERSISTENT:
             super().send_async(destination, message, done)  # nothing to wait for now
             return
 
-        def answered(error: JMSException | None) -> None:
+        def answered(error: BaseException | None) -> None:
             done(_in_doubt(destination, error) if isinstance(error, UnconfirmedError) else error)
 
         self._send(destination, message, answered)
@@ -124,7 +130,7 @@ class StompSession(ProviderSession):
         self,
         destination: Destination,
         message: Message,
-        done: Callable[[JMSException | None], None] | None = None,
+        done: SendDone | None = None,
     ) -> None:
         if destination.is_temporary and destination.name in _DELETED_TEMPORARY:
             raise InvalidDestinationError(

@@ -41,6 +41,7 @@ from jmslike.errors import (
     MessageFormatError,
 )
 from jmslike.spi.diagnose import clip, inequivalent_note, size_note, wrong_port_hint
+from jmslike.spi.provider import SendDone
 from jmslike.spi.reconnect import Reconnect
 from jmslike_stomp.wire import Wire, encode_frame, install, parse_header_lines
 
@@ -159,9 +160,7 @@ class UnconfirmedError(ConnectionFailedError):
 class _Waiter:
     __slots__ = ("done", "error", "event", "what")
 
-    def __init__(
-        self, what: str, done: Callable[[JMSException | None], None] | None = None
-    ) -> None:
+    def __init__(self, what: str, done: SendDone | None = None) -> None:
         self.event = threading.Event()
         self.error: JMSException | None = None
         self.what = what
@@ -549,7 +548,7 @@ class StompTransport:
         *,
         confirm: bool,
         later: bool = False,
-        done: Callable[[JMSException | None], None] | None = None,
+        done: SendDone | None = None,
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
         With ``later`` ask for the RECEIPT without waiting: :meth:`settle` (and close)
@@ -631,7 +630,7 @@ class StompTransport:
         *,
         confirm: bool,
         later: bool,
-        done: Callable[[JMSException | None], None] | None = None,
+        done: SendDone | None = None,
     ) -> None:
         if not self.connected:
             raise ConnectionFailedError(
