@@ -279,11 +279,16 @@ class MessageProducer:
         entry = completions.add(message, listener)
         try:
             chain = connection._send_chain
-            if chain is None:
-                self._provider.send_async(target, message, completions.finisher(entry))
-            else:  # interceptors see a send as one call: it is answered when they return
+            if chain is not None:  # interceptors see a send as one call: answered on return
                 chain(SendContext(connection, session, target, message))
                 completions.finisher(entry)(None)
+            elif session.transacted or message.jms_delivery_mode != DeliveryMode.PERSISTENT:
+                # Nothing to wait for now: the commit confirms a transaction's sends, and
+                # a non-persistent send asks for no answer.
+                self._provider.send(target, message)
+                completions.finisher(entry)(None)
+            else:
+                self._provider.send_async(target, message, completions.finisher(entry))
         except BaseException:
             completions.withdraw(entry)  # raised here, so the listener is not called
             raise

@@ -254,9 +254,11 @@ class ProviderSession(abc.ABC):
     ) -> None:
         """Send as :meth:`send`, but a provider may return before the broker answered and
         call ``done`` later, from any thread, with None (the broker has it) or the error
-        (JMS 2.0 asynchronous send). Raise what can be known before the message is
-        written, and then never call ``done``. Sends of one session must still reach the
-        broker in the order of the calls (ORD-1). Default: ``send``, then ``done(None)``."""
+        (JMS 2.0 asynchronous send). Called for persistent sends outside a transaction
+        only (the others have nothing to wait for). Raise what can be known before the
+        message is written, and then never call ``done``. Sends of one session must still
+        reach the broker in the order of the calls (ORD-1). Default: ``send``, then
+        ``done(None)``."""
         self.send(destination, message)
         done(None)
 

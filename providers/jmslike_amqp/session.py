@@ -130,9 +130,6 @@ class AmqpSession(ProviderSession):
         message: Message,
         done: SendDone,
     ) -> None:
-        if self.transacted or message.jms_delivery_mode != PERSISTENT:
-            super().send_async(destination, message, done)  # nothing to wait for now
-            return
         self._check_target(destination)
         # The transfer is made in order with every other send of the connection; only
         # the broker's outcome is waited for elsewhere (JMS 2.0 asynchronous send).

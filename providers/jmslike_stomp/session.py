@@ -117,10 +117,6 @@ class StompSession(ProviderSession):
         message: Message,
         done: SendDone,
     ) -> None:
-        if self.transacted or message.jms_delivery_mode != DeliveryMode.PERSISTENT:
-            super().send_async(destination, message, done)  # nothing to wait for now
-            return
-
         def answered(error: BaseException | None) -> None:
             done(_in_doubt(destination, error) if isinstance(error, UnconfirmedError) else error)
 
