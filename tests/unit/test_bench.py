@@ -145,6 +145,11 @@ def test_warmup_is_recorded_and_named() -> None:
     cold = _results()
     cold.warmup = 0
     assert "JVM is cold" in format_table(to_json(cold))
+    # Persistent sends only: nothing is warmed, and the header says so (it read "per run
+    # of , untimed").
+    persistent = Results(QUICK, 1, select("send-p,send-pa"), [], warmup=5000)
+    note = format_table(to_json(persistent))
+    assert "warm-up: none (no non-persistent throughput workload chosen)" in note
 
 
 def test_plots_are_written(tmp_path: Path) -> None:

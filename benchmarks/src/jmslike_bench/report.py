@@ -213,6 +213,8 @@ def warmup_note(document: dict[str, Any]) -> str:
         return "warm-up: not recorded"
     if not warm["messages"]:
         return "warm-up: none (cold clients; the Java JVM is cold)"
+    if not warm["workloads"]:  # persistent, paced or container runs only: none is warmed
+        return "warm-up: none (no non-persistent throughput workload chosen)"
     return (
         f"warm-up: {warm['messages']:,} messages per run of {', '.join(warm['workloads'])}, "
         "untimed, by every client in the process of its timed runs; Java: the same JVM, "

@@ -1,6 +1,6 @@
 """Raw stomp.py, the way its documentation recommends for throughput: sends without
 waiting (a receipt on the last message only, or on every one where the guarantee asks
-for it), receives in a ``ConnectionListener`` with ``ack:client-individual`` and an ACK
+for it, waited for one by one or, for asynchronous sends, all at the end), receives in a ``ConnectionListener`` with ``ack:client-individual`` and an ACK
 per message on stomp.py's own thread.
 
 The frames are the ones jmslike's STOMP dialect writes for the same broker (destination
@@ -179,28 +179,39 @@ def raw_send(
     body: str = BODY,
     groups: int = 0,
     jms_headers: bool = False,
+    answered: bool = False,
 ) -> float:
     """msg/s: pipelined (receipt on the last message) or sync (receipt on every one);
-    with ``groups``, round-robin ``JMSXGroupID`` headers; with ``jms_headers``, the
+    ``answered``: pipelined with a receipt on every message, all waited for at the end,
+    what a JMS 2.0 asynchronous send promises (each message answered; a RECEIPT answers
+    for its own frame, and ActiveMQ Classic stores a SEND that asks none without
+    waiting for the store, so a receipt on the last message only is less). With ``groups``, round-robin ``JMSXGroupID`` headers; with ``jms_headers``, the
     per-message headers jmslike's frames carry (``Broker.jms_headers``), made as it makes
     them, for each message."""
     destination = broker.destination(queue)
     plain = broker.send_headers(persistent)
     grouped = [{**plain, "JMSXGroupID": f"group-{g}"} for g in range(groups)]
     with raw_connection(broker) as (conn, listener):
+        pending: list[threading.Event] = []
         started = time.perf_counter()
         for index in range(count):
             if jms_headers:
                 headers = broker.jms_headers(persistent, index)
             else:
                 headers = grouped[index % groups] if groups else plain
-            if sync or index == count - 1:
+            if answered:
+                receipt = f"a{index}"
+                pending.append(listener.expect(receipt))
+                conn.send(destination, body, headers=headers, receipt=receipt)
+            elif sync or index == count - 1:
                 receipt = f"s{index}"
                 event = listener.expect(receipt)
                 conn.send(destination, body, headers=headers, receipt=receipt)
                 _wait(listener, event, f"message {index}")
             else:
                 conn.send(destination, body, headers=headers)
+        for index, event in enumerate(pending):
+            _wait(listener, event, f"message {index}")
         return count / (time.perf_counter() - started)
 
 
@@ -339,10 +350,14 @@ class RawStompRunner(Runner):
         kind = workload.kind
         if kind is Kind.SEND:
             # A persistent send is confirmed message by message, the guarantee a
-            # persistent JMS send gives; a non-persistent or pipelined one only at the end.
+            # persistent JMS send gives (a pipelined one too, its receipts waited for at
+            # the end); a non-persistent one only at the end.
             sync = persistent and not workload.pipelined
+            answered = persistent and workload.pipelined
             return Measurement(
-                raw_send(self.broker, queue, count, persistent, sync=sync, body=body)
+                raw_send(
+                    self.broker, queue, count, persistent, sync=sync, body=body, answered=answered
+                )
             )
         if kind is Kind.RECEIVE:
             return Measurement(raw_receive(self.broker, queue, count))
