@@ -23,6 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import stomp
@@ -603,8 +604,9 @@ class StompTransport:
             raise ConnectionFailedError(f"STOMP ACK to {self.address} failed: {exc}") from exc
 
     def _streams(self) -> bool:
-        """Whether a SEND nobody waits for may wait for company (``Wire.hold``): it
-        follows the last one within :data:`STREAM_GAP`, as in a send loop. One
+        """Whether a SEND nobody waits for (an asynchronous one included: its RECEIPT is
+        waited for by nobody either) may wait for company (``Wire.hold``): it follows the
+        last one within :data:`STREAM_GAP`, as in a send loop. One
         ``sendall`` per message made Artemis over STOMP take a third fewer messages a
         second (docs/performance.md); a send on its own still goes before ``send``
         returns, and a held one goes with the next frame written, with ``sendBatch``
@@ -654,6 +656,14 @@ class StompTransport:
                 frame = encode_frame(command, headers, body)
                 if waiter is None and command == "SEND" and self._streams():
                     wire.hold(frame, self._send_batch)
+                elif done is not None and waiter is not None and self._streams():
+                    # An asynchronous send streams too: nobody waits for its writing. A
+                    # write that fails is told to ``done`` (_held_send_written), never
+                    # raised as well: the sender would withdraw what ``done`` was told.
+                    with contextlib.suppress(NotConnectedException, OSError, AttributeError):
+                        wire.hold(
+                            frame, self._send_batch, partial(self._held_send_written, receipt)
+                        )
                 else:
                     # An ACK or NACK nobody waits for goes with the next write (wire.py).
                     wait = waiter is not None or command not in _UNWAITED
@@ -694,6 +704,20 @@ class StompTransport:
                 )
             if waiter.error is not None:
                 raise waiter.error
+
+    def _held_send_written(self, receipt: str, ok: bool) -> None:
+        """A held asynchronous SEND went (its RECEIPT answers it) or could not be written:
+        then its sender hears so now, unless the lost connection told it already."""
+        if ok:
+            return
+        waiter = self._waiters.pop(receipt, None)
+        if waiter is not None:
+            waiter.settle(
+                UnconfirmedError(
+                    f"STOMP connection to {self.address} was lost while {waiter.what} was "
+                    f"written{self._why()}"
+                )
+            )
 
     def _settle_oldest(self) -> None:
         waiter = self._later.popleft()

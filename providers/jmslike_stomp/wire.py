@@ -31,8 +31,9 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   ``sendall`` that carried the frame, but only by the thread that held a frame or by
   the flusher, never by another writer (an application's SEND, stomp.py's heart-beat,
   a close), which may hold locks the callback needs.
-* **Streaming SENDs**: a SEND nobody waits for (non-persistent, or in a transaction)
-  that follows the previous one within 0.1 ms is held the same way
+* **Streaming SENDs**: a SEND nobody waits for (non-persistent, in a transaction, or a
+  JMS 2.0 asynchronous send, whose RECEIPT is told to its completion listener) that
+  follows the previous one within 0.1 ms is held the same way
   (``StompTransport._streams``): a send loop writes a few frames per ``sendall``, and
   the broker reads them so (on Artemis, which sets ``TCP_NODELAY``, a third more
   messages a second). A send on its own is written before ``send`` returns.

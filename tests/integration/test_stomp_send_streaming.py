@@ -14,7 +14,10 @@ must never change, checked on each broker over its real STOMP port:
 * a transaction's streamed SENDs go before its COMMIT, and a rollback drops them all;
 * a send on its own is written before ``send`` returns, and so is every send with
   ``sendBatch=0``;
-* a loop's frames really go several to a write (the socket's ``sendall`` is counted).
+* a loop's frames really go several to a write (the socket's ``sendall`` is counted);
+* asynchronous persistent sends (JMS 2.0, each asking its RECEIPT) stream the same way:
+  every one stored and told, in send order; a held one whose write fails is told
+  ``SendInDoubtError`` once, and its ``send`` does not raise as well.
 
 Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_send_streaming.py -v``
 (needs the brokers of ``scripts/brokers.sh start``; a missing broker fails, never skips).
@@ -22,6 +25,7 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_send_streaming.py
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -29,6 +33,8 @@ from typing import Any
 import pytest
 from brokercases import CASES, case_url
 
+import jmslike
+import jmslike_stomp.transport
 from jmslike import Connection, ConnectionFactory, DeliveryMode, Session
 
 STOMP_CASES = [case for case in CASES if str(case.values[0]).endswith("stomp")]
@@ -50,14 +56,18 @@ def _wire(connection: Connection) -> Any:
 
 
 class _CountingSocket:
-    """The connection's socket, with its ``sendall`` calls counted."""
+    """The connection's socket, with its ``sendall`` calls counted; from the
+    ``fail_from``-th on each raises as a dead connection's would, and writes nothing."""
 
     def __init__(self, sock: Any) -> None:
         self._sock = sock
         self.writes = 0
+        self.fail_from = 0
 
     def sendall(self, data: bytes) -> None:
         self.writes += 1
+        if self.fail_from and self.writes >= self.fail_from:
+            raise BrokenPipeError(32, "Broken pipe (a test's socket)")
         self._sock.sendall(data)
 
     def __getattr__(self, name: str) -> Any:
@@ -166,3 +176,95 @@ def test_a_send_on_its_own_is_written_before_send_returns(case: str, setting: st
             held.append(len(wire._outbox))
         assert held == [0] * 20
     assert _receive_all(_url(case), queue, 20) == _expected(20)
+
+
+class _Told:
+    """A completion listener: each message's outcomes, in the order told."""
+
+    def __init__(self, expected: int) -> None:
+        self.told: list[tuple[str, BaseException | None]] = []
+        self.expected = expected
+        self.all_told = threading.Event()
+
+    def on_completion(self, message: jmslike.Message) -> None:
+        self._tell(message, None)
+
+    def on_exception(self, message: jmslike.Message, exception: BaseException) -> None:
+        self._tell(message, exception)
+
+    def _tell(self, message: jmslike.Message, outcome: BaseException | None) -> None:
+        self.told.append((message.text or "", outcome))
+        if len(self.told) >= self.expected:
+            self.all_told.set()
+
+
+@pytest.mark.parametrize("case", STOMP_CASES)
+def test_asynchronous_sends_stream_and_are_all_told_in_order(case: str) -> None:
+    """A loop of asynchronous persistent sends writes several SENDs at a time (each with
+    its own receipt), and every message is stored once and told completed, in order."""
+    url = _url(case)
+    queue = _queue()
+    told = _Told(COUNT)
+    with ConnectionFactory(url).create_connection() as connection:
+        wire = _wire(connection)
+        counting = _CountingSocket(wire._transport.socket)
+        wire._transport.socket = counting
+        wire._tuned = counting
+        session = connection.create_session()
+        producer = session.create_producer(queue)
+        for index in range(COUNT):
+            producer.send(session.create_text_message(f"m{index:04d}"), completion_listener=told)
+        assert told.all_told.wait(30.0), f"{len(told.told)} of {COUNT} told"
+        writes = counting.writes
+        wire._transport.socket = counting._sock
+        wire._tuned = counting._sock
+    assert told.told == [(text, None) for text in _expected(COUNT)]
+    assert writes <= COUNT // 2, f"{writes} writes for {COUNT} asynchronous sends"
+    assert _receive_all(url, queue, COUNT) == _expected(COUNT)
+
+
+@pytest.mark.parametrize("case", STOMP_CASES)
+def test_a_held_asynchronous_send_that_fails_to_be_written_is_told_once(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes fail from the second on under an asynchronous send loop: the first message
+    is stored and told completed; the others, held, return and are told
+    ``SendInDoubtError``: none raised and told, none untold, all told in send order. The
+    connection goes on once writes work again. (Every send after the first is held
+    however slow the machine: a failed write's error path takes longer than the 0.1 ms
+    gap under which a send counts as streaming.)"""
+    monkeypatch.setattr(jmslike_stomp.transport, "STREAM_GAP", 60.0)
+    url = _url(case)
+    queue = _queue()
+    count = 40
+    told = _Told(0)
+    returned: list[str] = []
+    with ConnectionFactory(url, request_timeout=10.0).create_connection() as connection:
+        wire = _wire(connection)
+        counting = _CountingSocket(wire._transport.socket)
+        wire._transport.socket = counting
+        wire._tuned = counting
+        session = connection.create_session()
+        producer = session.create_producer(queue)
+        counting.fail_from = counting.writes + 2
+        for index in range(count):
+            text = f"m{index:04d}"
+            try:
+                producer.send(session.create_text_message(text), completion_listener=told)
+            except jmslike.JMSException:
+                continue
+            returned.append(text)
+        deadline = time.monotonic() + 10.0
+        while len(told.told) < len(returned) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # a send told twice would show now
+        counting.fail_from = 0
+        wire._transport.socket = counting._sock
+        wire._tuned = counting._sock
+        assert returned == _expected(count)  # none raised: each was held
+        assert [text for text, _ in told.told] == returned  # each told once, in send order
+        assert told.told[0] == ("m0000", None)
+        doubts = told.told[1:]
+        assert all(isinstance(error, jmslike.SendInDoubtError) for _, error in doubts), doubts
+        producer.send(session.create_text_message("after"))  # the connection goes on
+    assert _receive_all(url, queue, 2) == ["m0000", "after"]
