@@ -344,6 +344,27 @@ class ArtemisManagement(_Http):
         log.info("Artemis subscription queue %s deleted", queue)
         return True
 
+    def delete_queue(self, queue: str) -> bool:
+        """Delete the queue ``queue`` (any routing type) with its messages, closing its
+        consumers; False if there is none. For tools that must not leave a test broker
+        full (Artemis keeps every message of a queue nobody reads, and pages, then runs
+        out of heap, once they pass its global size)."""
+        try:
+            self._call(
+                {
+                    "type": "exec",
+                    "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
+                    "operation": "destroyQueue(java.lang.String,boolean)",
+                    "arguments": [queue, True],
+                }
+            )
+        except JMSException as exc:
+            if "does not exist" in str(exc):
+                return False
+            raise
+        log.info("Artemis queue %s deleted", queue)
+        return True
+
     def has_subscription_queue(self, client_id: str, name: str) -> bool:
         """Whether the durable subscription ``name`` of ``client_id`` exists: Artemis keeps
         it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing

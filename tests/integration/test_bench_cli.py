@@ -12,6 +12,7 @@ import pytest
 from brokerenv import broker_url
 
 from jmslike.cli import main
+from jmslike.spi.management import ArtemisManagement
 from jmslike_bench.workloads import WORKLOADS, Kind
 
 pytestmark = [pytest.mark.stomp, pytest.mark.activemq, pytest.mark.embedded]
@@ -130,3 +131,33 @@ def test_raw_proton_receivers_with_credit_1_take_everything(tmp_path: Path) -> N
     assert code == 0
     (line,) = json.loads(out.read_text())["lines"]
     assert line["failures"] == [] and line["msgs_per_s"]["median"] > 0, line
+
+
+@pytest.mark.artemis
+def test_bench_leaves_no_queue_on_artemis(tmp_path: Path) -> None:
+    """Persistent sends nobody reads (an asynchronous send's, a send whose receive was not
+    asked for) are deleted with their queues after the pass: Artemis keeps every unread
+    message, and a few full bench runs of them took the test broker out of heap. Checked
+    through its management API."""
+    broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
+    api = ArtemisManagement(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), "admin", "admin", 10)
+    before = set(api.queue_depths("bench-"))
+    code = main(
+        [
+            "bench",
+            "--quick",
+            "--brokers",
+            "artemis",
+            "--protocols",
+            "stomp",
+            "--clients",
+            "jmslike,raw",
+            "--workloads",
+            "send-p,send-pa",
+            "--no-progress",
+            "--json",
+            str(tmp_path / "bench.json"),
+        ]
+    )
+    assert code == 0
+    assert set(api.queue_depths("bench-")) - before == set()

@@ -10,11 +10,11 @@ import pytest
 
 from jmslike.cli import main
 from jmslike_bench.report import checks, format_table, to_json
-from jmslike_bench.runners.base import Measurement
+from jmslike_bench.runners.base import Measurement, Runner
 from jmslike_bench.stats import percentile, ratio, summarize
-from jmslike_bench.suite import Results
+from jmslike_bench.suite import Results, _one_pass
 from jmslike_bench.targets import Target
-from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, select
+from jmslike_bench.workloads import QUICK, WORKLOADS, Sizes, Workload, select
 
 
 def test_summary_is_median_and_range() -> None:
@@ -295,3 +295,34 @@ def test_defaults_column_runs_with_no_setting_changed() -> None:
             assert cell.failures == [] and len(cell.samples) == 1, (client, workload)
     document = to_json(results)
     assert document["targets"][0]["clients"]["defaults"] == "jmslike, factory defaults"
+
+
+class _Recording(Runner):
+    """Records what the suite asks of a runner: which queue each run used, and which
+    queues it was told to clean up (the bench's bookkeeping, not a broker's)."""
+
+    client = "jmslike"
+
+    def __init__(self, target: Target) -> None:
+        super().__init__(target, QUICK)
+        self.runs: list[tuple[str, str]] = []
+        self.cleaned: list[str] = []
+
+    def run(self, workload: Workload, queue: str) -> Measurement:
+        self.runs.append((workload.name, queue))
+        return Measurement(1.0)
+
+    def cleanup(self, queue: str) -> None:
+        self.cleaned.append(queue)
+
+
+def test_every_queue_a_pass_fills_is_cleaned_and_a_receive_reads_its_own_send() -> None:
+    """A send whose receive was not asked for, and an asynchronous send (never received),
+    leave no queue behind (unread persistent sends took a test Artemis out of heap); a
+    receive reads the queue of its own send, not the asynchronous send's that ran after
+    it."""
+    runner = _Recording(Target("artemis", "stomp", "stomp://h:1"))
+    _one_pass(runner, select("send-p,send-pa,receive-p,send"), None, lambda _label: None)
+    queues = dict(runner.runs)
+    assert queues["receive-p"] == queues["send-p"]
+    assert sorted(runner.cleaned) == sorted({queues[name] for name in queues})

@@ -18,10 +18,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from jmslike.errors import JMSException
+from jmslike.spi.management import ArtemisManagement
+
 __all__ = [
     "TARGETS",
     "broker_settings",
     "declare_rabbitmq_queue",
+    "delete_queue",
     "delete_rabbitmq_queue",
     "reachable",
     "stomp_urls",
@@ -111,6 +115,36 @@ def reachable(url: str, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def delete_queue(broker: str, name: str) -> None:
+    """Delete the queue ``name`` a run left on ``broker`` with its messages, best effort,
+    where the broker keeps such queues and a management API is set: RabbitMQ (durable
+    ``/queue/x`` queues stay for ever) and Artemis (a queue nobody reads keeps its
+    messages, and a few bench runs of unread persistent sends took the test broker past
+    its global size and out of heap). ActiveMQ Classic pages to its store: left alone."""
+    if broker == "rabbitmq":
+        delete_rabbitmq_queue(name)
+    elif broker == "artemis":
+        _delete_artemis_queue(name)
+
+
+def _delete_artemis_queue(name: str) -> None:
+    settings = broker_settings()
+    base = settings.get("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")
+    if not base:
+        return
+    url = urllib.parse.urlsplit(
+        settings.get("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
+        or settings.get("JMSLIKE_TEST_ARTEMIS_AMQP_URL")
+        or ""
+    )
+    user = urllib.parse.unquote(url.username) if url.username else None
+    password = urllib.parse.unquote(url.password) if url.password else None
+    try:
+        ArtemisManagement(base, user, password, 10.0).delete_queue(name)
+    except JMSException as exc:
+        log.warning("bench queue %s left on Artemis: %s", name, exc)
 
 
 def delete_rabbitmq_queue(name: str) -> None:

@@ -119,7 +119,7 @@ def _one_pass(
             continue
         step(f"{target} {runner.client} {workload.name}")
         if workload.kind is Kind.RECEIVE:
-            queue = filled.get(workload.persistent)
+            queue = filled.pop(workload.persistent, None)
             if queue is None:  # its send failed: nothing to receive
                 if results is not None:
                     results.cell(target, runner.client, workload.name).failures.append(
@@ -134,11 +134,11 @@ def _one_pass(
             measured = runner.run(workload, queue)
             if results is not None:
                 results.cell(target, runner.client, workload.name).samples.append(measured)
-            if workload.kind is Kind.SEND:
+            if workload.kind is Kind.SEND and not workload.pipelined:
                 filled[workload.persistent] = queue
-                continue  # its receive cleans up
+                continue  # its receive, or the end of the pass, cleans up
         except Exception as exc:
-            if workload.kind is Kind.SEND:
+            if workload.kind is Kind.SEND and not workload.pipelined:
                 filled[workload.persistent] = None
             text = traceback.format_exc()
             log.warning("%s %s %s failed: %s", target, runner.client, workload.name, exc)
@@ -148,6 +148,9 @@ def _one_pass(
                     f"{type(exc).__name__}: {exc}"
                 )
         runner.cleanup(queue)
+    for left in filled.values():  # sends whose receive was not asked for
+        if left is not None:
+            runner.cleanup(left)
 
 
 @contextlib.contextmanager

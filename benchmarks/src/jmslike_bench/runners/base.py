@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from jmslike_bench.env import delete_queue
 from jmslike_bench.targets import Target
 from jmslike_bench.workloads import Kind, Sizes, Workload
 
@@ -58,7 +59,9 @@ class Runner:
         as a consumer would, so that it exists before its producers)."""
 
     def cleanup(self, queue: str) -> None:
-        """Remove what a run left on the broker, best effort."""
+        """Remove what a run left on the broker, best effort (a bench must not fill the
+        broker it measures)."""
+        delete_queue(self.target.broker, queue)
 
     def close(self) -> None:
         """Release what the runner holds for the whole bench."""

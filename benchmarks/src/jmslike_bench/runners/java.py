@@ -26,7 +26,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import IO
 
-from jmslike_bench.env import declare_rabbitmq_queue, delete_rabbitmq_queue
+from jmslike_bench.env import declare_rabbitmq_queue
 from jmslike_bench.javabuild import build_jar
 from jmslike_bench.runners.base import IDLE, Measurement, Runner
 from jmslike_bench.targets import Target
@@ -100,10 +100,6 @@ class JavaRunner(Runner):
             return queue
         declare_rabbitmq_queue(queue)
         return f"/amq/queue/{queue}"
-
-    def cleanup(self, queue: str) -> None:
-        if self.target.broker == "rabbitmq":
-            delete_rabbitmq_queue(queue)
 
     def _serve(self) -> subprocess.Popen[str]:
         """The JVM of this target, started on first use and kept until :meth:`close`."""

@@ -31,7 +31,6 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
 from jmslike_amqp.links import Capability, DurableNode
-from jmslike_bench.env import delete_rabbitmq_queue
 from jmslike_bench.runners.base import IDLE, Measurement, Runner, run_child
 from jmslike_bench.stats import percentile
 from jmslike_bench.targets import Target
@@ -209,10 +208,6 @@ class RawProtonRunner(Runner):
     def __init__(self, target: Target, sizes: Sizes) -> None:
         super().__init__(target, sizes)
         self.rabbitmq = target.broker == "rabbitmq"
-
-    def cleanup(self, queue: str) -> None:
-        if self.rabbitmq:
-            delete_rabbitmq_queue(queue)
 
     def _address(self, queue: str) -> str:
         # As jmslike_amqp addresses a queue: RabbitMQ's plugin wants /queue/x, Classic

@@ -1,7 +1,8 @@
 """Raw stomp.py, the way its documentation recommends for throughput: sends without
 waiting (a receipt on the last message only, or on every one where the guarantee asks
-for it, waited for one by one or, for asynchronous sends, all at the end), receives in a ``ConnectionListener`` with ``ack:client-individual`` and an ACK
-per message on stomp.py's own thread.
+for it, waited for one by one or, for asynchronous sends, all at the end), receives in
+a ``ConnectionListener`` with ``ack:client-individual`` and an ACK per message on
+stomp.py's own thread.
 
 The frames are the ones jmslike's STOMP dialect writes for the same broker (destination
 names, prefetch headers, text bodies without ``content-length`` where that makes them
@@ -24,7 +25,6 @@ from typing import Any
 import stomp
 
 from jmslike import ConnectionFactory
-from jmslike_bench.env import delete_rabbitmq_queue
 from jmslike_bench.runners.base import IDLE, Countdown, Measurement, Runner, paced
 from jmslike_bench.stats import percentile
 from jmslike_bench.targets import Target
@@ -185,9 +185,10 @@ def raw_send(
     ``answered``: pipelined with a receipt on every message, all waited for at the end,
     what a JMS 2.0 asynchronous send promises (each message answered; a RECEIPT answers
     for its own frame, and ActiveMQ Classic stores a SEND that asks none without
-    waiting for the store, so a receipt on the last message only is less). With ``groups``, round-robin ``JMSXGroupID`` headers; with ``jms_headers``, the
-    per-message headers jmslike's frames carry (``Broker.jms_headers``), made as it makes
-    them, for each message."""
+    waiting for the store, so a receipt on the last message only is less). With
+    ``groups``, round-robin ``JMSXGroupID`` headers; with ``jms_headers``, the
+    per-message headers jmslike's frames carry (``Broker.jms_headers``), made as it
+    makes them, for each message."""
     destination = broker.destination(queue)
     plain = broker.send_headers(persistent)
     grouped = [{**plain, "JMSXGroupID": f"group-{g}"} for g in range(groups)]
@@ -338,10 +339,6 @@ class RawStompRunner(Runner):
 
     def prepare(self, queue: str) -> None:
         declare(self.broker, queue)
-
-    def cleanup(self, queue: str) -> None:
-        if self.broker.name == "rabbitmq":
-            delete_rabbitmq_queue(queue)
 
     def run(self, workload: Workload, queue: str) -> Measurement:
         count = self.sizes.count_for(workload)
