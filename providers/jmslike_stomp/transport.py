@@ -152,17 +152,30 @@ company (``StompTransport._streams``): a loop sends every 10-50 microseconds. A 
 paced at 10,000 messages a second or fewer never waits: latency matters more there, and
 each of its sends is written at once, as before."""
 
+ASYNC_STREAM_GAP = 0.001
+""":data:`STREAM_GAP` for asynchronous sends: a persistent asynchronous send takes 50 to
+100 microseconds of the sender's time, more than STREAM_GAP, so that half of a loop's
+SENDs went one to a ``sendall`` (about 90 µs each on Artemis, which sets
+``TCP_NODELAY``). The sender waits for none of them, and a held one is written within
+:data:`~jmslike_stomp.wire.ACK_DELAY`: its completion comes at most that much later."""
+
 
 class UnconfirmedError(ConnectionFailedError):
     """A frame was written and its RECEIPT never came (connection lost, or too slow): the
     broker may have acted on it. A COMMIT that ends so is in doubt, not rolled back."""
 
 
+_NO_EVENT = threading.Event()
+"""A waiter's event where nobody waits on it (an asynchronous send's): never set."""
+
+
 class _Waiter:
     __slots__ = ("done", "error", "event", "what")
 
     def __init__(self, what: str, done: SendDone | None = None) -> None:
-        self.event = threading.Event()
+        self.event = _NO_EVENT if done is not None else threading.Event()
+        """Set once answered; none where ``done`` is told instead (an Event per message
+        was a tenth of an asynchronous send's time)."""
         self.error: JMSException | None = None
         self.what = what
         """The frame waited for, for messages: ``SEND to /queue/orders``."""
@@ -172,8 +185,9 @@ class _Waiter:
     def settle(self, error: JMSException | None = None) -> None:
         """The broker answered (a RECEIPT, or ``error``), or the connection was lost."""
         self.error = error
-        self.event.set()
-        if self.done is not None:
+        if self.done is None:
+            self.event.set()
+        else:
             self.done(error)
 
 
@@ -603,10 +617,11 @@ class StompTransport:
                 return  # as frame(): the broker delivers it again, flagged
             raise ConnectionFailedError(f"STOMP ACK to {self.address} failed: {exc}") from exc
 
-    def _streams(self) -> bool:
+    def _streams(self, gap: float = STREAM_GAP) -> bool:
         """Whether a SEND nobody waits for (an asynchronous one included: its RECEIPT is
         waited for by nobody either) may wait for company (``Wire.hold``): it follows the
-        last one within :data:`STREAM_GAP`, as in a send loop. One
+        last one within ``gap`` (:data:`STREAM_GAP`; :data:`ASYNC_STREAM_GAP` for an
+        asynchronous send), as in a send loop. One
         ``sendall`` per message made Artemis over STOMP take a third fewer messages a
         second (docs/performance.md); a send on its own still goes before ``send``
         returns, and a held one goes with the next frame written, with ``sendBatch``
@@ -617,7 +632,7 @@ class StompTransport:
             return False
         now = time.monotonic()
         last, self._last_send = self._last_send, now
-        return now - last < STREAM_GAP
+        return now - last < gap
 
     @property
     def reconnects(self) -> bool:
@@ -656,7 +671,7 @@ class StompTransport:
                 frame = encode_frame(command, headers, body)
                 if waiter is None and command == "SEND" and self._streams():
                     wire.hold(frame, self._send_batch)
-                elif done is not None and waiter is not None and self._streams():
+                elif done is not None and waiter is not None and self._streams(ASYNC_STREAM_GAP):
                     # An asynchronous send streams too: nobody waits for its writing. A
                     # write that fails is told to ``done`` (_held_send_written), never
                     # raised as well: the sender would withdraw what ``done`` was told.
