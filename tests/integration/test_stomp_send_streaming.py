@@ -25,9 +25,11 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_send_streaming.py
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -72,6 +74,19 @@ class _CountingSocket:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
+
+
+@contextlib.contextmanager
+def _counted(connection: Connection) -> Iterator[_CountingSocket]:
+    """The connection's socket swapped for a counting one, and back afterwards
+    (``TCP_NODELAY`` was set on the real socket already)."""
+    wire = _wire(connection)
+    counting = _CountingSocket(wire._transport.socket)
+    wire._transport.socket = wire._tuned = counting
+    try:
+        yield counting
+    finally:
+        wire._transport.socket = wire._tuned = counting._sock
 
 
 def _send_loop(connection: Connection, queue: str, count: int, *, transacted: bool = False) -> Any:
@@ -142,16 +157,10 @@ def test_a_loop_writes_several_sends_at_a_time(case: str) -> None:
     client's writes only; how the broker reads them is its own.)"""
     url = _url(case)
     queue = _queue()
-    with ConnectionFactory(url).create_connection() as connection:
-        wire = _wire(connection)
-        counting = _CountingSocket(wire._transport.socket)
-        wire._transport.socket = counting
-        wire._tuned = counting  # TCP_NODELAY was set on the real socket already
+    with ConnectionFactory(url).create_connection() as connection, _counted(connection) as counting:
         _send_loop(connection, queue, COUNT)
         time.sleep(0.05)  # the flusher writes the tail
         writes = counting.writes
-        wire._transport.socket = counting._sock
-        wire._tuned = counting._sock
     assert writes <= COUNT // 4, f"{writes} writes for {COUNT} sends"
     assert _receive_all(url, queue, COUNT) == _expected(COUNT)
 
@@ -205,19 +214,13 @@ def test_asynchronous_sends_stream_and_are_all_told_in_order(case: str) -> None:
     url = _url(case)
     queue = _queue()
     told = _Told(COUNT)
-    with ConnectionFactory(url).create_connection() as connection:
-        wire = _wire(connection)
-        counting = _CountingSocket(wire._transport.socket)
-        wire._transport.socket = counting
-        wire._tuned = counting
+    with ConnectionFactory(url).create_connection() as connection, _counted(connection) as counting:
         session = connection.create_session()
         producer = session.create_producer(queue)
         for index in range(COUNT):
             producer.send(session.create_text_message(f"m{index:04d}"), completion_listener=told)
         assert told.all_told.wait(30.0), f"{len(told.told)} of {COUNT} told"
         writes = counting.writes
-        wire._transport.socket = counting._sock
-        wire._tuned = counting._sock
     assert told.told == [(text, None) for text in _expected(COUNT)]
     assert writes <= COUNT // 2, f"{writes} writes for {COUNT} asynchronous sends"
     assert _receive_all(url, queue, COUNT) == _expected(COUNT)
@@ -231,36 +234,30 @@ def test_a_held_asynchronous_send_that_fails_to_be_written_is_told_once(
     is stored and told completed; the others, held, return and are told
     ``SendInDoubtError``: none raised and told, none untold, all told in send order. The
     connection goes on once writes work again. (Every send after the first is held
-    however slow the machine: a failed write's error path takes longer than the 0.1 ms
-    gap under which a send counts as streaming.)"""
-    monkeypatch.setattr(jmslike_stomp.transport, "STREAM_GAP", 60.0)
+    however slow the machine: a write's error path can take longer than the 1 ms under
+    which an asynchronous send counts as streaming.)"""
+    monkeypatch.setattr(jmslike_stomp.transport, "ASYNC_STREAM_GAP", 60.0)
     url = _url(case)
     queue = _queue()
     count = 40
     told = _Told(0)
     returned: list[str] = []
     with ConnectionFactory(url, request_timeout=10.0).create_connection() as connection:
-        wire = _wire(connection)
-        counting = _CountingSocket(wire._transport.socket)
-        wire._transport.socket = counting
-        wire._tuned = counting
         session = connection.create_session()
         producer = session.create_producer(queue)
-        counting.fail_from = counting.writes + 2
-        for index in range(count):
-            text = f"m{index:04d}"
-            try:
-                producer.send(session.create_text_message(text), completion_listener=told)
-            except jmslike.JMSException:
-                continue
-            returned.append(text)
-        deadline = time.monotonic() + 10.0
-        while len(told.told) < len(returned) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)  # a send told twice would show now
-        counting.fail_from = 0
-        wire._transport.socket = counting._sock
-        wire._tuned = counting._sock
+        with _counted(connection) as counting:
+            counting.fail_from = counting.writes + 2
+            for index in range(count):
+                text = f"m{index:04d}"
+                try:
+                    producer.send(session.create_text_message(text), completion_listener=told)
+                except jmslike.JMSException:
+                    continue
+                returned.append(text)
+            deadline = time.monotonic() + 10.0
+            while len(told.told) < len(returned) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)  # a send told twice would show now
         assert returned == _expected(count)  # none raised: each was held
         assert [text for text, _ in told.told] == returned  # each told once, in send order
         assert told.told[0] == ("m0000", None)
