@@ -33,7 +33,7 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   a close), which may hold locks the callback needs.
 * **Streaming SENDs**: a SEND nobody waits for (non-persistent, in a transaction, or a
   JMS 2.0 asynchronous send, whose RECEIPT is told to its completion listener) that
-  follows the previous one within 0.1 ms is held the same way
+  follows the previous one within 0.1 ms (1 ms for an asynchronous one) is held the same way
   (``StompTransport._streams``): a send loop writes a few frames per ``sendall``, and
   the broker reads them so (on Artemis, which sets ``TCP_NODELAY``, a third more
   messages a second). A send on its own is written before ``send`` returns.
