@@ -9,6 +9,7 @@ the current folder).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -129,11 +130,14 @@ def delete_queue(broker: str, name: str) -> None:
         _delete_artemis_queue(name)
 
 
-def _delete_artemis_queue(name: str) -> None:
+@functools.cache
+def _artemis_management() -> ArtemisManagement | None:
+    """One client for the bench (it asks the broker's name once), with the user of the
+    test URLs; None where no management URL is set."""
     settings = broker_settings()
     base = settings.get("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")
     if not base:
-        return
+        return None
     url = urllib.parse.urlsplit(
         settings.get("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
         or settings.get("JMSLIKE_TEST_ARTEMIS_AMQP_URL")
@@ -141,8 +145,15 @@ def _delete_artemis_queue(name: str) -> None:
     )
     user = urllib.parse.unquote(url.username) if url.username else None
     password = urllib.parse.unquote(url.password) if url.password else None
+    return ArtemisManagement(base, user, password, 10.0)
+
+
+def _delete_artemis_queue(name: str) -> None:
+    api = _artemis_management()
+    if api is None:
+        return
     try:
-        ArtemisManagement(base, user, password, 10.0).delete_queue(name)
+        api.delete_queue(name)
     except JMSException as exc:
         log.warning("bench queue %s left on Artemis: %s", name, exc)
 
