@@ -35,6 +35,7 @@ from jmslike_amqp.calls import NUMBERS, CallQueue
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.events import Events
 from jmslike_amqp.links import LinkHandle
+from jmslike_amqp.outcomes import Outcome
 
 __all__ = ["SOLE_CONNECTION", "ConnectionLifecycle"]
 
@@ -109,7 +110,8 @@ class ConnectionLifecycle(CallQueue):
         self._handles: dict[int, LinkHandle] = {}
         """Open links' handles by the address of the C link (``Driver.key_of``): a
         delivery event finds its link's handle without wrapping the link."""
-        self._outcomes: dict[Delivery, Future[None]] = {}
+        self._outcomes: dict[Delivery, Outcome] = {}
+        """Persistent transfers outside a transaction -> where their answer goes."""
         self._controls: dict[Delivery, Future[tuple[int, Any, str]]] = {}
         """Transaction control transfers (declare, discharge) -> their outcome."""
         self._attaching: dict[Link, Future[None]] = {}

@@ -52,6 +52,7 @@ from jmslike_amqp.calls import NUMBERS
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
 from jmslike_amqp.links import Capability, Coordinator, LinkHandle, MessageCallback
+from jmslike_amqp.outcomes import Outcome, Told
 
 if TYPE_CHECKING:
     from jmslike_amqp.received import Incoming
@@ -201,7 +202,9 @@ class AmqpTransport(ConnectionLifecycle):
         # Encoded here, not on the connection's thread, which every send and receive of the
         # connection shares.
         data = message.encode()
-        outcome: Future[None] | None = Future() if confirm and txn is None else None
+        outcome: Outcome | None = None
+        if confirm and txn is None:
+            outcome = Future() if done is None else Told(done)
         gate = sender.credit
         if not gate.is_set() and not gate.wait(self._timeout):
             raise ConnectionFailedError(
@@ -234,12 +237,10 @@ class AmqpTransport(ConnectionLifecycle):
             if not outcome.done():
                 outcome.set_exception(exc)
 
-        if done is not None:
-            outcome.add_done_callback(lambda answered: done(answered.exception()))
         # Posted, not called: the only wait is for the broker's outcome.
         self.post(transfer, failed)
-        if done is not None:
-            return
+        if not isinstance(outcome, Future):
+            return  # told to ``done``
         try:
             self._await(outcome, f"settle a send to {sender.address!r}")
         except ConnectionFailedError as exc:
