@@ -5,8 +5,9 @@ asynchronous send (JMS 2.0) only hands its answer on: a Future made a condition 
 lock per message nobody waits on, a third of the sender's time in a profile of 20,000
 asynchronous sends (py-spy, 2026-12-03). :class:`Told` is the lock-free stand-in.
 
-Both are set on the connection's thread only (events.py, ``ConnectionLifecycle``), or by
-the failure handler of a posted call, which runs there too.
+Both are set on the connection's thread (events.py, ``ConnectionLifecycle``, the failure
+handler of a posted call), or, once that thread has ended, by the sending thread, which
+fails the calls nobody will run (``CallQueue.post``): never by two threads at once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class Outcome(Protocol):
 
 class Told:
     """An asynchronous send's outcome: the first answer goes to ``tell`` (None, or the
-    error), later ones are dropped, as a Future would drop them."""
+    error) and later ones are dropped (the callers ask ``done()`` first, as a Future
+    needs)."""
 
     __slots__ = ("_tell", "_told")
 

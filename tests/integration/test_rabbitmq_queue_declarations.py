@@ -123,3 +123,55 @@ def test_amqp_uses_a_queue_that_exists_otherwise_as_it_is(
         assert f"/amq/queue/{queue}" in warnings[0] and "lost when the broker stops" in warnings[0]
     else:
         assert warnings == []
+
+
+class _Told:
+    """A completion listener that keeps each send's outcome, in the order told."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[tuple[str, str | JMSException]] = []
+
+    def on_completion(self, message: Any) -> None:
+        self.outcomes.append((message.text, "ok"))
+
+    def on_exception(self, message: Any, exception: JMSException) -> None:
+        self.outcomes.append((message.text, exception))
+
+
+@pytest.mark.amqp
+def test_an_asynchronous_send_the_broker_refuses_is_told_once_in_order(queue: str) -> None:
+    """A queue full under ``x-overflow: reject-publish`` (an operator's limit). RabbitMQ
+    3.10's AMQP 1.0 plugin does not refuse the transfer: its session process has no
+    clause for the queue's ``basic.nack`` and the broker closes the connection
+    (``amqp:internal-error``, ``function_clause`` in
+    ``rabbit_amqp1_0_session_process:handle_info`` in its log; seen 2026-12-03). Either
+    way each asynchronous send is told once, in send order: completed ones are stored,
+    a refused one is told a JMSException, one whose answer the broker took with it
+    SendInDoubtError; the sends past the limit are never stored, and ``close`` returns."""
+    _management()._request(
+        "PUT",
+        f"api/queues/%2F/{queue}",
+        {"durable": True, "arguments": {"x-max-length": 2, "x-overflow": "reject-publish"}},
+    )
+    told = _Told()
+    connection = ConnectionFactory(broker_url(AMQP_URL)).create_connection()
+    try:
+        session = connection.create_session()
+        producer = session.create_producer(f"queue://{queue}")
+        for text in "abcd":
+            producer.send(session.create_text_message(text), completion_listener=told)
+        session.close()
+    finally:
+        connection.close()
+    assert [text for text, _ in told.outcomes] == ["a", "b", "c", "d"], told.outcomes
+    for text, outcome in told.outcomes[2:]:
+        assert isinstance(outcome, JMSException), (text, outcome)
+    completed = [text for text, outcome in told.outcomes if outcome == "ok"]
+    with ConnectionFactory(broker_url(AMQP_URL)).create_connection() as reader:
+        consumer = reader.create_session().create_consumer(f"queue://{queue}")
+        reader.start()
+        stored = []
+        while (message := consumer.receive(2.0)) is not None:
+            stored.append(message.body)
+    assert stored in (["a", "b"], ["a"], []), stored
+    assert stored[: len(completed)] == completed, (stored, told.outcomes)
