@@ -8,11 +8,20 @@ other than "session"): a scenario cannot know which consumer to block on.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from jmslike import Message, MessageConsumer, Session
 
-__all__ = ["FIRST_WAIT", "drain_any", "drain_consumer", "receive_any", "send_texts", "texts"]
+__all__ = [
+    "FIRST_WAIT",
+    "CompletionRecorder",
+    "drain_any",
+    "drain_consumer",
+    "receive_any",
+    "send_texts",
+    "texts",
+]
 
 FIRST_WAIT = 1.0
 """Seconds ``drain_consumer`` waits for a first message, whatever its ``timeout``."""
@@ -77,3 +86,25 @@ def drain_any(consumers: list[MessageConsumer], timeout: float = 0.2) -> list[tu
 def texts(messages: list[Message]) -> list[str | None]:
     """The text bodies of ``messages`` (helper for assertions)."""
     return [getattr(m, "text", None) for m in messages]
+
+
+class CompletionRecorder:
+    """A completion listener (JMS 2.0 asynchronous send) that keeps each message's
+    outcome in the order told: None once completed, else the exception. ``all_told`` is
+    set once ``expected`` outcomes came, so a test can wait for them without polling."""
+
+    def __init__(self, expected: int = 0) -> None:
+        self.told: list[tuple[str, BaseException | None]] = []
+        self.expected = expected
+        self.all_told = threading.Event()
+
+    def on_completion(self, message: Message) -> None:
+        self._tell(message, None)
+
+    def on_exception(self, message: Message, exception: BaseException) -> None:
+        self._tell(message, exception)
+
+    def _tell(self, message: Message, outcome: BaseException | None) -> None:
+        self.told.append((getattr(message, "text", None) or "", outcome))  # a TextMessage's
+        if len(self.told) >= self.expected:
+            self.all_told.set()

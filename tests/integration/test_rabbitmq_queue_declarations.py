@@ -30,6 +30,7 @@ from brokerenv import broker_url
 
 from jmslike import ConnectionFactory, JMSException
 from jmslike.spi.management import RabbitManagement
+from jmslike.testing.helpers import CompletionRecorder
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -125,19 +126,6 @@ def test_amqp_uses_a_queue_that_exists_otherwise_as_it_is(
         assert warnings == []
 
 
-class _Told:
-    """A completion listener that keeps each send's outcome, in the order told."""
-
-    def __init__(self) -> None:
-        self.outcomes: list[tuple[str, str | JMSException]] = []
-
-    def on_completion(self, message: Any) -> None:
-        self.outcomes.append((message.text, "ok"))
-
-    def on_exception(self, message: Any, exception: JMSException) -> None:
-        self.outcomes.append((message.text, exception))
-
-
 @pytest.mark.amqp
 def test_an_asynchronous_send_the_broker_refuses_is_told_once_in_order(queue: str) -> None:
     """A queue full under ``x-overflow: reject-publish`` (an operator's limit). RabbitMQ
@@ -153,7 +141,7 @@ def test_an_asynchronous_send_the_broker_refuses_is_told_once_in_order(queue: st
         f"api/queues/%2F/{queue}",
         {"durable": True, "arguments": {"x-max-length": 2, "x-overflow": "reject-publish"}},
     )
-    told = _Told()
+    told = CompletionRecorder()
     connection = ConnectionFactory(broker_url(AMQP_URL)).create_connection()
     try:
         session = connection.create_session()
@@ -163,10 +151,10 @@ def test_an_asynchronous_send_the_broker_refuses_is_told_once_in_order(queue: st
         session.close()
     finally:
         connection.close()
-    assert [text for text, _ in told.outcomes] == ["a", "b", "c", "d"], told.outcomes
-    for text, outcome in told.outcomes[2:]:
+    assert [text for text, _ in told.told] == ["a", "b", "c", "d"], told.told
+    for text, outcome in told.told[2:]:
         assert isinstance(outcome, JMSException), (text, outcome)
-    completed = [text for text, outcome in told.outcomes if outcome == "ok"]
+    completed = [text for text, outcome in told.told if outcome is None]
     with ConnectionFactory(broker_url(AMQP_URL)).create_connection() as reader:
         consumer = reader.create_session().create_consumer(f"queue://{queue}")
         reader.start()
@@ -174,4 +162,4 @@ def test_an_asynchronous_send_the_broker_refuses_is_told_once_in_order(queue: st
         while (message := consumer.receive(2.0)) is not None:
             stored.append(message.body)
     assert stored in (["a", "b"], ["a"], []), stored
-    assert stored[: len(completed)] == completed, (stored, told.outcomes)
+    assert stored[: len(completed)] == completed, (stored, told.told)

@@ -26,7 +26,6 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_stomp_send_streaming.py
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from brokercases import CASES, case_url
 import jmslike
 import jmslike_stomp.transport
 from jmslike import Connection, ConnectionFactory, DeliveryMode, Session
+from jmslike.testing.helpers import CompletionRecorder
 
 STOMP_CASES = [case for case in CASES if str(case.values[0]).endswith("stomp")]
 
@@ -187,33 +187,13 @@ def test_a_send_on_its_own_is_written_before_send_returns(case: str, setting: st
     assert _receive_all(_url(case), queue, 20) == _expected(20)
 
 
-class _Told:
-    """A completion listener: each message's outcomes, in the order told."""
-
-    def __init__(self, expected: int) -> None:
-        self.told: list[tuple[str, BaseException | None]] = []
-        self.expected = expected
-        self.all_told = threading.Event()
-
-    def on_completion(self, message: jmslike.Message) -> None:
-        self._tell(message, None)
-
-    def on_exception(self, message: jmslike.Message, exception: BaseException) -> None:
-        self._tell(message, exception)
-
-    def _tell(self, message: jmslike.Message, outcome: BaseException | None) -> None:
-        self.told.append((message.text or "", outcome))
-        if len(self.told) >= self.expected:
-            self.all_told.set()
-
-
 @pytest.mark.parametrize("case", STOMP_CASES)
 def test_asynchronous_sends_stream_and_are_all_told_in_order(case: str) -> None:
     """A loop of asynchronous persistent sends writes several SENDs at a time (each with
     its own receipt), and every message is stored once and told completed, in order."""
     url = _url(case)
     queue = _queue()
-    told = _Told(COUNT)
+    told = CompletionRecorder(COUNT)
     with ConnectionFactory(url).create_connection() as connection, _counted(connection) as counting:
         session = connection.create_session()
         producer = session.create_producer(queue)
@@ -240,7 +220,7 @@ def test_a_held_asynchronous_send_that_fails_to_be_written_is_told_once(
     url = _url(case)
     queue = _queue()
     count = 40
-    told = _Told(0)
+    told = CompletionRecorder(0)
     returned: list[str] = []
     with ConnectionFactory(url, request_timeout=10.0).create_connection() as connection:
         session = connection.create_session()
