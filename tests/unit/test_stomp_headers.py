@@ -61,3 +61,22 @@ def test_temporary_wire_names_are_bounded_and_keep_the_ones_in_use() -> None:
         f"/remote-temp-queue/{kept + 499}"
     )
     assert codec.destination_name(TemporaryQueue("/temp-queue/0"), ACTIVEMQ) == "/temp-queue/0"
+
+
+@pytest.mark.parametrize("name", ["activemq", "artemis", "rabbitmq"])
+def test_a_non_persistent_send_carries_no_persistent_header(name: str) -> None:
+    """Every known broker stores a SEND without ``persistent`` as non-persistent, and a
+    header is work for the broker (RabbitMQ even reads ``persistent:false`` as a queue
+    declaration); the contract suite's round trip of both delivery modes checks the
+    broker's side."""
+    from jmslike import DeliveryMode, Queue, TextMessage
+    from jmslike_stomp import codec, dialect
+
+    chosen = {"activemq": dialect.ACTIVEMQ, "artemis": dialect.ARTEMIS}.get(name, dialect.RABBITMQ)
+    message = TextMessage("x")
+    message.jms_delivery_mode = DeliveryMode.NON_PERSISTENT
+    headers, _ = codec.encode(message, Queue("q"), chosen)
+    assert "persistent" not in headers
+    message.jms_delivery_mode = DeliveryMode.PERSISTENT
+    headers, _ = codec.encode(message, Queue("q"), chosen)
+    assert headers["persistent"] == "true"

@@ -83,15 +83,16 @@ class Broker:
         return headers
 
     def jms_headers(self, persistent: bool, index: int) -> dict[str, str]:
-        """What jmslike's codec adds to a TextMessage's SEND on this broker: a message id,
-        the sender's timestamp (RabbitMQ stamps ``timestamp`` itself, so jmslike's header)
-        and, except on RabbitMQ, an explicit ``persistent``."""
+        """What jmslike's codec adds to a TextMessage's SEND on this broker: a message id
+        and the sender's timestamp (Artemis overwrites ``timestamp``: jmslike's header),
+        and where the broker gives every frame a ``content-length``, the type that marks
+        text. A non-persistent send carries no ``persistent`` header."""
         headers = self.send_headers(persistent)
         headers["jmslikeMessageID"] = f"ID:raw:{index}"
-        stamp = "jmslikeTimestamp" if self.name == "rabbitmq" else "timestamp"
+        stamp = "jmslikeTimestamp" if self.name == "artemis" else "timestamp"
         headers[stamp] = str(int(time.time() * 1000))
-        if not persistent and self.name != "rabbitmq":
-            headers["persistent"] = "false"
+        if self.name != "activemq":
+            headers["jmslikeType"] = "text"
         return headers
 
     def subscribe_headers(self) -> dict[str, str]:
