@@ -45,7 +45,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jmslike.message import GROUP_ID, Message
+from jmslike.message import GROUP_ID, GROUP_SEQ, Message
 from jmslike.spi.provider import ConsumerSpec, ProviderConsumer
 
 if TYPE_CHECKING:
@@ -117,6 +117,17 @@ class Feed:
         self._closed = False
         self._provider_session: ProviderSession | None = None
         self._provider: ProviderConsumer | None = None
+        gate = connection._gate
+        self._gate = (
+            gate
+            if gate is not None
+            and not destination.is_topic
+            and connection.capabilities.extra.get("gate_by_sequence")
+            else None
+        )
+        """The process's client gate, told what this feed holds (``_tell_gate``): where
+        the broker keeps no groups, another feed of the process (another container on the
+        same queue) may hand out a group's later message first."""
 
     def __repr__(self) -> str:
         return f"<Feed {self.destination} members={len(self._members)}>"
@@ -154,9 +165,29 @@ class Feed:
                 return  # the subscription is closing: the broker gets it back with it
             seq = self._next_seq
             self._next_seq += 1
+            if self._gate is not None:
+                self._tell_gate(message, expected=True)
             self._place((message, token, False), seq)
             self._serve()
         self._pay()
+
+    def _tell_gate(self, message: Message, *, expected: bool) -> None:
+        """The gate hears that this feed holds ``message`` (read from the broker, not yet
+        handed to a session), or no longer does without handing it out (given back to
+        the broker, or lost with the connection)."""
+        gate = self._gate
+        group = message._properties.get(GROUP_ID)
+        sequence = message._properties.get(GROUP_SEQ)
+        message_id = message.jms_message_id
+        if gate is None or not message_id or not isinstance(group, str):
+            return
+        if not isinstance(sequence, int):
+            return
+        key = (self.destination.key, group)
+        if expected:
+            gate.expect(key, message_id, sequence)
+        else:
+            gate.unexpect(key, message_id, sequence)
 
     def _place(self, item: _Item, seq: int) -> None:
         """Under the lock: file ``item`` where the sessions that may take it look."""
@@ -245,7 +276,7 @@ class Feed:
         if token not in self._paid:
             self._paid.add(token)
             self._owed += 1
-        member.consumer._sink(message, token, by_sequence=False)
+        member.consumer._sink(message, token)
 
     def _pay(self) -> None:
         """Give the broker back the credit of messages handed out, a few at a time
@@ -364,8 +395,12 @@ class Feed:
             last = not self._members
             if last:
                 self._closed = True
-                remaining = [*undelivered, *self._drain_all(backlog)]
+                never_handed = self._drain_all(backlog)
+                remaining = [*undelivered, *never_handed]
                 self._paid.clear()
+                if self._gate is not None:
+                    for message, _token, _seen in never_handed:
+                        self._tell_gate(message, expected=False)
             else:
                 seqs = self._front_seqs(len(undelivered))
                 for item, seq in zip(undelivered, seqs, strict=True):
@@ -413,7 +448,12 @@ class Feed:
     def _revoke(self, stale: Callable[[Any], bool]) -> list[Any]:
         """The provider lost what it pushed (a reconnect): drop it everywhere."""
         with self._lock:
-            kept = [item for item in self._drain_all() if not stale(item[1])]
+            kept = []
+            for item in self._drain_all():
+                if not stale(item[1]):
+                    kept.append(item)
+                elif self._gate is not None:
+                    self._tell_gate(item[0], expected=False)
             members = list(self._members)
         dropped: list[Any] = []
         for member in members:

@@ -259,12 +259,12 @@ class MessageConsumer:
             self._session._gate_returned([returned_of(self._gate_scope, m) for m, _t, _n in lost])
         return dropped
 
-    def _sink(self, message: Message, token: Any, *, by_sequence: bool = True) -> None:
-        """Called by the provider for each delivery; never blocks, never runs user code.
+    def _sink(self, message: Message, token: Any) -> None:
+        """Called by the provider (or a container's feed) for each delivery; never blocks,
+        never runs user code.
 
         Where the broker ignores groups, a grouped delivery first passes the client gate
-        (ORD-16), which may park it until its group is free for this session. A feed
-        (one socket, the broker's order) passes ``by_sequence=False``.
+        (ORD-16), which may park it until its group is free for this session.
         """
         gate = self._gate
         if gate is not None:
@@ -286,7 +286,6 @@ class MessageConsumer:
                     (self, message, token),
                     sequence if isinstance(sequence, int) else None,
                     message._group_prev_expiration,
-                    in_order=not by_sequence,
                 )
                 # Parked or not, the credit is spent: wake whoever waits on this consumer so
                 # it asks for more, and other groups flow past a blocked one (ORD-9).

@@ -16,6 +16,7 @@ waits in that group. Nothing here scans a queue.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import threading
@@ -225,6 +226,10 @@ def returned_of(scope: str, message: Message) -> Returned:
     )
 
 
+IN_PROCESS_REACH = 1024
+"""How far back before a grouped message the gate looks for earlier ones that a feed of
+this process holds (``ClientGroupGate.expect``); for others, 16."""
+
 RECENT_ARRIVALS = 10_000
 """Message ids the gate remembers having seen arrive (``_note_arrival``): enough for the
 copies that come in the seconds around a reconnect, about 2 MB at most."""
@@ -298,6 +303,10 @@ class ClientGroupGate(Generic[T]):
         self._arrivals: OrderedDict[tuple[GroupKey, str], int] = OrderedDict()
         """How often each recent message id arrived: an in-doubt commit's message whose
         copy already came needs no place kept for it (``give_back(in_doubt=True)``)."""
+        self._in_process: dict[tuple[GroupKey, str], int] = {}
+        """Hole ids (``_seq_id``) of grouped messages a listener container's feed of this
+        process has read and not yet handed to a session (``expect``): a hole for one
+        waits for it however long that takes, not ``wait_for_predecessor``."""
 
     def __len__(self) -> int:
         return len(self._table)
@@ -310,8 +319,6 @@ class ClientGroupGate(Generic[T]):
         item: T,
         sequence: int | None = None,
         predecessor_expiration: int = 0,
-        *,
-        in_order: bool = False,
     ) -> None:
         """A delivery of group ``key`` for ``holder``'s session came from the broker.
 
@@ -320,20 +327,19 @@ class ClientGroupGate(Generic[T]):
         broker's order), a message whose producer's earlier messages of the group have not
         arrived yet waits up to ``wait_for_predecessor`` seconds for them (ORD-9, ORD-16),
         except for the message just before it once that one's ``predecessor_expiration``
-        (epoch ms, 0: never) has passed: the broker drops it unseen (ORD-13). With
-        ``in_order`` (a delivery read in the broker's order, from a feed) the sequence is
-        only noted, so that a later consumer on another socket does not wait for it.
+        (epoch ms, 0: never) has passed: the broker drops it unseen (ORD-13). One that a
+        listener container's feed of this process holds (``expect``) is waited for as
+        long as it takes.
         """
         expect_later = False
         with self._lock:
             state = self._table.state(_flat(key))
             if sequence is not None and message_id:
-                if in_order:
-                    self._note_sequence(key, message_id, sequence)
-                else:
-                    expect_later = self._expect_predecessors(
-                        key, state, message_id, sequence, predecessor_expiration
-                    )
+                if self._in_process:
+                    self._arrived((key, _seq_id(message_id, sequence)))
+                expect_later = self._expect_predecessors(
+                    key, state, message_id, sequence, predecessor_expiration
+                )
             hole = self._holes.pop((key, message_id), None) if message_id else None
             if hole is None and sequence is not None and message_id:
                 hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
@@ -368,6 +374,9 @@ class ClientGroupGate(Generic[T]):
         if last is not None and sequence <= last:
             return False  # a redelivery, or the producer bound the group again (ORD-8a)
         first_missing = max((last or 0) + 1, sequence - 16, 1)
+        if last is not None and self._in_process:
+            # Further back only for messages a feed of this process holds (``expect``).
+            first_missing = max(last + 1, sequence - IN_PROCESS_REACH, 1)
         deadline = time.monotonic() + self.wait_for_predecessor
         end = sequence
         if 0 < predecessor_expiration <= time.time() * 1000:
@@ -377,11 +386,51 @@ class ClientGroupGate(Generic[T]):
             hole_id = _seq_id(message_id, missing)
             if (key, hole_id) in self._holes:
                 continue
-            hole = _Slot[T](None, None, hole_id, deadline)
+            held_here = (key, hole_id) in self._in_process
+            if not held_here and missing < sequence - 16:
+                continue
+            hole = _Slot[T](None, None, hole_id, math.inf if held_here else deadline)
             self._holes[(key, hole_id)] = hole
             state.waiting.append(hole)
             left = True
         return left
+
+    def expect(self, key: GroupKey, message_id: str, sequence: int) -> None:
+        """A listener container's feed of this process read this grouped message and holds
+        it until one of its sessions asks (``_feed.py``). A later message of its producer
+        that another feed hands out first waits for it at the gate (ORD-8), however long
+        the sessions of the first feed take, instead of ``wait_for_predecessor``: it is
+        known to be on its way. Two containers on one queue of a broker that keeps no
+        groups processed every group out of order without this."""
+        hole_key = (key, _seq_id(message_id, sequence))
+        with self._lock:
+            self._in_process[hole_key] = self._in_process.get(hole_key, 0) + 1
+            hole = self._holes.get(hole_key)
+            if hole is not None and hole.item is None:
+                hole.deadline = math.inf
+
+    def unexpect(self, key: GroupKey, message_id: str, sequence: int) -> None:
+        """The feed gave the message back to the broker, or lost it with its connection,
+        without handing it out: a hole for it waits ``wait_for_return`` from now (the
+        broker delivers it again, maybe to another process)."""
+        hole_key = (key, _seq_id(message_id, sequence))
+        with self._lock:
+            if not self._arrived(hole_key):
+                return
+            hole = self._holes.get(hole_key)
+            if hole is None or hole.deadline != math.inf:
+                return
+            hole.deadline = time.monotonic() + self.wait_for_return
+        self._expire_later(key)
+
+    def _arrived(self, hole_key: tuple[GroupKey, str]) -> bool:
+        """Under the lock: one copy of an expected message is no longer in a feed; True
+        if none is left there."""
+        count = self._in_process.pop(hole_key, 0)
+        if count > 1:
+            self._in_process[hole_key] = count - 1
+            return False
+        return count == 1
 
     def _note_sequence(self, key: GroupKey, message_id: str, sequence: int) -> int | None:
         """Remember the highest sequence seen of the message's producer in the group;

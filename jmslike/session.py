@@ -596,12 +596,23 @@ class Session:
         (``acknowledge_soon``). Where a client gate keeps the message's group, the gate
         frees the group only once the acknowledgement is written (``written``): another
         session may then take the group's next message, and its acknowledgement must
-        not reach the broker first. Not for a container's feed, whose sessions take the
-        group's next message from the feed at once."""
-        if not more or held.consumer._feed is not None:
+        not reach the broker first.
+
+        A listener container's feed may always hold them: its window leaves the broker
+        room for a quarter of it held, and its sessions' acknowledgements share one
+        connection, so they reach the broker in the order written. The feed hears that
+        the message is finished at once (another session may take the group's next
+        message meanwhile: its acknowledgement goes after this one), behind a client
+        gate once it is written, as the gate does."""
+        feed = held.consumer._feed
+        if not more and feed is None:
             self._acknowledge([held])
         elif self._gate is None or GROUP_ID not in held.props:
-            self._provider.acknowledge_soon([held.token])
+            try:
+                self._provider.acknowledge_soon([held.token])
+            finally:
+                if feed is not None:
+                    feed.finished([held.token])
         else:
             self._provider.acknowledge_soon([held.token], lambda ok: self._gate_written(held, ok))
 

@@ -114,6 +114,9 @@ class StompConsumer(ProviderConsumer):
         self._headers = headers
         self._filter = client_filter
         self.sub_id = sub_id
+        self.ack_batch = 0
+        """How many of this subscription's ACKs may be written together
+        (``StompSession.acknowledge_soon``); 0: each on its own. Set by the session."""
         self.cumulative_sub = sub_id if headers.get("ack") == "client" else None
         """The subscription's id where it acknowledges cumulatively (``ack:client``): its
         held ACKs replace each other (``Wire.hold``)."""

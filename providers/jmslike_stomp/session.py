@@ -252,6 +252,16 @@ class StompSession(ProviderSession):
             connection.strict.detach(claim)
             raise
         promote.bind(consumer.promote)
+        if window and not claim.strict:
+            # A container's feed: its sessions' ACKs go together too, a quarter of the
+            # feed's window at most, whatever the factory's prefetch (docs/performance.md).
+            consumer.ack_batch = (
+                min(int(connection.settings.extra.get("ackBatch", ACK_BATCH)), window // 4)
+                if not consumer.transport.reconnects
+                else 0
+            )
+        else:
+            consumer.ack_batch = self.ack_batch
         consumer._durable_name = subscription if durable else None
         consumer.prepare = prepare
         if destination.is_topic or destination.is_temporary:
@@ -380,8 +390,7 @@ class StompSession(ProviderSession):
         """AUTO/DUPS_OK with more messages buffered: the ACKs may wait a moment in the
         outbox and go several to one write (``Wire.hold``); ``written`` is called once
         they went."""
-        batch = self.ack_batch
-        if batch < 2:
+        if any(token.consumer.ack_batch < 2 for token in tokens):
             super().acknowledge_soon(tokens, written)
             return
         last = len(tokens) - 1
@@ -392,7 +401,7 @@ class StompSession(ProviderSession):
             after = written if number == last else None
             if ack_id:
                 consumer.transport.hold_ack(
-                    ack_id, batch, after, cumulative=consumer.cumulative_sub
+                    ack_id, consumer.ack_batch, after, cumulative=consumer.cumulative_sub
                 )
             elif after is not None:
                 after(True)  # nothing to write for it (RabbitMQ's auto ack)

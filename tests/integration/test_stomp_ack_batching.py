@@ -39,7 +39,7 @@ import pytest
 from brokercases import CASES, case_url
 from faultproxy import Relay
 
-from jmslike import ConnectionFactory, DeliveryMode, Message, Session
+from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer, Session
 
 STOMP_CASES = [case for case in CASES if str(case.values[0]).endswith("stomp")]
 
@@ -186,6 +186,43 @@ def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
 
 
 @pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
+def test_acks_held_by_a_container_reach_the_broker_while_it_blocks(
+    relay_for: tuple[str, str, Relay],
+) -> None:
+    """A listener container's sessions hold their ACKs too, with factory defaults: the
+    container's feed subscribes with a window of 16 messages a session, so 4 ACKs go
+    together. The held ones reach the broker while the handler blocks."""
+    url, direct, relay = relay_for
+    queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
+    sent = _fill(direct, queue)
+    handed: list[str] = []
+    blocked, release = threading.Event(), threading.Event()
+
+    def on_message(message: Message) -> None:
+        handed.append(str(message.text))
+        if len(handed) == FINISHED + 1:
+            blocked.set()
+            release.wait(10)
+
+    container = MessageListenerContainer(
+        ConnectionFactory(url), f"queue://{queue}", on_message, exception_listener=lambda _e: None
+    )
+    try:
+        assert blocked.wait(10), f"only {len(handed)} came"
+        time.sleep(0.5)
+        relay.cut()
+        time.sleep(0.2)
+    finally:
+        release.set()
+        container.stop()
+    assert handed[: FINISHED + 1] == sent[: FINISHED + 1]
+    left = _left(url, queue, SENT - FINISHED)
+    assert sorted(left) == sent[FINISHED:], (
+        f"finished and then back: {sorted(set(left) & set(sent[:FINISHED]))}"
+    )
+
+
+@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
 def test_acks_held_go_before_the_unsubscribe_of_a_close(relay_for: tuple[str, str, Relay]) -> None:
     url, direct, _relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
@@ -205,13 +242,15 @@ def test_acks_held_go_before_the_unsubscribe_of_a_close(relay_for: tuple[str, st
     assert sorted(left) == sent[FINISHED + 1 :]
 
 
+@pytest.mark.parametrize("how", ["listeners", "containers"])
 @pytest.mark.parametrize("case", STOMP_CASES)
-def test_held_acks_keep_groups_whole_across_connections(case: str) -> None:
+def test_held_acks_keep_groups_whole_across_connections(case: str, how: str) -> None:
     """ORD-9 with held ACKs: two listeners on two connections (two outboxes), a window of
     32, 8 groups x 30 messages and a little work per message: each group is processed in
     order and never by both at once. Where the client gate keeps the groups (RabbitMQ),
     a group is freed only once its ACK is written; freed before, the other connection's
-    ACK of the group's next message could reach the broker first."""
+    ACK of the group's next message could reach the broker first. ``containers``: two
+    listener containers of concurrency 2 with factory defaults (their feeds hold ACKs)."""
     url = case_url(case)
     queue = f"ack-groups-{uuid.uuid4().hex[:8]}"
     groups, per_group = 8, 30
@@ -242,18 +281,32 @@ def test_held_acks_keep_groups_whole_across_connections(case: str) -> None:
             if sum(map(len, seen.values())) >= groups * per_group:
                 done.set()
 
-    factory = ConnectionFactory(url, prefetch=WINDOW)
-    connections = [factory.create_connection() for _ in range(2)]
-    try:
-        for connection in connections:
-            session = connection.create_session()
-            session.create_consumer(session.create_queue(queue)).set_message_listener(on_message)
-        for connection in connections:
-            connection.start()
-        assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
-    finally:
-        for connection in connections:
-            connection.close()
+    if how == "containers":
+        containers = [
+            MessageListenerContainer(
+                ConnectionFactory(url), f"queue://{queue}", on_message, concurrency=2
+            )
+            for _ in range(2)
+        ]
+        try:
+            assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
+        finally:
+            for container in containers:
+                container.stop()
+    else:
+        factory = ConnectionFactory(url, prefetch=WINDOW)
+        connections = [factory.create_connection() for _ in range(2)]
+        try:
+            for connection in connections:
+                session = connection.create_session()
+                consumer = session.create_consumer(session.create_queue(queue))
+                consumer.set_message_listener(on_message)
+            for connection in connections:
+                connection.start()
+            assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
+        finally:
+            for connection in connections:
+                connection.close()
     assert not overlaps, f"a group in progress in two sessions at once: {overlaps[:5]}"
     for group, numbers in seen.items():
         assert numbers == list(range(per_group)), f"{group} out of order: {numbers}"

@@ -305,6 +305,29 @@ def test_sequence_first_message_seen_waits_for_lower_numbers_then_gives_up() -> 
     assert delivered == ["B:2"]
 
 
+def test_sequence_a_predecessor_a_feed_holds_is_waited_for_however_long() -> None:
+    """A listener container's feed holds seq 2 and 3 (``expect``); another feed hands out
+    seq 4 first: it waits past ``wait_for_predecessor`` until 2 and 3 have come and are
+    finished (ORD-8). Given back by its feed instead (``unexpect``), a hole waits
+    ``wait_for_return`` only."""
+    delivered: list[str] = []
+    gate = ClientGroupGate(delivered.append, wait_for_return=0.0, wait_for_predecessor=0.0)
+    gate.arrive(KEY, "A", "ID:p:1", "A:1", sequence=1)
+    gate.finish(KEY, "A")
+    gate.expect(KEY, "ID:p:2", 2)
+    gate.expect(KEY, "ID:p:3", 3)
+    gate.arrive(KEY, "B", "ID:p:4", "B:4", sequence=4)
+    gate.expire_holes(KEY)
+    assert delivered == ["A:1"]
+    gate.arrive(KEY, "A", "ID:p:2", "A:2", sequence=2)
+    assert delivered == ["A:1", "A:2"]
+    gate.unexpect(KEY, "ID:p:3", 3)  # its feed closed: the broker has it again
+    gate.finish(KEY, "A")
+    gate.expire_holes(KEY)
+    assert delivered == ["A:1", "A:2", "B:4"]
+    assert gate._in_process == {}
+
+
 def test_sequence_redeliveries_and_rebinding_do_not_wait() -> None:
     """A number at or below the highest seen (a redelivery, or ORD-8a's restart at 1 after
     binding again) leaves no holes."""

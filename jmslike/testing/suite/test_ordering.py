@@ -1399,6 +1399,58 @@ def test_ord17_container_spreads_a_backlog_of_groups(factory, make_connection, u
     assert most == concurrency, f"at most {most} groups in progress at once in the first second"
 
 
+def test_ord9_two_containers_on_one_queue_keep_each_group_in_order(
+    factory, make_connection, unique
+) -> None:
+    """ORD-8, ORD-9, ORD-16 across two listener containers of one process on one queue
+    (concurrency 2 each, factory defaults): 8 groups x 12 messages queued round-robin, a
+    20 ms handler; every group is processed once, in send order, never twice at once.
+    Found 2026-12-03 on RabbitMQ (both protocols): each container's feed read its share
+    of a group in the broker's order, and the client gate let the second feed's later
+    message through before the first feed handed out the earlier ones (every group out
+    of order; with a 1 ms handler too). The gate now knows what each feed holds."""
+    queue = f"queue://{unique('q')}"
+    groups, per_group, work = 8, 12, 0.02
+    sender = make_connection().create_session()
+    producers = []
+    for g in range(groups):
+        producer = sender.create_producer(queue)
+        producer.enable_ordering_group(f"g{g}")
+        producers.append(producer)
+    for n in range(1, per_group + 1):
+        for g, producer in enumerate(producers):
+            producer.send(sender.create_text_message(f"g{g}:{n}"))
+    lock = threading.Lock()
+    busy: set[str] = set()
+    seen: dict[str, list[int]] = defaultdict(list)
+    overlaps: list[str] = []
+    done = threading.Event()
+
+    def on_message(msg: Message) -> None:
+        group, number = str(msg.text).split(":")
+        with lock:
+            if group in busy:
+                overlaps.append(str(msg.text))
+            busy.add(group)
+        time.sleep(work)
+        with lock:
+            busy.discard(group)
+            seen[group].append(int(number))
+            if sum(map(len, seen.values())) >= groups * per_group:
+                done.set()
+
+    first = MessageListenerContainer(factory, queue, on_message, concurrency=2)
+    try:
+        with MessageListenerContainer(factory, queue, on_message, concurrency=2):
+            assert done.wait(30.0), f"processed {sum(map(len, seen.values()))}"
+            time.sleep(0.1)  # nothing more comes
+    finally:
+        first.stop()
+    assert not overlaps, f"a group in progress twice at once: {overlaps[:5]}"
+    for g in range(groups):
+        assert seen[f"g{g}"] == list(range(1, per_group + 1)), f"g{g}: {seen[f'g{g}']}"
+
+
 def test_ord17_container_keeps_its_concurrency_with_a_large_prefetch(
     make_factory, make_connection, unique
 ) -> None:
