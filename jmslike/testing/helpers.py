@@ -16,6 +16,7 @@ from jmslike import Message, MessageConsumer, Session
 __all__ = [
     "FIRST_WAIT",
     "CompletionRecorder",
+    "GroupRecorder",
     "drain_any",
     "drain_consumer",
     "receive_any",
@@ -108,3 +109,39 @@ class CompletionRecorder:
         self.told.append((getattr(message, "text", None) or "", outcome))  # a TextMessage's
         if len(self.told) >= self.expected:
             self.all_told.set()
+
+
+class GroupRecorder:
+    """A message listener for ordering scenarios whose messages' texts are
+    ``"<group>:<number>"``: it works ``work`` seconds on each and records each group's
+    numbers in the order processed, and every message that began while another of its
+    group was in progress (``overlaps``, ORD-9). ``all_seen`` is set once ``expected``
+    messages were processed. Safe to call from many sessions' threads at once."""
+
+    def __init__(self, expected: int, work: float = 0.001) -> None:
+        self.expected = expected
+        self.work = work
+        self.seen: dict[str, list[int]] = {}
+        self.overlaps: list[str] = []
+        self.all_seen = threading.Event()
+        self._busy: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, message: Message) -> None:
+        text = str(getattr(message, "text", ""))
+        group, _, number = text.partition(":")
+        with self._lock:
+            if group in self._busy:
+                self.overlaps.append(text)
+            self._busy.add(group)
+        time.sleep(self.work)
+        with self._lock:
+            self._busy.discard(group)
+            self.seen.setdefault(group, []).append(int(number))
+            if sum(map(len, self.seen.values())) >= self.expected:
+                self.all_seen.set()
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return sum(map(len, self.seen.values()))

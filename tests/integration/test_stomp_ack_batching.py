@@ -40,6 +40,7 @@ from brokercases import CASES, case_url
 from faultproxy import Relay
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer, Session
+from jmslike.testing.helpers import GroupRecorder
 
 STOMP_CASES = [case for case in CASES if str(case.values[0]).endswith("stomp")]
 
@@ -149,10 +150,14 @@ def test_acks_held_by_a_receive_loop_reach_the_broker_when_it_stops(
     )
 
 
+@pytest.mark.parametrize("how", ["listener", "container"])
 @pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
 def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
-    relay_for: tuple[str, str, Relay],
+    relay_for: tuple[str, str, Relay], how: str
 ) -> None:
+    """``container``: a listener container's sessions hold their ACKs too, with factory
+    defaults (its feed subscribes with a window of 16 messages a session, so 4 ACKs go
+    together)."""
     url, direct, relay = relay_for
     queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
     sent = _fill(direct, queue)
@@ -165,56 +170,27 @@ def test_acks_held_by_a_listener_reach_the_broker_while_it_blocks(
             blocked.set()
             release.wait(10)
 
-    connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
+    if how == "container":
+        container = MessageListenerContainer(
+            ConnectionFactory(url), f"queue://{queue}", on_message, exception_listener=print
+        )
+        stop = container.stop
+    else:
+        connection = ConnectionFactory(url, prefetch=WINDOW).create_connection()
+        stop = connection.close
     try:
-        session = connection.create_session()
-        consumer = session.create_consumer(session.create_queue(queue))
-        consumer.set_message_listener(on_message)
-        connection.start()
+        if how == "listener":
+            session = connection.create_session()
+            consumer = session.create_consumer(session.create_queue(queue))
+            consumer.set_message_listener(on_message)
+            connection.start()
         assert blocked.wait(10), f"only {len(handed)} came"
         time.sleep(0.5)
         relay.cut()
         time.sleep(0.2)
     finally:
         release.set()
-        connection.close()
-    assert handed[: FINISHED + 1] == sent[: FINISHED + 1]
-    left = _left(url, queue, SENT - FINISHED)
-    assert sorted(left) == sent[FINISHED:], (
-        f"finished and then back: {sorted(set(left) & set(sent[:FINISHED]))}"
-    )
-
-
-@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
-def test_acks_held_by_a_container_reach_the_broker_while_it_blocks(
-    relay_for: tuple[str, str, Relay],
-) -> None:
-    """A listener container's sessions hold their ACKs too, with factory defaults: the
-    container's feed subscribes with a window of 16 messages a session, so 4 ACKs go
-    together. The held ones reach the broker while the handler blocks."""
-    url, direct, relay = relay_for
-    queue = f"ack-batch-{uuid.uuid4().hex[:8]}"
-    sent = _fill(direct, queue)
-    handed: list[str] = []
-    blocked, release = threading.Event(), threading.Event()
-
-    def on_message(message: Message) -> None:
-        handed.append(str(message.text))
-        if len(handed) == FINISHED + 1:
-            blocked.set()
-            release.wait(10)
-
-    container = MessageListenerContainer(
-        ConnectionFactory(url), f"queue://{queue}", on_message, exception_listener=lambda _e: None
-    )
-    try:
-        assert blocked.wait(10), f"only {len(handed)} came"
-        time.sleep(0.5)
-        relay.cut()
-        time.sleep(0.2)
-    finally:
-        release.set()
-        container.stop()
+        stop()
     assert handed[: FINISHED + 1] == sent[: FINISHED + 1]
     left = _left(url, queue, SENT - FINISHED)
     assert sorted(left) == sent[FINISHED:], (
@@ -262,34 +238,17 @@ def test_held_acks_keep_groups_whole_across_connections(case: str, how: str) -> 
         for number in range(per_group):
             for index, producer in enumerate(producers):
                 producer.send(session.create_text_message(f"g{index}:{number:02d}"))
-    lock = threading.Lock()
-    busy: set[str] = set()
-    seen: dict[str, list[int]] = {}
-    overlaps: list[str] = []
-    done = threading.Event()
-
-    def on_message(message: Message) -> None:
-        group, number = str(message.text).split(":")
-        with lock:
-            if group in busy:
-                overlaps.append(str(message.text))
-            busy.add(group)
-        time.sleep(0.001)
-        with lock:
-            busy.discard(group)
-            seen.setdefault(group, []).append(int(number))
-            if sum(map(len, seen.values())) >= groups * per_group:
-                done.set()
-
+    recorder = GroupRecorder(groups * per_group)
+    total = groups * per_group
     if how == "containers":
         containers = [
             MessageListenerContainer(
-                ConnectionFactory(url), f"queue://{queue}", on_message, concurrency=2
+                ConnectionFactory(url), f"queue://{queue}", recorder, concurrency=2
             )
             for _ in range(2)
         ]
         try:
-            assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
+            assert recorder.all_seen.wait(60), f"{recorder.count} of {total} came"
         finally:
             for container in containers:
                 container.stop()
@@ -300,13 +259,13 @@ def test_held_acks_keep_groups_whole_across_connections(case: str, how: str) -> 
             for connection in connections:
                 session = connection.create_session()
                 consumer = session.create_consumer(session.create_queue(queue))
-                consumer.set_message_listener(on_message)
+                consumer.set_message_listener(recorder)
             for connection in connections:
                 connection.start()
-            assert done.wait(60), f"{sum(map(len, seen.values()))} of {groups * per_group} came"
+            assert recorder.all_seen.wait(60), f"{recorder.count} of {total} came"
         finally:
             for connection in connections:
                 connection.close()
-    assert not overlaps, f"a group in progress in two sessions at once: {overlaps[:5]}"
-    for group, numbers in seen.items():
+    assert not recorder.overlaps, f"a group in two sessions at once: {recorder.overlaps[:5]}"
+    for group, numbers in recorder.seen.items():
         assert numbers == list(range(per_group)), f"{group} out of order: {numbers}"

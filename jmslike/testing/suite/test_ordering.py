@@ -16,6 +16,7 @@ import pytest
 
 import jmslike
 from jmslike import ConnectionFactory, Message, MessageListenerContainer, Session
+from jmslike.testing.helpers import GroupRecorder
 
 BAD_NAMES = [
     pytest.param("", id="empty"),
@@ -1410,7 +1411,7 @@ def test_ord9_two_containers_on_one_queue_keep_each_group_in_order(
     message through before the first feed handed out the earlier ones (every group out
     of order; with a 1 ms handler too). The gate now knows what each feed holds."""
     queue = f"queue://{unique('q')}"
-    groups, per_group, work = 8, 12, 0.02
+    groups, per_group = 8, 12
     sender = make_connection().create_session()
     producers = []
     for g in range(groups):
@@ -1420,35 +1421,17 @@ def test_ord9_two_containers_on_one_queue_keep_each_group_in_order(
     for n in range(1, per_group + 1):
         for g, producer in enumerate(producers):
             producer.send(sender.create_text_message(f"g{g}:{n}"))
-    lock = threading.Lock()
-    busy: set[str] = set()
-    seen: dict[str, list[int]] = defaultdict(list)
-    overlaps: list[str] = []
-    done = threading.Event()
-
-    def on_message(msg: Message) -> None:
-        group, number = str(msg.text).split(":")
-        with lock:
-            if group in busy:
-                overlaps.append(str(msg.text))
-            busy.add(group)
-        time.sleep(work)
-        with lock:
-            busy.discard(group)
-            seen[group].append(int(number))
-            if sum(map(len, seen.values())) >= groups * per_group:
-                done.set()
-
-    first = MessageListenerContainer(factory, queue, on_message, concurrency=2)
+    recorder = GroupRecorder(groups * per_group, work=0.02)
+    first = MessageListenerContainer(factory, queue, recorder, concurrency=2)
     try:
-        with MessageListenerContainer(factory, queue, on_message, concurrency=2):
-            assert done.wait(30.0), f"processed {sum(map(len, seen.values()))}"
+        with MessageListenerContainer(factory, queue, recorder, concurrency=2):
+            assert recorder.all_seen.wait(30.0), f"processed {recorder.count}"
             time.sleep(0.1)  # nothing more comes
     finally:
         first.stop()
-    assert not overlaps, f"a group in progress twice at once: {overlaps[:5]}"
+    assert not recorder.overlaps, f"a group in progress twice at once: {recorder.overlaps[:5]}"
     for g in range(groups):
-        assert seen[f"g{g}"] == list(range(1, per_group + 1)), f"g{g}: {seen[f'g{g}']}"
+        assert recorder.seen[f"g{g}"] == list(range(1, per_group + 1)), recorder.seen[f"g{g}"]
 
 
 def test_ord17_container_keeps_its_concurrency_with_a_large_prefetch(
