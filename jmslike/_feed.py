@@ -179,7 +179,7 @@ class Feed:
         group = message._properties.get(GROUP_ID)
         sequence = message._properties.get(GROUP_SEQ)
         message_id = message.jms_message_id
-        if gate is None or not message_id or not isinstance(group, str):
+        if gate is None or not (message_id and isinstance(group, str)):
             return
         if not isinstance(sequence, int):
             return
@@ -398,9 +398,8 @@ class Feed:
                 never_handed = self._drain_all(backlog)
                 remaining = [*undelivered, *never_handed]
                 self._paid.clear()
-                if self._gate is not None:
-                    for message, _token, _seen in never_handed:
-                        self._tell_gate(message, expected=False)
+                for message, _token, _seen in never_handed:
+                    self._tell_gate(message, expected=False)
             else:
                 seqs = self._front_seqs(len(undelivered))
                 for item, seq in zip(undelivered, seqs, strict=True):
@@ -448,12 +447,11 @@ class Feed:
     def _revoke(self, stale: Callable[[Any], bool]) -> list[Any]:
         """The provider lost what it pushed (a reconnect): drop it everywhere."""
         with self._lock:
-            kept = []
-            for item in self._drain_all():
-                if not stale(item[1]):
-                    kept.append(item)
-                elif self._gate is not None:
-                    self._tell_gate(item[0], expected=False)
+            drained = self._drain_all()
+            kept = [item for item in drained if not stale(item[1])]
+            for message, token, _seen in drained:
+                if stale(token):
+                    self._tell_gate(message, expected=False)
             members = list(self._members)
         dropped: list[Any] = []
         for member in members:

@@ -373,10 +373,9 @@ class ClientGroupGate(Generic[T]):
         last = self._note_sequence(key, message_id, sequence)
         if last is not None and sequence <= last:
             return False  # a redelivery, or the producer bound the group again (ORD-8a)
-        first_missing = max((last or 0) + 1, sequence - 16, 1)
-        if last is not None and self._in_process:
-            # Further back only for messages a feed of this process holds (``expect``).
-            first_missing = max(last + 1, sequence - IN_PROCESS_REACH, 1)
+        # Further back than 16 only for messages a feed of this process holds (``expect``).
+        reach = IN_PROCESS_REACH if last is not None and self._in_process else 16
+        first_missing = max((last or 0) + 1, sequence - reach, 1)
         deadline = time.monotonic() + self.wait_for_predecessor
         end = sequence
         if 0 < predecessor_expiration <= time.time() * 1000:
