@@ -223,8 +223,8 @@ class Feed:
         while progress and waiting:
             progress = False
             for member in list(waiting):
-                if member not in waiting:
-                    continue
+                if member not in waiting or not (self._line or member.backlog):
+                    continue  # (the usual case once the line is empty: nothing for it)
                 taken = self._next_for(member)
                 if taken is not None:
                     self._hand(member, *taken)

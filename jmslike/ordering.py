@@ -334,15 +334,19 @@ class ClientGroupGate(Generic[T]):
         expect_later = False
         with self._lock:
             state = self._table.state(_flat(key))
+            holes = self._holes
+            hole = None
             if sequence is not None and message_id:
+                hole_id = _seq_id(message_id, sequence)
                 if self._in_process:
-                    self._arrived((key, _seq_id(message_id, sequence)))
+                    self._arrived((key, hole_id))
                 expect_later = self._expect_predecessors(
                     key, state, message_id, sequence, predecessor_expiration
                 )
-            hole = self._holes.pop((key, message_id), None) if message_id else None
-            if hole is None and sequence is not None and message_id:
-                hole = self._holes.pop((key, _seq_id(message_id, sequence)), None)
+                if holes:
+                    hole = holes.pop((key, message_id), None) or holes.pop((key, hole_id), None)
+            elif message_id and holes:
+                hole = holes.pop((key, message_id), None)
             if message_id:
                 self._note_arrival(key, message_id)
             if hole is not None:
@@ -371,8 +375,10 @@ class ClientGroupGate(Generic[T]):
         arrived (at most 16; the first message seen of a producer counts back from its
         number). Returns True if it left any. Under the lock."""
         last = self._note_sequence(key, message_id, sequence)
-        if last is not None and sequence <= last:
-            return False  # a redelivery, or the producer bound the group again (ORD-8a)
+        if last is not None and sequence <= last + 1:
+            # The next of its producer (the usual case: nothing missing), a redelivery, or
+            # the producer bound the group again (ORD-8a).
+            return False
         # Further back than 16 only for messages a feed of this process holds (``expect``).
         reach = IN_PROCESS_REACH if last is not None and self._in_process else 16
         first_missing = max((last or 0) + 1, sequence - reach, 1)

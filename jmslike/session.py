@@ -677,8 +677,16 @@ class Session:
     def _gate_finished(self, held: list[_Held]) -> None:
         """``held`` are finished: the client gate and a listener container's feed, where
         they came through one, hear that this session no longer holds them."""
-        self._feeds_finished(held)
         gate = self._gate
+        if len(held) == 1:  # a listener's message: no tables to build
+            one = held[0]
+            feed = one.consumer._feed
+            if feed is not None:
+                feed.finished([one.token])
+            if gate is not None and one.group is not None:
+                gate.finish((one.consumer._gate_scope, one.group), self, 1)
+            return
+        self._feeds_finished(held)
         if gate is None:
             return
         counts: dict[GroupKey, int] = {}
