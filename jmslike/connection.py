@@ -42,7 +42,7 @@ from jmslike.middleware import (
     fold_send,
     send_to_provider,
 )
-from jmslike.ordering import ClientGroupGate, acquire_client_gate, release_client_gate
+from jmslike.ordering import StripedGroupGate, acquire_client_gate, release_client_gate
 from jmslike.session import Session, deliver_released
 from jmslike.spi.provider import Capabilities, OrderingMode, Provider
 from jmslike.spi.registry import get_registry
@@ -208,7 +208,7 @@ class Connection:
         """What ``jmslike_middleware`` implementations contribute, asked once."""
         return collect(get_registry().plugin_manager.hook.jmslike_middleware(connection=self))
 
-    def _acquire_gate(self) -> tuple[ClientGroupGate[Any] | None, str]:
+    def _acquire_gate(self) -> tuple[StripedGroupGate[Any] | None, str]:
         """The process-wide client gate for this broker, where the broker ignores groups
         (ORD-16); shared by every connection of the process to the same broker."""
         capabilities = self._provider.capabilities

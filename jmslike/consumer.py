@@ -279,7 +279,7 @@ class MessageConsumer:
                         self._credit -= 1
                 key = (self._gate_scope, group)
                 sequence = message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
-                gate.arrive(
+                through = gate.arrive(
                     key,
                     self._session,
                     message.jms_message_id,
@@ -287,8 +287,10 @@ class MessageConsumer:
                     sequence if isinstance(sequence, int) else None,
                     message._group_prev_expiration,
                 )
-                # Parked or not, the credit is spent: wake whoever waits on this consumer so
-                # it asks for more, and other groups flow past a blocked one (ORD-9).
+                if through:  # _accept wakes whoever waits, as below
+                    return
+                # Parked, the credit is spent all the same: wake whoever waits on this
+                # consumer so it asks for more, and other groups flow past (ORD-9).
                 with self._cond:
                     self._cond.notify()
                 if self._listener is not None:

@@ -53,7 +53,7 @@ from jmslike.message import (
     TextMessage,
 )
 from jmslike.middleware import DeliveryContext, notify_dead_letter
-from jmslike.ordering import ClientGroupGate, GroupKey, Returned, generate_group_name
+from jmslike.ordering import GroupKey, Returned, StripedGroupGate, generate_group_name
 from jmslike.producer import MessageProducer
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class Session:
         self._closed = False
         self._group_name: str | None = None
         self._id = connection._next_id()
-        self._gate: ClientGroupGate[Any] | None = connection._gate
+        self._gate: StripedGroupGate[Any] | None = connection._gate
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"held={len(self._held)}"
