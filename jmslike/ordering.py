@@ -708,18 +708,10 @@ class StripedGroupGate(Generic[T]):
         return sum(len(stripe) for stripe in self._stripes)
 
     def arrive(
-        self,
-        key: GroupKey,
-        holder: Hashable,
-        message_id: str | None,
-        item: T,
-        sequence: int | None = None,
-        predecessor_expiration: int = 0,
+        self, key: GroupKey, holder: Hashable, message_id: str | None, item: T, *more: Any
     ) -> bool:
-        """``ClientGroupGate.arrive``."""
-        return self.stripe(key).arrive(
-            key, holder, message_id, item, sequence, predecessor_expiration
-        )
+        """``ClientGroupGate.arrive`` (``more``: its sequence and predecessor expiration)."""
+        return self.stripe(key).arrive(key, holder, message_id, item, *more)
 
     def expect(self, key: GroupKey, message_id: str, sequence: int) -> None:
         self.stripe(key).expect(key, message_id, sequence)
@@ -730,17 +722,9 @@ class StripedGroupGate(Generic[T]):
     def finish(self, key: GroupKey, holder: Hashable, count: int = 1) -> None:
         self.stripe(key).finish(key, holder, count)
 
-    def give_back(
-        self,
-        key: GroupKey,
-        holder: Hashable,
-        message_ids: list[str | None],
-        sequences: list[int | None] | None = None,
-        *,
-        in_doubt: bool = False,
-    ) -> None:
+    def give_back(self, key: GroupKey, holder: Hashable, *more: Any, **options: Any) -> None:
         """``ClientGroupGate.give_back``."""
-        self.stripe(key).give_back(key, holder, message_ids, sequences, in_doubt=in_doubt)
+        self.stripe(key).give_back(key, holder, *more, **options)
 
     def withdraw(
         self, holder: Hashable, belongs: Callable[[T], bool], *, holes: bool = True

@@ -6,6 +6,7 @@ that, like RabbitMQ, ignores JMSXGroupID and hands a group's messages to any con
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -15,7 +16,7 @@ import pytest
 
 from jmslike import ConnectionFactory, ConnectionFailedError, Session, TransactionInDoubtError
 from jmslike.message import TextMessage
-from jmslike.ordering import ClientGroupGate, GroupBinding
+from jmslike.ordering import ClientGroupGate, GroupBinding, StripedGroupGate
 
 pytestmark = pytest.mark.embedded
 
@@ -383,3 +384,47 @@ def test_given_back_message_that_came_back_early_takes_its_place() -> None:
     assert out == ["A:m1"]
     gate.give_back(KEY, "A", ["m1"])
     assert out == ["A:m1", "B:m1"]
+
+
+def test_striped_gate_keeps_each_group_and_spans_its_stripes_for_withdraw_and_let_go() -> None:
+    """ORD-9/ORD-16 through the process's gate (16 stripes): each group is held on its
+    own; a closing consumer withdraws, and a lost connection lets go of, every group."""
+    delivered: list[str] = []
+    gate: StripedGroupGate[str] = StripedGroupGate(delivered.append)
+    keys = [("queue://q", f"g{n}") for n in range(64)]
+    assert len({id(gate.stripe(key)) for key in keys}) > 1
+    for key in keys:
+        assert gate.arrive(key, "A", f"{key[1]}-1", f"A:{key[1]}")
+        assert not gate.arrive(key, "B", f"{key[1]}-2", f"B:{key[1]}")
+    assert delivered == [f"A:{key[1]}" for key in keys]
+    assert len(gate.holders()) == 64
+    parked = gate.withdraw("B", lambda item: item.startswith("B:"), holes=False)
+    assert sorted(item for _key, item in parked) == sorted(f"B:{key[1]}" for key in keys)
+    gate.let_go("A")
+    assert gate.holders() == {}
+    assert len(gate) == 0
+
+
+def test_withdraw_waits_for_a_hand_out_under_way() -> None:
+    """A released message is handed to its consumer after the gate's lock; a consumer
+    that closes (withdraw) must find it handed out, not still on its way."""
+    entered, go = threading.Event(), threading.Event()
+    delivered: list[str] = []
+
+    def deliver(item: str) -> None:
+        entered.set()
+        assert go.wait(5.0)
+        delivered.append(item)
+
+    gate = ClientGroupGate(deliver)
+    arriving = threading.Thread(target=gate.arrive, args=(KEY, "A", "m1", "A:m1"))
+    arriving.start()
+    assert entered.wait(5.0)
+    withdrawing = threading.Thread(target=gate.withdraw, args=("A", lambda _item: True))
+    withdrawing.start()
+    withdrawing.join(0.3)
+    assert withdrawing.is_alive(), "withdraw returned while the hand-out was under way"
+    go.set()
+    withdrawing.join(5.0)
+    arriving.join(5.0)
+    assert not withdrawing.is_alive() and delivered == ["A:m1"]
