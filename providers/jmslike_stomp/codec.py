@@ -266,7 +266,8 @@ def encode(
     group = message.ordering_group
     if group is not None:
         headers["JMSXGroupID"] = group  # what the broker (and Java JMS clients) read, ORD-4
-        headers[GROUP_HEADER] = group
+        if dialect.own_group_header:
+            headers[GROUP_HEADER] = group
         sequence = message.group_sequence
         if sequence is not None:
             headers[dialect.group_seq_header] = str(sequence)

@@ -148,6 +148,12 @@ class Dialect:
     Not where jmslike's client gate may park a message while later ones are finished
     (RabbitMQ), nor where NACK gives a message back, since a cumulative NACK would give
     back every earlier one too."""
+    own_group_header: bool = True
+    """Carry the group in jmslike's own header too, for a broker that does not give
+    ``JMSXGroupID`` back on MESSAGE frames (ActiveMQ Classic). Artemis gives it back as
+    ``_AMQ_GROUP_ID`` and RabbitMQ passes every header through, so there it would be a
+    second copy, and every header a SEND carries costs RabbitMQ about 7 µs of CPU a
+    message (docs/performance.md)."""
     wildcard_addresses: bool = False
     """The broker reads ``*`` and ``#`` in an address as wildcards and answers a SEND to
     one with an ERROR that closes the connection (Artemis): such a send is refused before
@@ -223,6 +229,7 @@ ARTEMIS = Dialect(
     cumulative_ack=True,
     persistent_false=False,
     wildcard_addresses=True,
+    own_group_header=False,
 )
 
 RABBITMQ = Dialect(
@@ -248,6 +255,7 @@ RABBITMQ = Dialect(
     relative_ttl_header="expiration",
     percent_names=True,
     quick_ack=False,
+    own_group_header=False,
 )
 
 GENERIC = Dialect(

@@ -80,3 +80,33 @@ def test_a_non_persistent_send_carries_no_persistent_header(name: str) -> None:
     message.jms_delivery_mode = DeliveryMode.PERSISTENT
     headers, _ = codec.encode(message, Queue("q"), chosen)
     assert headers["persistent"] == "true"
+
+
+@pytest.mark.parametrize("name", ["activemq", "artemis", "rabbitmq", "stomp"])
+def test_the_group_travels_once_where_the_broker_gives_it_back(name: str) -> None:
+    """ORD-4: the broker reads ``JMSXGroupID``; jmslike's own copy goes only where the
+    broker does not give it back (Classic, and a broker jmslike does not know). The
+    MESSAGE frame each broker was seen to deliver is rebuilt here from the SEND's
+    headers; the contract suite's group scenarios check the brokers themselves."""
+    from jmslike import Queue, TextMessage
+    from jmslike.message import GROUP_ID, GROUP_SEQ
+    from jmslike_stomp import codec, dialect
+
+    chosen = {
+        "activemq": dialect.ACTIVEMQ,
+        "artemis": dialect.ARTEMIS,
+        "rabbitmq": dialect.RABBITMQ,
+    }.get(name, dialect.GENERIC)
+    message = TextMessage("x")
+    message._properties[GROUP_ID] = "orders-7"
+    message._properties[GROUP_SEQ] = 3
+    headers, body = codec.encode(message, Queue("q"), chosen)
+    assert headers["JMSXGroupID"] == "orders-7"
+    assert (codec.GROUP_HEADER in headers) == (name in ("activemq", "stomp"))
+    delivered = dict(headers)
+    if name == "activemq":  # Classic keeps the group to itself
+        del delivered["JMSXGroupID"]
+    elif name == "artemis":  # and Artemis gives it back under its own name
+        delivered["_AMQ_GROUP_ID"] = delivered.pop("JMSXGroupID")
+    got = codec.decode(delivered, body, chosen)
+    assert (got.ordering_group, got.group_sequence) == ("orders-7", 3)
