@@ -266,7 +266,7 @@ def encode(
     group = message.ordering_group
     if group is not None:
         headers["JMSXGroupID"] = group  # what the broker (and Java JMS clients) read, ORD-4
-        if dialect.own_group_header:
+        if dialect.group_back_header is None:  # the broker keeps it to itself
             headers[GROUP_HEADER] = group
         sequence = message.group_sequence
         if sequence is not None:

@@ -57,7 +57,11 @@ class Dialect:
     routing_type_headers: bool
     """Artemis: say ANYCAST/MULTICAST in ``destination-type`` / ``subscription-type``."""
     group_back_header: str | None
-    """Where the broker echoes the group on MESSAGE frames (None: only jmslike's header)."""
+    """Where the broker echoes the group on MESSAGE frames: Artemis as ``_AMQ_GROUP_ID``,
+    RabbitMQ as sent (it passes every header through). None (ActiveMQ Classic, unknown
+    brokers): a grouped SEND carries jmslike's own copy too; elsewhere it would be a
+    second copy, and every header a SEND carries costs RabbitMQ about 7 µs of CPU a
+    message (docs/performance.md)."""
     selectors: str
     """``broker`` (JMS syntax), ``core`` (Artemis filter syntax), or ``topics-only``
     (the client evaluates them, which is only safe where each subscriber has its own
@@ -148,12 +152,6 @@ class Dialect:
     Not where jmslike's client gate may park a message while later ones are finished
     (RabbitMQ), nor where NACK gives a message back, since a cumulative NACK would give
     back every earlier one too."""
-    own_group_header: bool = True
-    """Carry the group in jmslike's own header too, for a broker that does not give
-    ``JMSXGroupID`` back on MESSAGE frames (ActiveMQ Classic). Artemis gives it back as
-    ``_AMQ_GROUP_ID`` and RabbitMQ passes every header through, so there it would be a
-    second copy, and every header a SEND carries costs RabbitMQ about 7 µs of CPU a
-    message (docs/performance.md)."""
     wildcard_addresses: bool = False
     """The broker reads ``*`` and ``#`` in an address as wildcards and answers a SEND to
     one with an ERROR that closes the connection (Artemis): such a send is refused before
@@ -229,7 +227,6 @@ ARTEMIS = Dialect(
     cumulative_ack=True,
     persistent_false=False,
     wildcard_addresses=True,
-    own_group_header=False,
 )
 
 RABBITMQ = Dialect(
@@ -239,7 +236,7 @@ RABBITMQ = Dialect(
     topic_prefix="/topic/",
     temp_queue_prefix="/temp-queue/",
     routing_type_headers=False,
-    group_back_header=None,
+    group_back_header="JMSXGroupID",
     selectors="topics-only",
     transactional_ack=True,
     release_by_nack=True,
@@ -255,7 +252,6 @@ RABBITMQ = Dialect(
     relative_ttl_header="expiration",
     percent_names=True,
     quick_ack=False,
-    own_group_header=False,
 )
 
 GENERIC = Dialect(
