@@ -24,6 +24,7 @@ from jmslike.spi.strict import Claim
 from jmslike_stomp.codec import decode
 from jmslike_stomp.dialect import ID_HEADER
 from jmslike_stomp.transport import StompTransport
+from jmslike_stomp.wire import ACK_DELAY
 
 if TYPE_CHECKING:
     from jmslike_stomp.session import StompSession
@@ -117,6 +118,10 @@ class StompConsumer(ProviderConsumer):
         self.ack_batch = 0
         """How many of this subscription's ACKs may be written together
         (``StompSession.acknowledge_soon``); 0: each on its own. Set by the session."""
+        self.ack_delay = ACK_DELAY
+        """How long a held ACK of this subscription waits at most for company
+        (``Wire.hold``): :data:`~jmslike_stomp.wire.FEED_ACK_DELAY` for a listener
+        container's shared subscription. Set by the session."""
         self.cumulative_sub = sub_id if headers.get("ack") == "client" else None
         """The subscription's id where it acknowledges cumulatively (``ack:client``): its
         held ACKs replace each other (``Wire.hold``)."""

@@ -47,6 +47,7 @@ from jmslike_stomp.dialect import _broker_selector
 from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW
 from jmslike_stomp.temporary import _DELETED_TEMPORARY, _TemporaryInbox
 from jmslike_stomp.transport import StompTransport, UnconfirmedError
+from jmslike_stomp.wire import FEED_ACK_DELAY
 
 log = logging.getLogger("jmslike.stomp")
 
@@ -260,6 +261,7 @@ class StompSession(ProviderSession):
                 if not consumer.transport.reconnects
                 else 0
             )
+            consumer.ack_delay = FEED_ACK_DELAY
         else:
             consumer.ack_batch = self.ack_batch
         consumer._durable_name = subscription if durable else None
@@ -401,7 +403,11 @@ class StompSession(ProviderSession):
             after = written if number == last else None
             if ack_id:
                 consumer.transport.hold_ack(
-                    ack_id, consumer.ack_batch, after, cumulative=consumer.cumulative_sub
+                    ack_id,
+                    consumer.ack_batch,
+                    after,
+                    cumulative=consumer.cumulative_sub,
+                    delay=consumer.ack_delay,
                 )
             elif after is not None:
                 after(True)  # nothing to write for it (RabbitMQ's auto ack)

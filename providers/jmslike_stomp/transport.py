@@ -44,7 +44,7 @@ from jmslike.errors import (
 from jmslike.spi.diagnose import clip, inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.provider import SendDone
 from jmslike.spi.reconnect import Reconnect
-from jmslike_stomp.wire import Wire, encode_frame, install, parse_header_lines
+from jmslike_stomp.wire import ACK_DELAY, Wire, encode_frame, install, parse_header_lines
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -592,9 +592,10 @@ class StompTransport:
         written: Callable[[bool], None] | None = None,
         *,
         cumulative: str | None = None,
+        delay: float = ACK_DELAY,
     ) -> None:
         """An ACK nobody waits for that may wait for company (``Wire.hold``): it goes
-        with the next frame written, with ``batch`` held ones, or ``ACK_DELAY`` later;
+        with the next frame written, with ``batch`` held ones, or ``delay`` later;
         then ``written(ok)`` is called (``Wire.hold``). ``cumulative``: the id of an
         ``ack:client`` subscription, whose held ACK the next one replaces. Where stomp.py
         writes (no wire) or the connection is down, as :meth:`frame`, and ``written``
@@ -611,7 +612,9 @@ class StompTransport:
                 written(True)
             return
         try:
-            wire.hold(encode_frame("ACK", {"id": ack_id}), batch, written, key=cumulative)
+            wire.hold(
+                encode_frame("ACK", {"id": ack_id}), batch, written, key=cumulative, delay=delay
+            )
         except (NotConnectedException, OSError, AttributeError) as exc:
             if self.reconnects:
                 return  # as frame(): the broker delivers it again, flagged

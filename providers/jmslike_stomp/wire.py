@@ -53,6 +53,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import heapq
+import itertools
 import logging
 import re
 import socket
@@ -68,6 +70,7 @@ import stomp.utils
 
 __all__ = [
     "ACK_DELAY",
+    "FEED_ACK_DELAY",
     "RECV_BYTES",
     "Wire",
     "encode_frame",
@@ -87,6 +90,17 @@ ACK_DELAY = 0.002
 Short beside any broker's redelivery or heart-beat times, long beside the 30 to 40 µs a
 receive loop spends per message, so that a loop going at speed writes its ACKs several
 at a time and one that stops leaves none behind for long."""
+
+FEED_ACK_DELAY = 0.010
+""":data:`ACK_DELAY` for the ACKs of a listener container's sessions (their shared
+subscription, ``jmslike._feed``). Each time the flusher writes held frames it wakes
+twice and takes the interpreter lock from the container's sessions; at 2 ms that was a
+wake-up every one or two messages of a 1 ms handler, and a third of the process's
+thread switches. The feed's batch (a quarter of its window) fills within 10 ms at the
+rates where that matters, so its sessions write their ACKs themselves, a batch at a time;
+below those rates an ACK waits 10 ms at most. Where the client gate keeps the groups
+(RabbitMQ), a group stays with the session that finished it until its ACK is written:
+up to 10 ms, not 2 (docs/performance.md, "A container's ACKs held longer")."""
 
 _READ = "_BaseTransport__read_frames"
 """stomp.py's receiver loop calls this (name-mangled ``__read_frames``) for more frames."""
@@ -307,8 +321,9 @@ class Wire:
         :meth:`write_held` (see the module's docstring)."""
         self._writing = threading.Lock()
         """Held by the one thread writing the outbox to the socket."""
-        self._due = False
-        """Frames are held and the flusher knows (set by hold, cleared by the flusher)."""
+        self._due_at: float | None = None
+        """When the flusher writes the frames held (set by :meth:`_schedule`, cleared by
+        the flusher); None: nothing is held, or the flusher is writing it now."""
         self._tuned: Any = None
         """The socket ``TCP_NODELAY`` was looked at for (stomp.py makes one per connect)."""
         self._stomp_read: Callable[[], None] = getattr(self._transport, _READ)
@@ -340,7 +355,7 @@ class Wire:
                 wait = False  # ours is written: only help with what came meanwhile
         finally:
             if self._done:  # held frames went with ours: the flusher calls their callbacks
-                self._schedule()
+                self._schedule(ACK_DELAY)
 
     def hold(
         self,
@@ -349,27 +364,29 @@ class Wire:
         written: Callable[[bool], None] | None = None,
         *,
         key: str | None = None,
+        delay: float = ACK_DELAY,
     ) -> None:
         """Queue ``data`` (an ACK nobody waits for, or a SEND of a producer that streams)
         without writing it, unless ``batch``
-        frames now wait: it goes with the next frame written, or :data:`ACK_DELAY` from
-        now. Order holds as for :meth:`write`: whatever is written next goes after it.
+        frames now wait: it goes with the next frame written, or ``delay`` seconds from
+        now (:data:`ACK_DELAY`; :data:`FEED_ACK_DELAY` for a listener container's ACKs).
+        Order holds as for :meth:`write`: whatever is written next goes after it.
         ``written(ok)`` is called once it went (True) or failed (False), by this thread
         or the flusher. ``key``: a cumulative ACK of that subscription (see the module);
         the ACKs of one subscription must come from one thread at a time."""
         if key is not None and written is None:
-            self._hold_cumulative(key, data, batch)
+            self._hold_cumulative(key, data, batch, delay)
             return
         outbox = self._outbox
-        outbox.append(data)  # (before _due is read: see _Flusher.run)
+        outbox.append(data)  # (before _due_at is read: see _Flusher.run)
         if written is not None:
             self._written.append(written)  # after its frame: see _flush
         if len(outbox) >= batch:
             self.write_held()
         else:
-            self._schedule()
+            self._schedule(delay)
 
-    def _hold_cumulative(self, key: str, data: bytes, batch: int) -> None:
+    def _hold_cumulative(self, key: str, data: bytes, batch: int, delay: float) -> None:
         outbox = self._outbox
         with self._cell_lock:
             cell = self._cells.get(key)
@@ -383,17 +400,22 @@ class Wire:
                 count = cell.count
             else:  # a frame went in after it (or it went): this one comes after that
                 cell = self._cells[key] = _Cell(key, data)
-                outbox.append(cell)  # (before _due is read: see _Flusher.run)
+                outbox.append(cell)  # (before _due_at is read: see _Flusher.run)
                 count = 1
         if count >= batch:
             self.write_held()
         else:
-            self._schedule()
+            self._schedule(delay)
 
-    def _schedule(self) -> None:
-        if not self._due:
-            self._due = True
-            _FLUSHER.add(self)
+    def _schedule(self, delay: float) -> None:
+        """Have the flusher write the outbox ``delay`` seconds from now, unless it is
+        due sooner already. (Unlocked: two holders racing may both tell the flusher, or
+        the later time may win; either way the frames go, at the latest delay asked.)"""
+        at = time.monotonic() + delay
+        due_at = self._due_at
+        if due_at is None or at < due_at:
+            self._due_at = at
+            _FLUSHER.add(self, at)
 
     def write_held(self) -> None:
         """Write what the outbox holds, unless another thread is writing (it writes the
@@ -403,7 +425,7 @@ class Wire:
             while self._outbox or self._written:
                 if not self._writing.acquire(blocking=False):
                     if self._written or self._done:
-                        self._schedule()  # the writer calls no callbacks: come back
+                        self._schedule(ACK_DELAY)  # the writer calls no callbacks: come back
                     return
                 try:
                     self._flush()
@@ -555,44 +577,57 @@ class Wire:
 
 
 class _Flusher:
-    """One thread for the process: writes the frames wires hold (:meth:`Wire.hold`)
-    :data:`ACK_DELAY` after the first of them was held. It ends after a second with
-    nothing to do, and the next hold starts it again."""
+    """One thread for the process: writes the frames wires hold (:meth:`Wire.hold`) when
+    they are due (:meth:`Wire._schedule`: :data:`ACK_DELAY` or :data:`FEED_ACK_DELAY`
+    after the first of them was held). It ends after a second with nothing to do, and
+    the next hold starts it again."""
 
     IDLE = 1.0
 
     def __init__(self) -> None:
         self._lock = threading.Condition(threading.Lock())
-        self._wires: list[Wire] = []
+        self._due: list[tuple[float, int, Wire]] = []
+        """(when, order, wire): a heap, soonest first; an entry whose wire was written
+        or put later since is skipped (:meth:`run`)."""
+        self._order = itertools.count()
         self._thread: threading.Thread | None = None
 
-    def add(self, wire: Wire) -> None:
+    def add(self, wire: Wire, at: float) -> None:
         with self._lock:
-            self._wires.append(wire)
+            due = self._due
+            heapq.heappush(due, (at, next(self._order), wire))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self.run, name="jmslike-stomp-acks", daemon=True
                 )
                 self._thread.start()
-            elif len(self._wires) == 1:
-                self._lock.notify()
+            elif due[0][2] is wire and due[0][0] == at:
+                self._lock.notify()  # sooner than what the thread waits for
 
     def run(self) -> None:
-        lock = self._lock
+        lock, due = self._lock, self._due
         while True:
             with lock:
-                if not self._wires:
+                if not due:
                     lock.wait(self.IDLE)
-                    if not self._wires:
+                    if not due:
                         self._thread = None
                         return
-            time.sleep(ACK_DELAY)
-            with lock:
-                wires, self._wires = self._wires, []
+                now = time.monotonic()
+                if due[0][0] > now:
+                    lock.wait(due[0][0] - now)  # an earlier one wakes it (add)
+                    continue
+                wires = []
+                while due and due[0][0] <= now:
+                    wires.append(heapq.heappop(due)[2])
             for wire in wires:
+                due_at = wire._due_at
+                if due_at is None or due_at > now:
+                    continue  # written since, or put later: another entry says when
                 # Cleared before the outbox is read: a frame held after this line sees
-                # _due False and comes back here; one held before it is in the outbox.
-                wire._due = False
+                # no time set and tells the flusher again; one held before it is in the
+                # outbox.
+                wire._due_at = None
                 try:
                     wire.write_held()
                 except Exception as exc:  # the connection went: its reader says so

@@ -236,6 +236,43 @@ def test_held_frames_go_with_the_next_write_a_full_batch_or_the_flusher() -> Non
     assert not w._outbox
 
 
+def test_each_held_frame_goes_by_its_own_delay_the_sooner_one_taking_the_rest_along() -> None:
+    """Wire.hold's ``delay``: a listener container's ACK (FEED_ACK_DELAY) waits longer
+    than a receive loop's (ACK_DELAY), and a frame held with the shorter delay takes the
+    longer-held ones along, in order. Two wires' deadlines are kept apart by the one
+    flusher."""
+    long_delay = 0.3  # long beside a loaded test machine's scheduling, short for a test
+    conn, other_conn = _Conn(), _Conn()
+    for c in (conn, other_conn):
+        c.transport.socket.gate.set()
+    written, other_written = conn.transport.socket.written, other_conn.transport.socket.written
+    w = wire.Wire(conn, lambda frame: None)
+    other = wire.Wire(other_conn, lambda frame: None)
+
+    def wait_for(frames: list[bytes], count: int) -> float:
+        """Seconds until ``frames`` has ``count`` writes (5 at most)."""
+        started = time.monotonic()
+        while len(frames) < count and time.monotonic() - started < 5:
+            time.sleep(0.001)
+        return time.monotonic() - started
+
+    held = time.monotonic()
+    w.hold(b"a", 10, delay=long_delay)
+    other.hold(b"x", 10, delay=long_delay)
+    w.hold(b"b", 10)  # ACK_DELAY: sooner, and it takes "a" along
+    assert wait_for(written, 1) < long_delay
+    assert written == [b"ab"]
+    assert other_written == []  # its own deadline has not come
+    wait_for(other_written, 1)
+    assert other_written == [b"x"]
+    assert time.monotonic() - held >= long_delay * 0.9
+    w.hold(b"c", 10, delay=long_delay)
+    assert long_delay * 0.9 <= wait_for(written, 2) < 5
+    assert written == [b"ab", b"c"]
+    assert not w._outbox and not other._outbox
+    assert w._due_at is None and other._due_at is None
+
+
 def test_a_held_frames_callback_comes_after_its_write_from_the_holder_or_the_flusher() -> None:
     """Wire.hold's ``written``: called once the frame went, never before; by the thread
     that fills a batch, or by the flusher, never by another writer (which may hold locks
