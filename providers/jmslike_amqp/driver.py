@@ -28,16 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cproton import (
-    PN_DELIVERY,
-    addressof,
-    isnull,
-    pn_collector_peek,
-    pn_collector_pop,
-    pn_delivery_link,
-    pn_event_delivery,
-    pn_event_type,
-)
+from cproton import PN_DELIVERY, addressof
 from proton import (
     SSL,
     Collector,
@@ -55,6 +46,15 @@ from proton.reactor import LinkOption
 
 from jmslike.spi.wakes import hold_wakes, release_wakes
 from jmslike_amqp.links import OwnSession
+from jmslike_amqp.pncalls import (
+    collector_peek,
+    collector_pop,
+    delivery_link,
+    event_delivery,
+    event_type,
+    of_collector,
+    to_event,
+)
 
 __all__ = ["Driver", "is_classic"]
 
@@ -79,12 +79,13 @@ class Driver:
     (Proton's event names, e.g. ``on_link_flow``) taking the event, ``on_wake()``,
     ``next_timer()`` (the monotonic time its next timer is due, or None) with
     ``on_timer()`` (called once it is due), and
-    ``on_delivery(delivery, link_key)``: a delivery event, the one that comes with every
+    ``on_delivery(delivery, link)``: a delivery event, the one that comes with every
     message, is not wrapped into a Proton ``Event`` (which wraps the delivery, its link,
     session, connection and transport, each with a reference count and a record lookup:
     a quarter of the connection thread's time in a send of 20,000 messages), nor is the
-    delivery wrapped: it comes as Proton's C pointer (the handler wraps it where it
-    needs to), and its link as :meth:`key_of` would name it."""
+    delivery wrapped: it comes as Proton's C pointer, and its link too, both as
+    ``pncalls`` takes them (``pncalls.key_of(link)`` is :meth:`key_of`'s name for it;
+    ``pncalls.to_delivery`` gives the pointer Proton's binding takes)."""
 
     def __init__(
         self,
@@ -113,14 +114,15 @@ class Driver:
         self._methods: dict[int, Callable[[Any], None]] = {}
         """Event type number -> the handler's method for it; events without one are
         skipped without being wrapped."""
-        for event_type in list(EventType.TYPES.values()):
-            method = getattr(handler, event_type.method, None)
-            if method is not None and event_type.number != PN_DELIVERY:
-                self._methods[event_type.number] = method
-        self._on_delivery: Callable[[Any, int], None] = handler.on_delivery
+        for kind in list(EventType.TYPES.values()):
+            method = getattr(handler, kind.method, None)
+            if method is not None and kind.number != PN_DELIVERY:
+                self._methods[kind.number] = method
+        self._on_delivery: Callable[[Any, Any], None] = handler.on_delivery
         self.connection = Connection()
         self.collector = Collector()
         self.connection.collect(self.collector)
+        self._collector_pointer = of_collector(self.collector._impl)
         self.connection.container = container_id
         self.connection.hostname = virtual_host or host
         if desired_capabilities:
@@ -338,7 +340,7 @@ class Driver:
         transport = self.transport
         sock = self._socket
         interest = _READ
-        collector = self.collector
+        collector = self._collector_pointer
         while not self._stopped:
             hold_wakes()
             self._dispatch()
@@ -353,7 +355,7 @@ class Driver:
             if transport.closed:
                 self._dispatch()
                 return
-            if not isnull(pn_collector_peek(collector._impl)):
+            if collector_peek(collector) is not None:
                 continue  # handle those before waiting
             if sock is not None and transport.capacity() < 0 and transport.pending() == 0:
                 # The broker closed the socket without AMQP's close (an abort), and the
@@ -442,20 +444,21 @@ class Driver:
                 sock.shutdown(socket.SHUT_WR)
 
     def _dispatch(self) -> None:
-        """Hand each collected event to the handler's method for its type."""
-        impl = self.collector._impl
+        """Hand each collected event to the handler's method for its type (Proton's
+        calls through ``pncalls``: they keep the interpreter lock)."""
+        impl = self._collector_pointer
         methods = self._methods
         on_delivery = self._on_delivery
         while True:
-            event = pn_collector_peek(impl)
-            if isnull(event):
+            event = collector_peek(impl)
+            if event is None:
                 return
-            number = pn_event_type(event)
+            number = event_type(event)
             if number == PN_DELIVERY:
-                pointer = pn_event_delivery(event)
-                on_delivery(pointer, addressof(pn_delivery_link(pointer)))
+                pointer = event_delivery(event)
+                on_delivery(pointer, delivery_link(pointer))
             else:
                 method = methods.get(number)
                 if method is not None:
-                    method(Event.wrap(event))  # type: ignore[no-untyped-call]
-            pn_collector_pop(impl)
+                    method(Event.wrap(to_event(event)))  # type: ignore[no-untyped-call]
+            collector_pop(impl)

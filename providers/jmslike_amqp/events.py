@@ -14,14 +14,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from cproton import (
-    pn_delivery_aborted,
-    pn_delivery_partial,
-    pn_delivery_pending,
-    pn_delivery_readable,
-    pn_delivery_settle,
-    pn_delivery_update,
-)
 from proton import Delivery, Endpoint, Link, Terminus, symbol
 
 from jmslike.errors import (
@@ -35,6 +27,18 @@ from jmslike.errors import (
 from jmslike.spi.diagnose import clip, inequivalent_note, wrong_port_hint
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.links import LinkHandle
+from jmslike_amqp.pncalls import (
+    delivery_aborted,
+    delivery_partial,
+    delivery_pending,
+    delivery_readable,
+    delivery_settle,
+    delivery_update,
+    key_of,
+    link_advance,
+    link_recv,
+    to_delivery,
+)
 from jmslike_amqp.received import read
 
 if TYPE_CHECKING:
@@ -335,12 +339,13 @@ class Events:
             drained.set_result(None)
 
     # ------------------------------------------------------------- deliveries
-    def on_delivery(self, pointer: Any, link_key: int) -> None:
-        """A delivery event (``pointer``: Proton's C delivery)."""
-        handle = self._transport._handles.get(link_key)
+    def on_delivery(self, pointer: Any, link_pointer: Any) -> None:
+        """A delivery event (``pointer`` and ``link_pointer``: Proton's C delivery and its
+        link, as ``pncalls`` takes them)."""
+        handle = self._transport._handles.get(key_of(link_pointer))
         link = handle._link if handle is not None else None
         if handle is None or link is None:  # a link already let go of
-            delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+            delivery = Delivery.wrap(to_delivery(pointer))  # type: ignore[no-untyped-call]
             link = delivery.link
             if link.is_receiver and delivery.readable and not delivery.partial:
                 link.recv(delivery.pending)
@@ -349,35 +354,36 @@ class Events:
                 delivery.settle()
             return
         if not handle.is_sender:
-            self._received(handle, link, pointer)
+            self._received(handle, link, pointer, link_pointer)
             return
-        delivery = Delivery.wrap(pointer)  # type: ignore[no-untyped-call]
+        delivery = Delivery.wrap(to_delivery(pointer))  # type: ignore[no-untyped-call]
         if delivery.updated:
             self._answer(handle, link, delivery)
 
-    def _received(self, handle: LinkHandle, link: Link, pointer: Any) -> None:
-        if pn_delivery_aborted(pointer):
-            pn_delivery_settle(pointer)
+    def _received(self, handle: LinkHandle, link: Link, pointer: Any, link_pointer: Any) -> None:
+        if delivery_aborted(pointer):
+            delivery_settle(pointer)
             return
-        if not pn_delivery_readable(pointer) or pn_delivery_partial(pointer):
+        if not delivery_readable(pointer) or delivery_partial(pointer):
             return
-        payload = link.recv(pn_delivery_pending(pointer))
+        payload = link_recv(link_pointer, delivery_pending(pointer))
         if not payload:
             # AMQP 1.0 (3.2) gives every message a body section; Proton hands an empty
-            # transfer over as None, which its decoder took for a TypeError.
+            # transfer over as None (as it does the end of a delivery, or an error),
+            # which its decoder took for a TypeError.
             raise MessageFormatError(
                 f"AMQP delivery on link {handle.name} carried no message (an empty payload)"
             )
         message = read(payload)
-        link.advance()
+        link_advance(link_pointer)
         callback = handle._on_message
         if callback is None:
             # Closed here, and the broker sent it before it read the close: back, unseen.
             late = handle._late
             if late is not None:
                 late(message)
-            pn_delivery_update(pointer, Delivery.RELEASED)
-            pn_delivery_settle(pointer)
+            delivery_update(pointer, Delivery.RELEASED)
+            delivery_settle(pointer)
             return
         transport = self._transport
         number = next(transport._delivery_numbers)

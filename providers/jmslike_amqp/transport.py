@@ -28,14 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cproton import (
-    pn_delivery_local,
-    pn_delivery_settle,
-    pn_delivery_settled,
-    pn_delivery_update,
-    pn_disposition_data,
-    pn_disposition_set_failed,
-)
+from cproton import pn_delivery_local, pn_disposition_data, pn_disposition_set_failed
 from proton import Delivery, Described, Endpoint, Link, Message, symbol, ulong
 from proton._data import obj2dat
 from proton.reactor import LinkOption
@@ -53,6 +46,7 @@ from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
 from jmslike_amqp.links import Capability, Coordinator, LinkHandle, MessageCallback
 from jmslike_amqp.outcomes import Outcome, Told
+from jmslike_amqp.pncalls import delivery_settle, delivery_settled, delivery_update, to_delivery
 
 if TYPE_CHECKING:
     from jmslike_amqp.received import Incoming
@@ -381,16 +375,16 @@ class AmqpTransport(ConnectionLifecycle):
         pointer = receiver._deliveries.pop(number, None)
         if pointer is None:
             return  # settled already, or its link is gone (the broker took it back)
-        if not pn_delivery_settled(pointer):  # the broker has not settled it first
+        if not delivery_settled(pointer):  # the broker has not settled it first
             if txn is not None:
-                local = pn_delivery_local(pointer)
+                local = pn_delivery_local(to_delivery(pointer))
                 obj2dat([txn, _ACCEPTED_OUTCOME], pn_disposition_data(local))  # type: ignore[no-untyped-call]
-                pn_delivery_update(pointer, TRANSACTIONAL_STATE)
+                delivery_update(pointer, TRANSACTIONAL_STATE)
             else:
                 if failed:
-                    pn_disposition_set_failed(pn_delivery_local(pointer), True)
-                pn_delivery_update(pointer, outcome)
-        pn_delivery_settle(pointer)
+                    pn_disposition_set_failed(pn_delivery_local(to_delivery(pointer)), True)
+                delivery_update(pointer, outcome)
+        delivery_settle(pointer)
 
     def browse(
         self, source: str, options: Sequence[LinkOption], batch: int = 500
