@@ -94,13 +94,14 @@ at a time and one that stops leaves none behind for long."""
 FEED_ACK_DELAY = 0.010
 """:data:`ACK_DELAY` for the ACKs of a listener container's sessions (their shared
 subscription, ``jmslike._feed``). Each time the flusher writes held frames it wakes
-twice and takes the interpreter lock from the container's sessions; at 2 ms that was a
-wake-up every one or two messages of a 1 ms handler, and a third of the process's
-thread switches. The feed's batch (a quarter of its window) fills within 10 ms at the
-rates where that matters, so its sessions write their ACKs themselves, a batch at a time;
-below those rates an ACK waits 10 ms at most. Where the client gate keeps the groups
-(RabbitMQ), a group stays with the session that finished it until its ACK is written:
-up to 10 ms, not 2 (docs/performance.md, "A container's ACKs held longer")."""
+twice and takes the interpreter lock from the container's sessions; with a 1 ms handler
+at concurrency 1 the 2 ms came before the feed's batch (a quarter of its window) filled,
+so the flusher woke every other message. Held up to 10 ms, the batch fills first and
+the session writes it: 40% fewer thread switches and 11-13% less client CPU a message at
+concurrency 1, the rate at concurrency 8 unchanged (docs/performance.md, "Fewer thread
+switches a message"). Below such rates an ACK waits 10 ms at most. Where the client gate
+keeps the groups (RabbitMQ), a group stays with the session that finished it until its
+ACK is written: up to 10 ms, not 2."""
 
 _READ = "_BaseTransport__read_frames"
 """stomp.py's receiver loop calls this (name-mangled ``__read_frames``) for more frames."""
