@@ -94,35 +94,27 @@ _C = _load()
 KEPT = _C is not None
 """Whether the calls below keep the interpreter lock (else they are cffi's)."""
 
-collector_peek: Callable[[Any], Any]
-"""The collector's next event, or None."""
-collector_pop: Callable[[Any], Any]
-event_type: Callable[[Any], int]
-event_delivery: Callable[[Any], Any]
-delivery_link: Callable[[Any], Any]
-delivery_aborted: Callable[[Any], bool]
-delivery_readable: Callable[[Any], bool]
-delivery_partial: Callable[[Any], bool]
-delivery_pending: Callable[[Any], int]
-delivery_settled: Callable[[Any], bool]
-delivery_update: Callable[[Any, int], None]
-delivery_settle: Callable[[Any], None]
-link_advance: Callable[[Any], Any]
+_F: dict[str, Any] = (
+    _C if _C is not None else {name: getattr(cproton, name) for name in _SIGNATURES}
+)
+"""Each function by its C name: the kept calls, or Proton's binding's."""
+
+collector_pop: Callable[[Any], Any] = _F["pn_collector_pop"]
+event_type: Callable[[Any], int] = _F["pn_event_type"]
+event_delivery: Callable[[Any], Any] = _F["pn_event_delivery"]
+delivery_link: Callable[[Any], Any] = _F["pn_delivery_link"]
+delivery_aborted: Callable[[Any], bool] = _F["pn_delivery_aborted"]
+delivery_readable: Callable[[Any], bool] = _F["pn_delivery_readable"]
+delivery_partial: Callable[[Any], bool] = _F["pn_delivery_partial"]
+delivery_pending: Callable[[Any], int] = _F["pn_delivery_pending"]
+delivery_settled: Callable[[Any], bool] = _F["pn_delivery_settled"]
+delivery_update: Callable[[Any, int], None] = _F["pn_delivery_update"]
+delivery_settle: Callable[[Any], None] = _F["pn_delivery_settle"]
+link_advance: Callable[[Any], Any] = _F["pn_link_advance"]
 
 if _C is not None:
-    collector_peek = _C["pn_collector_peek"]  # NULL comes back as None
-    collector_pop = _C["pn_collector_pop"]
-    event_type = _C["pn_event_type"]
-    event_delivery = _C["pn_event_delivery"]
-    delivery_link = _C["pn_delivery_link"]
-    delivery_aborted = _C["pn_delivery_aborted"]
-    delivery_readable = _C["pn_delivery_readable"]
-    delivery_partial = _C["pn_delivery_partial"]
-    delivery_pending = _C["pn_delivery_pending"]
-    delivery_settled = _C["pn_delivery_settled"]
-    delivery_update = _C["pn_delivery_update"]
-    delivery_settle = _C["pn_delivery_settle"]
-    link_advance = _C["pn_link_advance"]
+    collector_peek: Callable[[Any], Any] = _C["pn_collector_peek"]
+    """The collector's next event, or None (ctypes gives NULL back as None)."""
     _recv = _C["pn_link_recv"]
 
     def link_recv(link: Any, limit: int) -> bytes | None:
@@ -152,19 +144,6 @@ else:
     def collector_peek(collector: Any) -> Any:
         event = cproton.pn_collector_peek(collector)
         return None if cproton.isnull(event) else event
-
-    collector_pop = cproton.pn_collector_pop
-    event_type = cproton.pn_event_type
-    event_delivery = cproton.pn_event_delivery
-    delivery_link = cproton.pn_delivery_link
-    delivery_aborted = cproton.pn_delivery_aborted
-    delivery_readable = cproton.pn_delivery_readable
-    delivery_partial = cproton.pn_delivery_partial
-    delivery_pending = cproton.pn_delivery_pending
-    delivery_settled = cproton.pn_delivery_settled
-    delivery_update = cproton.pn_delivery_update
-    delivery_settle = cproton.pn_delivery_settle
-    link_advance = cproton.pn_link_advance
 
     def link_recv(link: Any, limit: int) -> bytes | None:
         got, data = cproton.pn_link_recv(link, limit)
