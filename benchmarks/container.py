@@ -12,11 +12,12 @@ handler sleeps ``--work-ms`` (0: does nothing, the container's own cost alone) a
 times it from its start until the last message is handled. The concurrencies alternate
 within each run, so drift on a shared machine hits them alike; each line is a median
 of ``--runs``, after an untimed warm-up. ``--prefetch`` sets the factory's prefetch (the
-default leaves the factory's own: what users get).
+default leaves the factory's own: what users get), ``--thread-cpus`` its ``thread_cpus``
+(docs/threading.md#placement; free by default).
 
     python benchmarks/container.py [--targets embedded,activemq/amqp,rabbitmq/stomp,...]
         [--concurrency 1,8] [--count N] [--groups G] [--work-ms W] [--runs R]
-        [--prefetch P]
+        [--prefetch P] [--thread-cpus one|0|...]
 
 Broker URLs come from the environment (``JMSLIKE_TEST_<BROKER>_<PROTOCOL>_URL``), else
 from ``.brokers/brokers.env`` (written by ``scripts/brokers.sh start``).
@@ -58,11 +59,13 @@ class Line:
     broker_us: list[float] = field(default_factory=list)
 
 
-def url_of(target: str, prefetch: int | None) -> str:
-    """The URL of ``target``, with ``prefetch`` if set."""
+def url_of(target: str, prefetch: int | None, thread_cpus: str = "") -> str:
+    """The URL of ``target``, with ``prefetch`` and ``thread_cpus`` if set."""
     url = target_url(target, "embedded://bench-container")
     if prefetch is not None:
         url += ("&" if "?" in url else "?") + f"prefetch={prefetch}"
+    if thread_cpus:
+        url += ("&" if "?" in url else "?") + f"threadCpus={urllib.parse.quote(thread_cpus)}"
     return url
 
 
@@ -172,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-ms", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--prefetch", type=int, default=None)
+    parser.add_argument(
+        "--thread-cpus", default="", help="the factory's thread_cpus ('one', '0', ...)"
+    )
     args = parser.parse_args(argv)
     # Every run's queue is consumed by this process alone: RabbitMQ's advice to declare
     # it partitioned for other processes does not apply.
@@ -181,11 +187,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{name} {value}: must be >= 1")
     if args.work_ms < 0:
         parser.error(f"--work-ms {args.work_ms}: must be >= 0")
-    urls = {t.strip(): url_of(t.strip(), args.prefetch) for t in args.targets.split(",")}
+    urls = {
+        t.strip(): url_of(t.strip(), args.prefetch, args.thread_cpus)
+        for t in args.targets.split(",")
+    }
     prefetch = "factory default" if args.prefetch is None else str(args.prefetch)
     print(
         f"{args.count:,} x 1 KiB non-persistent in {args.groups} groups, handler "
-        f"{args.work_ms:g} ms, prefetch {prefetch}, medians of {args.runs}"
+        f"{args.work_ms:g} ms, prefetch {prefetch}, thread_cpus "
+        f"{args.thread_cpus or 'free'}, medians of {args.runs}"
     )
     base = args.concurrency[0]
     print(

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from jmslike.errors import JMSException
+from jmslike.placement import FREE, Placement
 from jmslike.spi.wakes import HELD
 
 __all__ = ["ExceptionNotifier", "ListenerTarget", "SessionDispatcher"]
@@ -47,9 +48,9 @@ class ListenerTarget(Protocol):
 class SessionDispatcher:
     """One thread per session that runs the session's message listeners, serially."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, placement: Placement = FREE) -> None:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = placement.thread(self._run, name)
         self._idle = threading.Condition()
         self._busy = False
         self._timers: list[tuple[float, int, Callable[[], None]]] = []

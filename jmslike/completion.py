@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 
 from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException, SendInDoubtError
 from jmslike.message import Message
+from jmslike.placement import FREE, Placement
 from jmslike.spi.provider import SendDone
 
 __all__ = ["CompletionListener", "Completions", "check_completion_listener"]
@@ -79,8 +80,9 @@ class _Pending:
 class Completions:
     """A session's asynchronous sends, answered in send order on a thread of their own."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, placement: Placement = FREE) -> None:
         self._name = name
+        self._placement = placement
         self._pending: collections.deque[_Pending] = collections.deque()
         lock = threading.Lock()
         self._cond = threading.Condition(lock)
@@ -101,7 +103,7 @@ class Completions:
                 raise IllegalStateError("session is closed")
             self._pending.append(entry)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread = self._placement.thread(self._run, self._name)
                 self._thread.start()
         return entry
 

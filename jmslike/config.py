@@ -51,6 +51,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config
 from jmslike.destination import Destination, Queue, parse_destination
 from jmslike.errors import ConfigurationError, InvalidDestinationError
+from jmslike.placement import parse_thread_cpus
 
 if TYPE_CHECKING:
     from jmslike.partitions.layout import PartitionSpec
@@ -411,6 +412,12 @@ class FactorySettings:
     partition_timeout: float = 4.0
     """Seconds without a heart-beat after which a process counts as gone and its
     partitions move to the others (a killed or frozen process)."""
+    thread_cpus: str = ""
+    """CPUs the connection's own threads run on (its I/O thread, the sessions' listener
+    threads): ``""`` (where the OS puts them), ``"one"`` (one CPU of the process's, chosen
+    by process id) or a CPU list such as ``"0"`` or ``"2-3"``. Holding them to one core
+    saves the interpreter lock's hand-offs between cores for Python-bound listeners
+    (docs/threading.md#placement); Linux only."""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -490,6 +497,7 @@ class FactorySettings:
             _check_unit_of_order_entry(entry, source)
         for entry in _strict_entries(self.partitioned_destinations):
             _parse_partition_entry(entry, source)
+        parse_thread_cpus(self.thread_cpus, source)
         if self.partition_heartbeat <= 0:
             raise ConfigurationError(
                 f"partition_heartbeat={self.partition_heartbeat} in {source}: must be > 0"

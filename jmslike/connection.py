@@ -43,6 +43,7 @@ from jmslike.middleware import (
     send_to_provider,
 )
 from jmslike.ordering import StripedGroupGate, acquire_client_gate, release_client_gate
+from jmslike.placement import placement_of
 from jmslike.session import Session, deliver_released
 from jmslike.spi.provider import Capabilities, OrderingMode, Provider
 from jmslike.spi.registry import get_registry
@@ -157,6 +158,8 @@ class Connection:
     ) -> None:
         self._factory = factory
         self._settings = factory.settings
+        self._placement = placement_of(self._settings.thread_cpus)
+        """Where the threads jmslike starts for this connection run (``thread_cpus``)."""
         self._ids = itertools.count(1)
         self._id_prefix = f"{secrets.token_hex(6)}-{int(time.time()) & 0xFFFFFF:x}"
         self._notifier = ExceptionNotifier(f"jmslike-exceptions-{self._id_prefix}")

@@ -802,7 +802,9 @@ class Session:
         if completions is None:
             with self._lock:
                 if self._completions is None:
-                    self._completions = Completions(f"jmslike-completions-{self._id}")
+                    self._completions = Completions(
+                        f"jmslike-completions-{self._id}", self._connection._placement
+                    )
                 completions = self._completions
         return completions
 
@@ -865,7 +867,9 @@ class Session:
     def _ensure_dispatcher(self) -> SessionDispatcher:
         with self._lock:
             if self._dispatcher is None:
-                self._dispatcher = SessionDispatcher(f"jmslike-session-{self._id}")
+                self._dispatcher = SessionDispatcher(
+                    f"jmslike-session-{self._id}", self._connection._placement
+                )
             return self._dispatcher
 
     def _wake(self, consumer: MessageConsumer) -> None:

@@ -29,6 +29,7 @@ from jmslike.errors import (
     InvalidDestinationError,
     JMSException,
 )
+from jmslike.placement import placement_of
 from jmslike.selector import ARTEMIS_AMQP_FILTER, JMS_SYNTAX, render_selector
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
@@ -95,6 +96,7 @@ class AmqpConnection(ProviderConnection):
 
         tls = tls_options(settings)
         reconnect = reconnect_policy(url, settings.extra)
+        placement = placement_of(settings.thread_cpus)
         self._acked: deque[tuple[float, str]] = deque(maxlen=RECENT_ACKS)
         """(when, key) of recent acknowledgements, which AMQP never confirms: one still
         on its way when the connection is lost did not count, and that message comes
@@ -123,6 +125,7 @@ class AmqpConnection(ProviderConnection):
                 idle_timeout=idle_timeout_of(settings),
                 members=[(m.host, m.port or 5672) for m in members],
                 reconnect=None if probe else reconnect,
+                placement=placement,
                 on_interrupted=None if probe else lambda: self._interrupted(cell[0]),
                 on_restored=None if probe else lambda: self._restored(cell[0]),
             )

@@ -29,6 +29,7 @@ from typing import Any
 from proton import Delivery, Endpoint, Link, symbol
 
 from jmslike.errors import ConnectionFailedError, JMSException, SendInDoubtError
+from jmslike.placement import FREE, Placement
 from jmslike.spi.diagnose import wrong_port_hint
 from jmslike.spi.reconnect import Reconnect
 from jmslike_amqp.calls import NUMBERS, CallQueue
@@ -71,6 +72,7 @@ class ConnectionLifecycle(CallQueue):
         reconnect: Reconnect | None = None,
         on_interrupted: Callable[[], None] | None = None,
         on_restored: Callable[[], None] | None = None,
+        placement: Placement = FREE,
     ) -> None:
         super().__init__()
         self._members = list(members) or [(host, port)]
@@ -129,9 +131,7 @@ class ConnectionLifecycle(CallQueue):
         self._driver: Driver | None = None
         """The engine and socket, made and dropped on the connection's thread."""
         self.connection: Any = None
-        self._thread = threading.Thread(
-            target=self._run, name=f"jmslike-amqp-{self.address}", daemon=True
-        )
+        self._thread = placement.thread(self._run, f"jmslike-amqp-{self.address}")
         self._thread.start()
         try:
             self._wait_open(host, port, timeout)

@@ -27,6 +27,7 @@ from jmslike.errors import (
     JMSException,
     JMSSecurityError,
 )
+from jmslike.placement import placement_of
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
@@ -165,6 +166,7 @@ class StompConnection(ProviderConnection):
             ssl_ca_file=options.tls.ca_file,
             no_delay=no_delay,
             send_batch=options.send_batch,
+            placement=placement_of(self.settings.thread_cpus),
         )
         if dialect is not None:
             transport.set_quick_ack(dialect.quick_ack)

@@ -41,6 +41,7 @@ from jmslike.errors import (
     JMSSecurityError,
     MessageFormatError,
 )
+from jmslike.placement import FREE, Placement
 from jmslike.spi.diagnose import clip, inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.provider import SendDone
 from jmslike.spi.reconnect import Reconnect
@@ -191,6 +192,19 @@ class _Waiter:
             self.done(error)
 
 
+def _place_threads(conn: stomp.Connection12, placement: Placement) -> None:
+    """stomp.py starts its receiver thread through the transport's thread factory
+    (``override_threading``); the heart-beat thread, started by that one, inherits its
+    CPUs (Linux does so for every new thread)."""
+
+    def start(callback: Callable[[], object]) -> threading.Thread:
+        thread = placement.thread(callback, f"jmslike-stomp-{callback.__name__.strip('_')}")
+        thread.start()
+        return thread
+
+    conn.transport.override_threading(start)
+
+
 def _plain_send_lock(conn: stomp.Connection12) -> None:
     """stomp.py serializes writes to the socket with a ``threading.BoundedSemaphore``,
     which is Python code on a ``Condition``: with a listener container's sessions
@@ -261,8 +275,11 @@ class StompTransport:
         ssl_ca_file: str | None = None,
         no_delay: bool = False,
         send_batch: int = 0,
+        placement: Placement = FREE,
     ) -> None:
         members = url.members or (url,)
+        self._placement = placement
+        """Where stomp.py's receiver and heart-beat threads run (``thread_cpus``)."""
         self._send_batch = send_batch
         """SENDs written together while a producer streams (``sendBatch``; see _send)."""
         self._last_send = 0.0
@@ -341,6 +358,8 @@ class StompTransport:
                 conn.set_ssl(
                     for_hosts=[(member.host, member.port or 61613)], ca_certs=self._ssl_ca_file
                 )
+        if self._placement.cpus is not None:
+            _place_threads(conn, self._placement)
         link = _Link(self, self.generation)
         conn.set_listener("jmslike", link)
         wire = self._wire = install(
