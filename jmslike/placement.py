@@ -17,6 +17,7 @@ Only the threads jmslike starts for a connection are placed: its I/O threads (th
 AMQP connection's; stomp.py's receiver thread and the heart-beat thread that one
 starts), the sessions' listener threads and the asynchronous-send completion threads.
 The application's own threads stay where the OS puts them.
+
 Linux is the only platform with a per-thread affinity (``os.sched_setaffinity(0, ...)``
 sets the calling thread's); elsewhere any value but the empty one is refused when the
 factory is made.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 from jmslike.errors import ConfigurationError
 
-__all__ = ["ONE", "Placement", "parse_thread_cpus", "placement_of"]
+__all__ = ["FREE", "ONE", "Placement", "parse_thread_cpus", "placement_of"]
 
 log = logging.getLogger("jmslike.placement")
 
