@@ -54,9 +54,11 @@ class _Seen:
 
 
 def _run_one(factory: ConnectionFactory, queue: str) -> tuple[_Seen, dict[str, frozenset[int]]]:
-    """One message through a listener, sent asynchronously; then every thread of the
-    connection, with its CPUs, while it is still open."""
+    """One message through a listener, sent asynchronously; then every thread started
+    meanwhile (the connection's: other tests' connections may still have threads of
+    their own), with its CPUs, while the connection is still open."""
     seen = _Seen()
+    before = {t.ident for t in threading.enumerate()}
     with factory.create_connection() as connection:
         session = connection.create_session()
         session.create_consumer(queue).set_message_listener(seen.on_message)
@@ -69,7 +71,7 @@ def _run_one(factory: ConnectionFactory, queue: str) -> tuple[_Seen, dict[str, f
         threads = {
             t.name: frozenset(os.sched_getaffinity(t.native_id))
             for t in threading.enumerate()
-            if t.native_id is not None and t.is_alive()
+            if t.native_id is not None and t.is_alive() and t.ident not in before
         }
     return seen, threads
 
