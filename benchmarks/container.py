@@ -34,7 +34,6 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     del sys.path[0]
 
 import argparse
-import logging
 import resource
 import statistics
 import threading
@@ -45,7 +44,7 @@ from dataclasses import dataclass, field
 
 from jmslike import ConnectionFactory, DeliveryMode, Message, MessageListenerContainer
 from jmslike_bench.cpu import cpu_of, listening_pid, own_cpu
-from jmslike_bench.env import TARGETS, delete_rabbitmq_queue, target_url
+from jmslike_bench.env import TARGETS, delete_rabbitmq_queue, quiet_partition_advice, target_url
 
 IDLE = 120.0
 """Seconds a run may take before it fails."""
@@ -179,9 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "--thread-cpus", default="", help="the factory's thread_cpus ('one', '0', ...)"
     )
     args = parser.parse_args(argv)
-    # Every run's queue is consumed by this process alone: RabbitMQ's advice to declare
-    # it partitioned for other processes does not apply.
-    logging.getLogger("jmslike.consumer").setLevel(logging.ERROR)
+    quiet_partition_advice()
     for name, value in (("--count", args.count), ("--groups", args.groups), ("--runs", args.runs)):
         if value < 1:
             parser.error(f"{name} {value}: must be >= 1")

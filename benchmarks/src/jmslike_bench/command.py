@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from jmslike_bench.env import quiet_partition_advice
 from jmslike_bench.report import checks, format_markdown, format_table, to_json
 from jmslike_bench.suite import CLIENTS, run_suite
 from jmslike_bench.targets import BROKERS, PROTOCOLS, Target, discover
@@ -177,19 +178,9 @@ def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-class _OneProcess(logging.Filter):
-    """Every queue of the bench is consumed by the bench's process alone: RabbitMQ's
-    advice to declare it partitioned for other processes (``jmslike.consumer`` logs it
-    once per queue, and the bench makes fresh queues) does not apply, and a page of it
-    hid the table's head."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "keeps no ordering groups" not in str(record.msg)
-
-
 def run(args: argparse.Namespace) -> int:
     """Measure (or load), then print the table, write the JSON and the plots."""
-    logging.getLogger("jmslike.consumer").addFilter(_OneProcess())
+    quiet_partition_advice()
     # Proton and the JVM clients' peers are native code: a crash should say where it was.
     if not faulthandler.is_enabled() and sys.__stderr__ is not None:
         with contextlib.suppress(OSError, ValueError):

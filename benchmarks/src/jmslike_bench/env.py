@@ -28,12 +28,31 @@ __all__ = [
     "declare_rabbitmq_queue",
     "delete_queue",
     "delete_rabbitmq_queue",
+    "quiet_partition_advice",
     "reachable",
     "stomp_urls",
     "target_url",
 ]
 
 log = logging.getLogger("jmslike.bench.env")
+
+
+class _OneProcess(logging.Filter):
+    """Drops the one record :func:`quiet_partition_advice` is about."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "keeps no ordering groups" not in str(record.msg)
+
+
+def quiet_partition_advice() -> None:
+    """Every queue a benchmark makes is consumed by its own process alone: RabbitMQ's
+    advice to declare it partitioned for other processes (``jmslike.consumer`` logs it
+    once per queue, and benchmarks make fresh queues) does not apply, and a page of it
+    hid the results. Other warnings of ``jmslike.consumer`` still show."""
+    logger = logging.getLogger("jmslike.consumer")
+    if not any(isinstance(f, _OneProcess) for f in logger.filters):
+        logger.addFilter(_OneProcess())
+
 
 _CHECKOUT = Path(__file__).resolve().parents[3]
 
