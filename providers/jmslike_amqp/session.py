@@ -423,7 +423,9 @@ class AmqpSession(ProviderSession):
             for token in tokens:
                 self.connection.forget(token.key)
             transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
-            transport.discharge(self._coordinator, txn, fail=False)
+            transport.discharge(
+                self._coordinator, txn, fail=False, senders=list(self._senders.values())
+            )
         self._detach_zombies(give_back=False)
 
     def _detach_zombies(self, *, give_back: bool) -> None:
@@ -443,7 +445,9 @@ class AmqpSession(ProviderSession):
         try:
             if self._txn is not None and self._coordinator is not None:
                 txn, self._txn = self._txn, None
-                self.connection.transport.discharge(self._coordinator, txn, fail=True)
+                self.connection.transport.discharge(
+                    self._coordinator, txn, fail=True, senders=list(self._senders.values())
+                )
         finally:
             self._detach_zombies(give_back=True)
 

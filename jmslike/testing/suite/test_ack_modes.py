@@ -242,6 +242,35 @@ def test_transacted_rollback_discards_sends(make_connection, unique, drain, requ
     assert [m.text for m in drain(conn.create_session().create_consumer(queue))] == ["kept"]
 
 
+def test_transaction_larger_than_the_send_credit(make_connection, unique, drain, require) -> None:
+    """API ``session.commit()`` / ``rollback()``: a transaction with more sends than a
+    broker grants a link credit for at once (Artemis grants 1,000) commits, and rolls
+    back, whole and in order. Found on Artemis over AMQP 1.0: the discharge overtook
+    sends still held for credit, the broker read them as sends in a transaction that was
+    over and closed the connection ("AMQ119014: Transaction not found")."""
+    conn = make_connection()
+    require(conn, "transactions")
+    queues = [f"queue://{unique('q')}", f"queue://{unique('q')}"]
+    tx = conn.create_session(True)
+    producers = [tx.create_producer(queue) for queue in queues]
+    per_transaction = 2_500
+    kept: list[list[str]] = [[], []]
+    for round_ in ("a", "gone", "b"):
+        for i in range(per_transaction):
+            body = f"{round_}{i}"
+            producers[i % 2].send(tx.create_text_message(body))
+            if round_ != "gone":
+                kept[i % 2].append(body)
+        if round_ == "gone":
+            tx.rollback()
+        else:
+            tx.commit()
+    conn.start()
+    session = conn.create_session()
+    for queue, expected in zip(queues, kept, strict=True):
+        assert [m.text for m in drain(session.create_consumer(queue))] == expected
+
+
 def test_transacted_commit_consumes_and_rollback_redelivers(
     make_connection, unique, drain, require
 ) -> None:
