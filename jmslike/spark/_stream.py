@@ -11,11 +11,13 @@ is the same rows, and ``commit(end)`` deletes the files up to ``end``. When the 
 hears of a batch depends on the ``acknowledge`` option:
 
 * ``stored`` (the default), a write-ahead log: one session and consumer serve every
-  batch; every ``drainAckEvery`` messages are appended to ``spool-<start>.jsonl`` and
-  fsync'd, and only then acknowledged. A batch Spark fails is served again from its
-  file (the broker has forgotten it); a process that dies mid-batch leaves a spool that
-  the next reader turns into a batch, and a copy the broker sends again because the
-  last acknowledgement was lost is recognised by message id and only acknowledged.
+  batch, on a thread that receives the next batch while Spark runs the current one
+  (``_spooler.py``); every ``drainAckEvery`` messages are appended to
+  ``spool-<start>.jsonl`` and fsync'd, and only then acknowledged. A batch Spark fails
+  is served again from its file (the broker has forgotten it); a process that dies
+  mid-batch leaves a spool that the next reader turns into a batch, and a copy the
+  broker sends again because the last acknowledgement was lost is recognised by message
+  id and only acknowledged.
   Batches can be large (ActiveMQ Classic pages in only 200 messages at a time and sends
   no more while they are unacknowledged, so holding a batch until Spark commits it keeps
   it small), and no empty batches are needed: Spark's fixed cost per micro-batch (about
@@ -67,6 +69,7 @@ from jmslike.errors import ConfigurationError
 from jmslike.session import Session
 from jmslike.spark._mapping import READ_COLUMNS, message_row
 from jmslike.spark._options import SparkOptions
+from jmslike.spark._spooler import Spooler
 
 __all__ = ["JmsStreamReader"]
 
@@ -210,22 +213,35 @@ class JmsStreamReader(DataSourceStreamReader):
         self._state = _StateDir(options.state_dir)
         self._connection: Connection | None = None
         self._pending: list[_Pending] = []
-        self._session: Session | None = None
-        self._consumer: MessageConsumer | None = None
-        """``acknowledge=stored``: the one session and consumer of every batch."""
-        self._finish_spools()
-        spooled = self._state.batches()
+        self._spooler: Spooler | None = None
+        """``acknowledge=stored``: the one session and consumer of every batch, on their
+        own thread."""
         self._known: dict[str, int] = {}
         """Message id -> end offset of the spooled batch it is in (after a restart)."""
+        self._committed = {"seq": 0, "tick": 0}
+        """The committed offset, as in committed.json (read once, kept by ``commit``)."""
+        self._seq = self._tick = 0
+        """``_tick`` counts the empty batches that let Spark commit a pending one (module
+        docstring)."""
+        self._recovered = False
+
+    def _recover(self) -> None:
+        """Read the state dir, on the first call of a driver-side method: not in
+        ``__init__``, because Spark also makes a reader wherever it plans a batch's read
+        (only ``read`` is used there), and that one must not turn the spool that the
+        driver's reader is writing at that moment into a batch."""
+        if self._recovered:
+            return
+        self._recovered = True
+        self._finish_spools()
+        spooled = self._state.batches()
         for end, data in spooled.items():
             for row in data["rows"]:
                 if row[_MESSAGE_ID] is not None:
                     self._known[row[_MESSAGE_ID]] = end
         self._committed = self._state.committed()
-        """The committed offset, as in committed.json (read once, kept by ``commit``)."""
         self._seq = max([self._committed["seq"], *spooled])
         self._tick = self._committed["tick"]
-        """Counts the empty batches that let Spark commit a pending one (module docstring)."""
 
     def _finish_spools(self) -> None:
         """A reader that died mid-batch acknowledged what it spooled: those rows exist
@@ -243,11 +259,13 @@ class JmsStreamReader(DataSourceStreamReader):
         return self._connection
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802
+        self._recover()
         return dict(self._committed)
 
     # No (start, limit) arguments: PySpark 4.0 and 4.1 call it so, 4.2+ still do for a
     # reader that declares none (then maxMessagesPerBatch is the read limit).
     def latestOffset(self) -> dict[str, int]:  # type: ignore[override]  # noqa: N802
+        self._recover()
         if self.options.acknowledge == "stored":
             return self._latest_stored()
         connection = self._open()
@@ -273,39 +291,15 @@ class JmsStreamReader(DataSourceStreamReader):
         return {"seq": self._seq, "tick": self._tick}
 
     def _latest_stored(self) -> dict[str, int]:
-        """``acknowledge=stored``: receive a batch, spooling and acknowledging it every
-        ``drainAckEvery`` messages, then write it as a batch file (module docstring)."""
-        if self._session is None or self._consumer is None:
-            self._session = self._open().create_session(False, Session.CLIENT_ACKNOWLEDGE)
-            self._consumer = self._session.create_consumer(self.options.destination)
-        session, consumer = self._session, self._consumer
-        start = self._seq
-        rows: list[tuple[Any, ...]] = []
-        spooled = unacknowledged = 0
-        timeout = self.options.receive_timeout
-        while len(rows) < self.options.max_messages_per_batch:
-            message = consumer.receive(timeout)
-            if message is None:
-                break
-            timeout = min(timeout, 0.05)
-            unacknowledged += 1
-            if self._known.pop(message.jms_message_id or "", None) is None:
-                rows.append(message_row(message, start + len(rows) + 1))
-            # else: a copy of a row already on disk (its acknowledgement was lost)
-            if unacknowledged >= self.options.drain_ack_every:
-                if len(rows) > spooled:
-                    self._state.spool(start, rows[spooled:])
-                    spooled = len(rows)
-                session.acknowledge()
-                unacknowledged = 0
-        if unacknowledged:
-            if len(rows) > spooled:
-                self._state.spool(start, rows[spooled:])
-            session.acknowledge()
-        if rows:
-            self._seq = start + len(rows)
-            self._state.add_batch(start, self._seq, rows)
-        self._state.drop_spool(start)
+        """``acknowledge=stored``: the next batch, received and spooled ahead of Spark by
+        the reader's receiver thread (``_spooler.py``)."""
+        if self._spooler is None:
+            session = self._open().create_session(False, Session.CLIENT_ACKNOWLEDGE)
+            consumer = session.create_consumer(self.options.destination)
+            self._spooler = Spooler(
+                session, consumer, self._state, self.options, self._known, self._seq
+            )
+        self._seq = self._spooler.cut(self.options.receive_timeout)
         return {"seq": self._seq, "tick": self._tick}
 
     def _receive(
@@ -341,6 +335,7 @@ class JmsStreamReader(DataSourceStreamReader):
         return iter(partition.rows)
 
     def commit(self, end: dict[str, int]) -> None:
+        self._recover()
         upto = int(end["seq"])
         keep: list[_Pending] = []
         for pending in self._pending:
@@ -356,7 +351,9 @@ class JmsStreamReader(DataSourceStreamReader):
 
     def stop(self) -> None:
         """Close without acknowledging: what Spark did not commit goes back (ORD-11)."""
+        if self._spooler is not None:
+            self._spooler.stop()
+            self._spooler = None
         if self._connection is not None:
             self._connection.close()
             self._connection = None
-            self._session = self._consumer = None

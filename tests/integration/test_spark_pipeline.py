@@ -419,9 +419,13 @@ def test_streaming_read_stored_acks_once_on_disk_and_serves_a_failed_batch_from_
     assert [row[0] for row in first[0][1]] == list(range(1, 21))
     assert json.loads((state / "committed.json").read_text())["seq"] == 20
     assert (state / "batch-40.json").exists()
+    # The reader's receiver thread spools the next batch while Spark runs the current
+    # one: each row of the third batch is in its spool (acknowledged) or on the broker.
+    spool = state / "spool-40.jsonl"
+    left = 20 - (len(spool.read_text().splitlines()) if spool.exists() else 0)
     if broker == "activemq":  # Artemis cannot browse over STOMP
-        # the failed batch was acknowledged when it was stored: only the third is left
-        assert _eventually(lambda: _count(url, queue), 20, 10.0) == 20
+        # the failed batch was acknowledged when it was stored
+        assert _eventually(lambda: _count(url, queue), left, 10.0) == left
 
     second: list[tuple[int, list[Any]]] = []
     query = _read_stream(spark, url, queue, state, checkpoint, second, None, "stored")

@@ -8,6 +8,7 @@ those rows on disk, and the next reader must serve them, in order, before anythi
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,14 @@ def test_a_reader_that_dies_mid_batch_leaves_its_acknowledged_rows_to_the_next(
         assert [p.name for p in state.glob("spool-*")] == ["spool-0.jsonl"]
         assert not list(state.glob("batch-*")), "the batch file was never written"
 
+        # Spark also makes a reader where it plans a batch's read; that one leaves the
+        # state dir alone (the driver's reader may be writing a spool at that moment).
+        JmsStreamReader(_options(url, state))
+        assert [p.name for p in state.glob("spool-*")] == ["spool-0.jsonl"]
+
         second = JmsStreamReader(_options(url, state))
-        assert not list(state.glob("spool-*")), "the spool became a batch"
         assert second.initialOffset() == {"seq": 0, "tick": 0}
+        assert not list(state.glob("spool-*")), "the spool became a batch"
         end = second.latestOffset()
         assert end["seq"] == len(sent), end
         assert _rows(second, 0, end["seq"]) == sent
@@ -100,3 +106,37 @@ def test_stored_batches_are_acknowledged_before_spark_commits(tmp_path: Path) ->
         assert _rows(again, 4, 10) == [f"g:{n}" for n in range(4, 10)]
         assert again.latestOffset()["seq"] == 10  # nothing new: the broker forgot them
         again.stop()
+
+
+def test_the_next_batch_is_spooled_while_spark_runs_the_current_one(tmp_path: Path) -> None:
+    """The receiver thread (``jmslike/spark/_spooler.py``) spools and acknowledges the
+    next batch before Spark asks for it, and never more than one batch ahead; a reader
+    Spark makes meanwhile to plan a read leaves that spool alone."""
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    state = tmp_path / "state"
+    with ConnectionFactory(url).create_connection() as keeper:
+        session = keeper.create_session()
+        producer = session.create_producer("queue://in")
+        producer.enable_ordering_group("g")
+        for n in range(10):
+            producer.send(session.create_text_message(f"g:{n}"))
+        reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4", drainAckEvery="2"))
+        try:
+            assert reader.latestOffset()["seq"] == 4
+            spool = state / "spool-4.jsonl"
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline and _lines(spool) < 4:
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert _lines(spool) == 4, "one batch ahead, no more"
+            JmsStreamReader(_options(url, state))  # as Spark's planning worker makes one
+            assert spool.exists()
+            assert reader.latestOffset()["seq"] == 8
+            assert _rows(reader, 4, 8) == [f"g:{n}" for n in range(4, 8)]
+            assert reader.latestOffset()["seq"] == 10
+        finally:
+            reader.stop()
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0

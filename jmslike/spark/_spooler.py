@@ -1,0 +1,143 @@
+"""The streaming read's receiver (``acknowledge=stored``): the next micro-batch is
+received and spooled while Spark runs the current one.
+
+Spark's own cost per micro-batch (offset log, planning, commit log: about half a second
+on a 2-core machine) used to come on top of the time the batch took to receive, because
+``latestOffset`` received it. Here one thread, on the driver's Python worker, receives
+all the time: every ``drainAckEvery`` messages (or when none comes for ``_GAP`` seconds)
+it appends them to the current batch's spool, fsync'd, and only then acknowledges them,
+exactly as ``latestOffset`` did. ``cut`` makes what is spooled a batch. A batch holds
+what the old reader would have put in it: it is cut when it is full
+(``maxMessagesPerBatch``) or when the destination went quiet; the thread stops
+receiving while a full batch waits for its cut, so the spool never outgrows one batch.
+
+Only this thread touches the session and consumer (JMS: a session is one thread's); the
+lock guards what ``cut`` shares with it: the rows spooled and the batch's start offset.
+Group order (ORD-9): one consumer still takes every batch in delivery order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from jmslike.consumer import MessageConsumer
+from jmslike.message import Message
+from jmslike.session import Session
+from jmslike.spark._mapping import message_row
+from jmslike.spark._options import SparkOptions
+
+if TYPE_CHECKING:
+    from jmslike.spark._stream import _StateDir
+
+log = logging.getLogger("jmslike.spark")
+
+_GAP = 0.05
+"""Seconds without a message after which the destination counts as quiet (the old
+reader's wait between two messages of one batch)."""
+
+
+class Spooler:
+    """Receives and spools ahead of Spark on a thread of its own (module docstring)."""
+
+    def __init__(
+        self,
+        session: Session,
+        consumer: MessageConsumer,
+        state: _StateDir,
+        options: SparkOptions,
+        known: dict[str, int],
+        start: int,
+    ) -> None:
+        self._session = session
+        self._consumer = consumer
+        self._state = state
+        self._options = options
+        self._known = known
+        """Message id -> batch: copies of rows already on disk, acknowledged, not read."""
+        self._cond = threading.Condition()
+        self._start = start
+        self._ready: list[tuple[Any, ...]] = []
+        """Rows spooled and acknowledged since ``_start``: the next batch."""
+        self._quiet = False
+        self._error: BaseException | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="jmslike-spark-spooler", daemon=True)
+        self._thread.start()
+
+    def cut(self, timeout: float) -> int:
+        """The end offset of the next batch, once it is full or the destination is quiet;
+        with nothing spooled after ``timeout`` seconds, the offset as it was."""
+        deadline = time.monotonic() + timeout
+        limit = self._options.max_messages_per_batch
+        with self._cond:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                ready = self._ready
+                left = deadline - time.monotonic()
+                if len(ready) >= limit or (ready and self._quiet) or (not ready and left <= 0):
+                    break
+                self._cond.wait(max(left, _GAP) if not ready else _GAP)
+            start = self._start
+            if ready:
+                self._state.add_batch(start, start + len(ready), ready)
+            self._state.drop_spool(start)
+            self._start = start + len(ready)
+            self._ready = []
+            self._cond.notify_all()
+            return self._start
+
+    def stop(self) -> None:
+        """Stop receiving; what was received and not spooled goes back with the session."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(self._options.receive_timeout + 5.0)
+
+    def _run(self) -> None:
+        try:
+            self._receive()
+        except BaseException as exc:  # told to the next cut, on Spark's thread
+            log.debug("streaming read's receiver stopped", exc_info=True)
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+
+    def _receive(self) -> None:
+        options = self._options
+        limit, every = options.max_messages_per_batch, options.drain_ack_every
+        held: list[Message] = []
+        unacknowledged = 0
+        while True:
+            with self._cond:
+                while not self._stopping and len(self._ready) + len(held) >= limit:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+            message = self._consumer.receive(_GAP)
+            if message is not None:
+                unacknowledged += 1
+                if self._known.pop(message.jms_message_id or "", None) is None:
+                    held.append(message)
+                # else: a copy of a row already on disk (its acknowledgement was lost)
+                if unacknowledged < every and len(self._ready) + len(held) < limit:
+                    continue
+            self._store(held, unacknowledged, quiet=message is None)
+            held, unacknowledged = [], 0
+
+    def _store(self, held: list[Message], unacknowledged: int, *, quiet: bool) -> None:
+        """Spool ``held`` (fsync'd), then acknowledge: the broker forgets only what is on
+        disk."""
+        with self._cond:
+            if held:
+                base = self._start + len(self._ready) + 1
+                rows = [message_row(message, base + i) for i, message in enumerate(held)]
+                self._state.spool(self._start, rows)
+                self._ready.extend(rows)
+            if unacknowledged:
+                self._session.acknowledge()
+            self._quiet = quiet
+            self._cond.notify_all()
