@@ -6,10 +6,13 @@ on a 2-core machine) used to come on top of the time the batch took to receive, 
 ``latestOffset`` received it. Here one thread, on the driver's Python worker, receives
 all the time: every ``drainAckEvery`` messages (or when none comes for ``_GAP`` seconds)
 it appends them to the current batch's spool, fsync'd, and only then acknowledges them,
-exactly as ``latestOffset`` did. ``cut`` makes what is spooled a batch. A batch holds
-what the old reader would have put in it: it is cut when it is full
-(``maxMessagesPerBatch``) or when the destination went quiet; the thread stops
-receiving while a full batch waits for its cut, so the spool never outgrows one batch.
+exactly as ``latestOffset`` did. ``cut`` makes what is spooled a batch: when it is full
+(``maxMessagesPerBatch`` rows or ``maxBytesPerBatch`` of bodies), when the destination
+went quiet, or when Spark has waited ``receiveTimeout`` (then with what is there, maybe
+nothing). The thread stops receiving while a full batch waits for its cut, so the spool
+never outgrows one batch. So batches adapt: while Spark is slower than the broker each
+batch is full, and the first one, which Spark takes several seconds to start, is cut
+after ``receiveTimeout`` at most while the next ones are received meanwhile.
 
 Only this thread touches the session and consumer (JMS: a session is one thread's); the
 lock guards what ``cut`` shares with it: the rows spooled and the batch's start offset.
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from jmslike.consumer import MessageConsumer
 from jmslike.message import Message
 from jmslike.session import Session
-from jmslike.spark._mapping import message_row
+from jmslike.spark._mapping import body_size, message_row
 from jmslike.spark._options import SparkOptions
 
 if TYPE_CHECKING:
@@ -61,6 +64,7 @@ class Spooler:
         self._start = start
         self._ready: list[tuple[Any, ...]] = []
         """Rows spooled and acknowledged since ``_start``: the next batch."""
+        self._ready_bytes = 0
         self._quiet = False
         self._error: BaseException | None = None
         self._stopping = False
@@ -68,25 +72,26 @@ class Spooler:
         self._thread.start()
 
     def cut(self, timeout: float) -> int:
-        """The end offset of the next batch, once it is full or the destination is quiet;
-        with nothing spooled after ``timeout`` seconds, the offset as it was."""
+        """The end offset of the next batch, once it is full or the destination is quiet,
+        or after ``timeout`` seconds with what is spooled then (nothing: the offset as it
+        was)."""
         deadline = time.monotonic() + timeout
-        limit = self._options.max_messages_per_batch
         with self._cond:
             while True:
                 if self._error is not None:
                     raise self._error
                 ready = self._ready
                 left = deadline - time.monotonic()
-                if len(ready) >= limit or (ready and self._quiet) or (not ready and left <= 0):
+                if self._full(0, 0) or (ready and self._quiet) or left <= 0:
                     break
-                self._cond.wait(max(left, _GAP) if not ready else _GAP)
+                self._cond.wait(min(left, _GAP) if ready else left)
             start = self._start
             if ready:
                 self._state.add_batch(start, start + len(ready), ready)
             self._state.drop_spool(start)
             self._start = start + len(ready)
             self._ready = []
+            self._ready_bytes = 0
             self._cond.notify_all()
             return self._start
 
@@ -96,6 +101,14 @@ class Spooler:
             self._stopping = True
             self._cond.notify_all()
         self._thread.join(self._options.receive_timeout + 5.0)
+
+    def _full(self, rows: int, size: int) -> bool:
+        """Would the batch be full with ``rows`` more rows of ``size`` bytes of bodies?"""
+        options = self._options
+        return (
+            len(self._ready) + rows >= options.max_messages_per_batch
+            or self._ready_bytes + size >= options.max_bytes_per_batch
+        )
 
     def _run(self) -> None:
         try:
@@ -107,13 +120,12 @@ class Spooler:
                 self._cond.notify_all()
 
     def _receive(self) -> None:
-        options = self._options
-        limit, every = options.max_messages_per_batch, options.drain_ack_every
+        every = self._options.drain_ack_every
         held: list[Message] = []
-        unacknowledged = 0
+        held_bytes = unacknowledged = 0
         while True:
             with self._cond:
-                while not self._stopping and len(self._ready) + len(held) >= limit:
+                while not self._stopping and self._full(len(held), held_bytes):
                     self._cond.wait()
                 if self._stopping:
                     return
@@ -122,13 +134,14 @@ class Spooler:
                 unacknowledged += 1
                 if self._known.pop(message.jms_message_id or "", None) is None:
                     held.append(message)
+                    held_bytes += body_size(message)
                 # else: a copy of a row already on disk (its acknowledgement was lost)
-                if unacknowledged < every and len(self._ready) + len(held) < limit:
+                if unacknowledged < every and not self._full(len(held), held_bytes):
                     continue
-            self._store(held, unacknowledged, quiet=message is None)
-            held, unacknowledged = [], 0
+            self._store(held, held_bytes, unacknowledged, quiet=message is None)
+            held, held_bytes, unacknowledged = [], 0, 0
 
-    def _store(self, held: list[Message], unacknowledged: int, *, quiet: bool) -> None:
+    def _store(self, held: list[Message], size: int, unacknowledged: int, *, quiet: bool) -> None:
         """Spool ``held`` (fsync'd), then acknowledge: the broker forgets only what is on
         disk."""
         with self._cond:
@@ -137,6 +150,7 @@ class Spooler:
                 rows = [message_row(message, base + i) for i, message in enumerate(held)]
                 self._state.spool(self._start, rows)
                 self._ready.extend(rows)
+                self._ready_bytes += size
             if unacknowledged:
                 self._session.acknowledge()
             self._quiet = quiet

@@ -67,7 +67,7 @@ from jmslike.connection import Connection
 from jmslike.consumer import MessageConsumer
 from jmslike.errors import ConfigurationError
 from jmslike.session import Session
-from jmslike.spark._mapping import READ_COLUMNS, message_row
+from jmslike.spark._mapping import READ_COLUMNS, arrow_batches, message_row
 from jmslike.spark._options import SparkOptions
 from jmslike.spark._spooler import Spooler
 
@@ -330,9 +330,9 @@ class JmsStreamReader(DataSourceStreamReader):
                 rows.extend(_decode(r) for r in data["rows"])
         return [_RowsPartition(first, rows)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _RowsPartition)
-        return iter(partition.rows)
+        return arrow_batches(partition.rows)
 
     def commit(self, end: dict[str, int]) -> None:
         self._recover()
