@@ -3,11 +3,12 @@
 Process model: Spark keeps one Python process on the driver for a streaming source
 (``latestOffset``, ``partitions``, ``commit`` and ``stop`` all run there), and runs
 ``read`` in executor workers. So the broker session lives on the driver: ``latestOffset``
-receives up to ``maxMessagesPerBatch`` messages on a CLIENT_ACKNOWLEDGE session and
-writes them to the state directory (``stateDir``, fsync'd, one JSON file per batch,
-named by the batch's end offset). ``partitions`` hands the batch's rows to the executors
-inside the partition, read back from that file, so a batch Spark replays after a failure
-is the same rows, and ``commit(end)`` deletes the files up to ``end``. When the broker
+ends a batch of messages received on a CLIENT_ACKNOWLEDGE session (up to
+``maxMessagesPerBatch``) and writes it to the state directory (``stateDir``, fsync'd, one
+JSON file per batch, named by the batch's end offset). ``partitions`` hands the batch's
+rows to the executors inside the partition, read back from that file, so a batch Spark
+replays after a failure is the same rows (``read`` gives them to Spark as Arrow record
+batches), and ``commit(end)`` deletes the files up to ``end``. When the broker
 hears of a batch depends on the ``acknowledge`` option:
 
 * ``stored`` (the default), a write-ahead log: one session and consumer serve every
