@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jmslike import ConnectionFactory
+from jmslike import Connection, ConnectionFactory
 from jmslike.spark._options import parse_options
 from jmslike.spark._stream import JmsStreamReader
 
@@ -92,11 +92,7 @@ def test_stored_batches_are_acknowledged_before_spark_commits(tmp_path: Path) ->
     url = f"embedded://spool-{uuid.uuid4().hex}"
     state = tmp_path / "state"
     with ConnectionFactory(url).create_connection() as keeper:
-        session = keeper.create_session()
-        producer = session.create_producer("queue://in")
-        producer.enable_ordering_group("g")
-        for n in range(10):
-            producer.send(session.create_text_message(f"g:{n}"))
+        _send_group(keeper, 10)
         reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4"))
         offsets = [reader.latestOffset() for _ in range(3)]
         assert [o["seq"] for o in offsets] == [4, 8, 10]
@@ -116,11 +112,7 @@ def test_the_next_batch_is_spooled_while_spark_runs_the_current_one(tmp_path: Pa
     url = f"embedded://spool-{uuid.uuid4().hex}"
     state = tmp_path / "state"
     with ConnectionFactory(url).create_connection() as keeper:
-        session = keeper.create_session()
-        producer = session.create_producer("queue://in")
-        producer.enable_ordering_group("g")
-        for n in range(10):
-            producer.send(session.create_text_message(f"g:{n}"))
+        _send_group(keeper, 10)
         reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4", drainAckEvery="2"))
         try:
             assert reader.latestOffset()["seq"] == 4
@@ -137,6 +129,15 @@ def test_the_next_batch_is_spooled_while_spark_runs_the_current_one(tmp_path: Pa
             assert reader.latestOffset()["seq"] == 10
         finally:
             reader.stop()
+
+
+def _send_group(keeper: Connection, count: int) -> None:
+    """``count`` messages of group ``g`` to ``queue://in``, bodies ``g:0``, ``g:1``..."""
+    session = keeper.create_session()
+    producer = session.create_producer("queue://in")
+    producer.enable_ordering_group("g")
+    for n in range(count):
+        producer.send(session.create_text_message(f"g:{n}"))
 
 
 def _lines(path: Path) -> int:
