@@ -38,10 +38,10 @@ def _unknown_discharge(transport: Any) -> Any:
     on this connection), and give back the real ``discharge`` to restore."""
     real = transport.discharge
 
-    def discharge(coordinator: Any, txn: bytes, *, fail: bool) -> None:
+    def discharge(coordinator: Any, txn: bytes, *, fail: bool, **rest: Any) -> None:
         transport.discharge = real
         bogus = (int.from_bytes(txn, "big") + 1000).to_bytes(len(txn), "big")
-        real(coordinator, bogus, fail=fail)
+        real(coordinator, bogus, fail=fail, **rest)
 
     transport.discharge = discharge
     return real
