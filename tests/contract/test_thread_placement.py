@@ -58,7 +58,10 @@ def _run_one(factory: ConnectionFactory, queue: str) -> tuple[_Seen, dict[str, f
     meanwhile (the connection's: other tests' connections may still have threads of
     their own), with its CPUs, while the connection is still open."""
     seen = _Seen()
-    before = {t.ident for t in threading.enumerate()}
+    # The Thread objects, not their idents: a thread of an earlier test that ends during
+    # this one leaves its ident to the next thread started (seen in CI: the
+    # connection's own I/O thread, on artemis-stomp, was taken for an old one).
+    before = set(threading.enumerate())
     with factory.create_connection() as connection:
         session = connection.create_session()
         session.create_consumer(queue).set_message_listener(seen.on_message)
@@ -71,7 +74,7 @@ def _run_one(factory: ConnectionFactory, queue: str) -> tuple[_Seen, dict[str, f
         threads = {
             t.name: frozenset(os.sched_getaffinity(t.native_id))
             for t in threading.enumerate()
-            if t.native_id is not None and t.is_alive() and t.ident not in before
+            if t.native_id is not None and t.is_alive() and t not in before
         }
     return seen, threads
 
