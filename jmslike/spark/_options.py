@@ -34,6 +34,7 @@ _OWN = {
     "readmode",
     "receivetimeout",
     "maxmessagesperbatch",
+    "maxbytesperbatch",
     "statedir",
     "drainackevery",
     "acknowledge",

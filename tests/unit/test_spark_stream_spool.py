@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jmslike import Connection, ConnectionFactory
+from jmslike import ConfigurationError, Connection, ConnectionFactory
 from jmslike.spark._options import parse_options
 from jmslike.spark._stream import JmsStreamReader
 
@@ -142,3 +142,27 @@ def _send_group(keeper: Connection, count: int) -> None:
 
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+def test_max_bytes_per_batch_is_an_option_of_the_read() -> None:
+    """Not a factory setting: it is the read's, checked like the others."""
+    parsed = _options("embedded://x", Path("/tmp/unused"), maxBytesPerBatch="1024")
+    assert parsed.max_bytes_per_batch == 1024
+    assert "maxbytesperbatch" not in parsed.settings
+    with pytest.raises(ConfigurationError, match=r"maxBytesPerBatch='0'"):
+        _options("embedded://x", Path("/tmp/unused"), maxBytesPerBatch="0")
+
+
+def test_a_batch_ends_at_max_bytes_per_batch(tmp_path: Path) -> None:
+    """Bodies of 10 characters, 25 allowed: each batch ends with the row that reaches it."""
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    with ConnectionFactory(url).create_connection() as keeper:
+        session = keeper.create_session()
+        producer = session.create_producer("queue://in")
+        for n in range(7):
+            producer.send(session.create_text_message(f"body-{n:05d}"))
+        reader = JmsStreamReader(_options(url, tmp_path / "state", maxBytesPerBatch="25"))
+        try:
+            assert [reader.latestOffset()["seq"] for _ in range(3)] == [3, 6, 7]
+        finally:
+            reader.stop()
