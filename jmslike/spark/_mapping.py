@@ -8,6 +8,7 @@ becomes a message by index lookups only (no per-row schema work), on the executo
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -270,16 +271,13 @@ _ARROW_TYPES = {
 }
 
 
-def arrow_batches(rows: Sequence[tuple[Any, ...]], size: int = 10_000) -> Iterator[Any]:
-    """``rows`` of :data:`READ_SCHEMA` as ``pyarrow.RecordBatch`` es of up to ``size``.
-
-    Why: a reader that yields tuples has PySpark check and convert every value in Python
-    (about 50 µs a row here: a quarter of a streaming micro-batch's time); pyarrow builds
-    the columns in C (5 µs a row). The schema is the one PySpark derives from
-    READ_SCHEMA, which it checks a batch against."""
+@functools.cache
+def _arrow_schema() -> Any:
+    """The Arrow schema PySpark derives from READ_SCHEMA, which it checks a batch
+    against; made once per process."""
     import pyarrow as pa  # the spark extra's; imported where a read runs
 
-    schema = pa.schema(
+    return pa.schema(
         [
             pa.field(
                 name,
@@ -290,6 +288,17 @@ def arrow_batches(rows: Sequence[tuple[Any, ...]], size: int = 10_000) -> Iterat
             for name, kind in READ_COLUMNS
         ]
     )
+
+
+def arrow_batches(rows: Sequence[tuple[Any, ...]], size: int = 10_000) -> Iterator[Any]:
+    """``rows`` of :data:`READ_SCHEMA` as ``pyarrow.RecordBatch`` es of up to ``size``.
+
+    Why: a reader that yields tuples has PySpark check and convert every value in Python
+    (about 50 µs a row here: a quarter of a streaming micro-batch's time); pyarrow builds
+    the columns in C (5 µs a row)."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
     for first in range(0, len(rows), size):
         columns = zip(*rows[first : first + size], strict=True)
         yield pa.RecordBatch.from_arrays(

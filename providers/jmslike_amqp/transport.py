@@ -71,6 +71,11 @@ _ACCEPTED_OUTCOME = Described(ulong(Delivery.ACCEPTED), [])
 _REMOTE_CLOSED = Endpoint.REMOTE_CLOSED
 
 
+def _queued(senders: Sequence[LinkHandle]) -> int:
+    """The connection's thread: transfers Proton holds on ``senders``, not yet written."""
+    return sum(handle._link.queued for handle in senders if handle._link is not None)
+
+
 class AmqpTransport(ConnectionLifecycle):
     """An open AMQP connection and the thread that drives it (lifecycle.py); its links,
     for every thread."""
@@ -485,7 +490,7 @@ class AmqpTransport(ConnectionLifecycle):
         Proton has written every transfer made on those senders (see ``discharge``)."""
 
         def transfer() -> Future[tuple[int, Any, str]] | None:
-            if any(handle._link is not None and handle._link.queued for handle in after):
+            if _queued(after):
                 return None  # still held for credit: asked again (``_written``)
             link = self._link_of(coordinator)
             delivery = link.send(Message(body=Described(descriptor, value)))
@@ -516,7 +521,7 @@ class AmqpTransport(ConnectionLifecycle):
             outcome = self.call(transfer)
             if outcome is not None:
                 return outcome
-        held = self.call(lambda: sum(h._link.queued for h in after if h._link is not None))
+        held = self.call(lambda: _queued(after))
         raise TransactionRolledBackError(
             f"AMQP broker {self.address} gave no credit for {held} sends of the transaction"
             f" within {self._timeout} s; it was not committed (the broker rolls it back when"
