@@ -1,10 +1,12 @@
 """jmslike bench's arithmetic and output, without a broker: stats, the report built from a
-hand-made result, the checks against issue 8's goals, the table, the plots, the CLI."""
+hand-made result, the checks against issue 8's and issue 17's goals, the table, the plots,
+the CLI."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,11 +113,57 @@ def test_json_has_every_line_and_the_checks() -> None:
     assert found[("jmslike / raw", "send")] == (0.95, True)
     assert found[("jmslike / raw", "receive")] == (0.5, False)
     assert found[("jmslike / raw", "latency")] == (0.5, False)  # raw p50 / jmslike p50
-    assert found[("groups / unordered", "groups-4")] == (0.85, True)
+    # Issue 17 raised issue 8's 0.8 to 0.9.
+    assert found[("groups / unordered", "groups-4")] == (0.85, False)
+    # Issue 17: the same 0.9 of raw with jmslike's factory defaults, throughput lines only.
+    assert found[("defaults / raw", "send")] == (0.76, False)
+    assert found[("defaults / raw", "receive")] == (0.4, False)
+    assert ("defaults / raw", "latency") not in found
+    assert not any(c["check"] == "defaults / Java" for c in document["checks"])  # no Java
+    assert {c["issue"] for c in document["checks"]} == {8, 17}
     assert found[("concurrency 8 / 1", "container-8")] == (5.0, False)
     assert ("jmslike / raw", "groups-4") in found
     assert found[("jmslike / raw", "groups-4")] == (None, False)  # raw failed: no figure
     assert checks(document) == document["checks"]
+
+
+def _document(figures: dict[tuple[str, str, str], float], warmup: int) -> dict[str, Any]:
+    """A bench document from one figure per (target, client, workload)."""
+    names = sorted({target for target, _client, _workload in figures})
+    targets = [
+        Target(name.split("/")[0], name.split("/")[1], "x://h:1")
+        if "/" in name
+        else Target(name, name, "x://")
+        for name in names
+    ]
+    results = Results(QUICK, 1, select("send,receive,unordered-4"), targets, warmup=warmup)
+    for (target, client, workload), value in figures.items():
+        results.cell(target, client, workload).samples.append(Measurement(value))
+    return to_json(results)
+
+
+def test_issue_17_checks_java_only_when_warm_and_embedded_end_to_end() -> None:
+    figures = {
+        ("activemq/stomp", "defaults", "receive"): 30.0,
+        ("activemq/stomp", "java", "receive"): 100.0,
+        ("activemq/stomp", "defaults", "unordered-4"): 60.0,
+        ("activemq/stomp", "java", "unordered-4"): 100.0,
+        ("embedded", "defaults", "send"): 300_000.0,
+        ("embedded", "defaults", "receive"): 300_000.0,
+    }
+    warm = _document(figures, warmup=5000)
+    found = {
+        (c["check"], c["target"], c["workload"]): (c["value"], c["met"]) for c in warm["checks"]
+    }
+    assert found[("defaults / Java", "activemq/stomp", "receive")] == (0.3, False)
+    assert found[("defaults / Java", "activemq/stomp", "unordered-4")] == (0.6, True)
+    # N sent then N received at 300,000 msg/s each: 150,000 msg/s through both phases.
+    assert found[("defaults, end to end", "embedded", "send+receive")] == (150_000.0, True)
+    table = format_table(warm)
+    assert "MISSED activemq/stomp  receive      defaults / Java: 0.30 (goal 0.5, issue 17)" in table
+    # A cold JVM is no reference: no Java check without a warm-up.
+    cold = _document(figures, warmup=0)
+    assert not any(c["check"] == "defaults / Java" for c in cold["checks"])
 
 
 def test_table_says_what_was_skipped_and_missed() -> None:
