@@ -167,6 +167,9 @@ def test_issue_17_checks_java_only_when_warm_and_embedded_end_to_end() -> None:
     assert found[("defaults, end to end", "embedded", "send+receive")] == (150_000.0, True)
     table = format_table(warm)
     assert "MISSED activemq/stomp  receive      defaults / Java: 0.30 (goal 0.5, issue 17)" in table
+    # Without a defaults line there is nothing to hold to the Java client.
+    tuned_only = _document({k: v for k, v in figures.items() if k[1] != "defaults"}, 5000)
+    assert not any(c["check"] == "defaults / Java" for c in tuned_only["checks"])
     # A cold JVM is no reference: no Java check without a warm-up.
     cold = _document(figures, warmup=0)
     assert not any(c["check"] == "defaults / Java" for c in cold["checks"])

@@ -132,8 +132,8 @@ def _figure(line: dict[str, Any] | None, key: str = "msgs_per_s") -> float | Non
 
 
 def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 8's and issue 17's targets (:data:`GOALS`), each with its measured value,
-    whether it is met, and the issue that set it."""
+    """The issues' targets (:data:`GOALS`), each with its measured value, whether it is
+    met, and the issue that set it."""
     found: list[dict[str, Any]] = []
 
     def add(
@@ -180,7 +180,12 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
                     j, r = _figure(mine), _figure(raw)
                     value = j / r if j and r else None
                 add(f"{client} / raw", name, w, value, goal, issue)
-            if w in JAVA_CHECKED and warm and _median(document, name, w, "java") is not None:
+            if (
+                w in JAVA_CHECKED
+                and warm
+                and _median(document, name, w, "java") is not None
+                and _median(document, name, w, "defaults") is not None
+            ):
                 # A cold JVM's figure (no warm-up) is no reference: issue 17, item 4.
                 value = over(name, ("defaults", w), ("java", w))
                 add("defaults / Java", name, w, value, "java", 17)
