@@ -131,6 +131,16 @@ def _figure(line: dict[str, Any] | None, key: str = "msgs_per_s") -> float | Non
     return float(value) if value else None
 
 
+_RATIO_CHECKS = (
+    ("groups / unordered", "jmslike", "groups-4", "unordered-4", "groups", 17),
+    ("groups / unordered, defaults", "defaults", "groups-4", "unordered-4", "groups", 17),
+    ("concurrency 8 / 1", "jmslike", "container-8", "container-1", "container", 8),
+    ("concurrency 8 / 1, defaults", "defaults", "container-8", "container-1", "container", 16),
+)
+"""(check, client, workload, its reference workload, goal, issue): one client's figure
+on one workload over the same client's on another."""
+
+
 def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The issues' targets (:data:`GOALS`), each with its measured value, whether it is
     met, and the issue that set it."""
@@ -151,8 +161,11 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
 
+    def ran(target: str, client: str, workload: str) -> bool:
+        return _median(document, target, workload, client) is not None
+
     def over(target: str, a: tuple[str, str], b: tuple[str, str]) -> float | None:
-        """Client a's median on workload a over client b's on workload b, if both ran."""
+        """Client a's median on workload a over client b's on workload b (None: no figure)."""
         first = _figure(_median(document, target, a[1], a[0]))
         second = _figure(_median(document, target, b[1], b[0]))
         return first / second if first and second else None
@@ -169,43 +182,22 @@ def checks(document: dict[str, Any]) -> list[dict[str, Any]]:
             for client, goal, issue in (("jmslike", "raw", 8), ("defaults", "defaults", 17)):
                 if issue == 17 and (latency or workload["kind"] == Kind.CONTAINER.value):
                     continue  # issue 17 asks it of the throughput lines
-                mine, raw = _median(document, name, w, client), _median(document, name, w, "raw")
-                if mine is None or raw is None:
+                if not (ran(name, client, w) and ran(name, "raw", w)):
                     continue
                 if latency:
                     # Lower is better: raw's p50 over jmslike's, so 0.9 means the same thing.
-                    j, r = _figure(mine, "p50_ms"), _figure(raw, "p50_ms")
+                    j = _figure(_median(document, name, w, client), "p50_ms")
+                    r = _figure(_median(document, name, w, "raw"), "p50_ms")
                     value = r / j if j and r else None
                 else:
-                    j, r = _figure(mine), _figure(raw)
-                    value = j / r if j and r else None
+                    value = over(name, (client, w), ("raw", w))
                 add(f"{client} / raw", name, w, value, goal, issue)
-            if (
-                w in JAVA_CHECKED
-                and warm
-                and _median(document, name, w, "java") is not None
-                and _median(document, name, w, "defaults") is not None
-            ):
+            if w in JAVA_CHECKED and warm and ran(name, "java", w) and ran(name, "defaults", w):
                 # A cold JVM's figure (no warm-up) is no reference: issue 17, item 4.
                 value = over(name, ("defaults", w), ("java", w))
                 add("defaults / Java", name, w, value, "java", 17)
-        for check, client, ordered, unordered, goal, issue in (
-            ("groups / unordered", "jmslike", "groups-4", "unordered-4", "groups", 17),
-            ("groups / unordered, defaults", "defaults", "groups-4", "unordered-4", "groups", 17),
-            ("concurrency 8 / 1", "jmslike", "container-8", "container-1", "container", 8),
-            (
-                "concurrency 8 / 1, defaults",
-                "defaults",
-                "container-8",
-                "container-1",
-                "container",
-                16,
-            ),
-        ):
-            if (
-                _median(document, name, ordered, client) is not None
-                and _median(document, name, unordered, client) is not None
-            ):
+        for check, client, ordered, unordered, goal, issue in _RATIO_CHECKS:
+            if ran(name, client, ordered) and ran(name, client, unordered):
                 value = over(name, (client, ordered), (client, unordered))
                 add(check, name, ordered, value, goal, issue)
         if name == "embedded":
