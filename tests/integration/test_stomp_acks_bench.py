@@ -15,17 +15,15 @@ import pytest
 from brokerenv import broker_url
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+STOMP_BROKERS = [
+    pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
+    pytest.param("activemq", marks=pytest.mark.activemq),
+    pytest.param("artemis", marks=pytest.mark.artemis),
+]
 
 
 @pytest.mark.stomp
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("artemis", marks=pytest.mark.artemis),
-    ],
-)
+@pytest.mark.parametrize("broker", STOMP_BROKERS)
 @pytest.mark.parametrize(
     ("script", "kinds"),
     [
@@ -47,14 +45,7 @@ def test_stomp_bench_reports_every_kind(broker: str, script: str, kinds: list[st
 
 
 @pytest.mark.stomp
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("artemis", marks=pytest.mark.artemis),
-    ],
-)
+@pytest.mark.parametrize("broker", STOMP_BROKERS)
 def test_stomp_groups_bench_reports_every_kind(broker: str) -> None:
     """``stomp_groups.py`` (four grouped consumers: raw stomp.py two ways, jmslike on one
     connection and on four, the listener container): every kind, a rate, and the
