@@ -55,6 +55,7 @@ from typing import Any
 
 from jmslike import Message, MessageListenerContainer
 from jmslike_bench.env import delete_rabbitmq_queue, quiet_partition_advice, stomp_urls
+from jmslike_bench.runners.base import Countdown
 from jmslike_bench.runners.raw_stomp import (
     Broker,
     _subscribe_client_individual,
@@ -67,32 +68,24 @@ from jmslike_bench.runners.raw_stomp import (
 BROKERS = ("activemq", "artemis", "rabbitmq")
 KINDS = ("raw", "raw-threads", "jmslike", "jmslike-4conn", "container")
 CONSUMERS = 4
-IDLE = 120.0
-"""Seconds a run may take before it fails."""
 
 Result = tuple[float, Counter[str]]
 """(msg/s, messages per consumer)."""
 
 
-class Tally:
-    """Messages per consumer, and an event when all ``count`` have come."""
+class Tally(Countdown):
+    """A countdown (fails when nothing arrives for a while) that also counts the messages
+    of each consumer."""
 
     def __init__(self, count: int) -> None:
-        self.left = count
+        super().__init__(count)
         self.per: Counter[str] = Counter()
-        self.lock = threading.Lock()
-        self.done = threading.Event()
+        self._per_lock = threading.Lock()
 
-    def tick(self, consumer: str) -> None:
-        with self.lock:
+    def tick_for(self, consumer: str) -> None:
+        with self._per_lock:
             self.per[consumer] += 1
-            self.left -= 1
-            if self.left == 0:
-                self.done.set()
-
-    def wait(self, what: str) -> None:
-        if not self.done.wait(IDLE):
-            raise RuntimeError(f"{what}: {self.left} messages never came")
+        self.tick()
 
 
 def raw_four_connections(broker: Broker, queue: str, count: int) -> Result:
@@ -104,7 +97,7 @@ def raw_four_connections(broker: Broker, queue: str, count: int) -> Result:
 
             def on_message(frame: Any, conn: Any = conn, name: str = f"c{index}") -> None:
                 conn.ack(frame.headers["ack"])
-                tally.tick(name)
+                tally.tick_for(name)
 
             listener.handler = on_message
             _subscribe_client_individual(conn, broker, queue, "bench")
@@ -124,7 +117,7 @@ def raw_threads(broker: Broker, queue: str, count: int) -> Result:
         def work(sub: str) -> None:
             while (frame := inboxes[sub].get()) is not None:
                 conn.ack(frame.headers["ack"])
-                tally.tick(sub)
+                tally.tick_for(sub)
 
         listener.handler = lambda frame: inboxes[frame.headers["subscription"]].put(frame)
         workers = [threading.Thread(target=work, args=(sub,), daemon=True) for sub in subs]
@@ -154,7 +147,7 @@ def jmslike_sessions(broker: Broker, queue: str, count: int, connections: int) -
             session = opened[index % connections].create_session()
             consumer = session.create_consumer(session.create_queue(queue))
             consumer.set_message_listener(
-                lambda message, name=f"c{index}": tally.tick(name)  # type: ignore[misc]
+                lambda message, name=f"c{index}": tally.tick_for(name)  # type: ignore[misc]
             )
         for connection in opened:
             connection.start()
@@ -169,7 +162,7 @@ def container(broker: Broker, queue: str, count: int) -> Result:
     tally = Tally(count)
 
     def handle(message: Message) -> None:
-        tally.tick(threading.current_thread().name)
+        tally.tick_for(threading.current_thread().name)
 
     started = time.perf_counter()
     with MessageListenerContainer(
