@@ -354,6 +354,7 @@ class ConnectionLifecycle(CallQueue):
         self._restoring.clear()
         self._attached_again.clear()
         self._timers.clear()
+        self._soon_due = False  # its timer went with the others: the next post_soon asks again
         if self._on_interrupted is not None:
             try:
                 self._on_interrupted()

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
@@ -281,6 +281,41 @@ class AmqpSession(ProviderSession):
                 f"{self.connection.transport.address} (or a link) that was lost since: the broker "
                 "delivers them again, flagged redelivered, so their work may be done twice"
             )
+
+    def acknowledge_soon(
+        self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None
+    ) -> None:
+        """As :meth:`acknowledge`, the settlements queued for the connection's thread
+        without waking it (``CallQueue.post_soon``: they go with its next wake-up, or
+        within 2 ms, before anything queued after them). ``written`` hears from that
+        thread once they went, or False if the connection closed first."""
+        transport = self.connection.transport
+        settle = []
+        for token in tokens:
+            consumer = token.consumer
+            consumer.outstanding.pop(token.number, None)
+            if stale(token):
+                continue  # the broker delivers it again (AUTO: nobody to tell, as acknowledge)
+            settle.append((consumer.link, token.number))
+            self.connection.forget(token.key)
+
+        told: list[bool] = []  # written is called once: by run, or by the first failure
+
+        def tell(ok: bool) -> None:
+            if written is not None and not told:
+                told.append(ok)
+                written(ok)
+
+        def run() -> None:
+            for link, number in settle:
+                transport._settle_now(link, number, Delivery.ACCEPTED, False, None)
+            tell(True)
+
+        try:
+            transport.post_soon(run, lambda _error: tell(False))
+        except ConnectionFailedError:
+            tell(False)
+            raise
 
     def redeliver(self, token: Any) -> Message:
         token.seen = True

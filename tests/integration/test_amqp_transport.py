@@ -24,6 +24,7 @@ from brokerenv import broker_url
 from proton import Delivery, Message
 
 import jmslike
+from jmslike_amqp.calls import SOON_DELAY
 from jmslike_amqp.links import Capability
 from jmslike_amqp.transport import AmqpTransport
 
@@ -257,5 +258,29 @@ def test_quick_tcp_acknowledgements_stay_on_for_classic_only(broker: str, quick:
         driver = transport._driver
         assert driver is not None
         assert driver.quick_ack is quick
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize(("broker", "prefix"), BROKERS)
+def test_a_call_posted_soon_runs_on_its_own_and_before_later_calls(
+    broker: str, prefix: str
+) -> None:
+    """``post_soon`` (a listener's settlement) does not wake the connection's thread: it
+    runs within ``SOON_DELAY`` when nothing else comes, and before any call queued after
+    it when something does."""
+    transport = _open(broker)
+    try:
+        ran: list[tuple[str, float]] = []
+        alone = threading.Event()
+        queued = time.monotonic()
+        transport.post_soon(lambda: (ran.append(("alone", time.monotonic())), alone.set()))
+        assert alone.wait(2.0), "a call posted soon never ran while nothing else was posted"
+        assert ran[0][1] - queued < SOON_DELAY + 0.5, ran
+        ran.clear()
+        for index in range(3):
+            transport.post_soon(lambda index=index: ran.append((f"soon {index}", 0.0)))
+        transport.call(lambda: ran.append(("later", 0.0)))
+        assert [what for what, _ in ran] == ["soon 0", "soon 1", "soon 2", "later"]
     finally:
         transport.close()
