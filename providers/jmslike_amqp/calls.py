@@ -117,8 +117,8 @@ class CallQueue:
         """As :meth:`post`, for a call that may wait up to :data:`SOON_DELAY`: it is queued
         without waking the thread (it runs before any call queued after it, as every
         call does), and the first of a batch asks the thread to run the queue again
-        ``SOON_DELAY`` from now. At four sessions' listeners with 1 ms of work each, the
-        wake-up per settlement was a third of the thread switches per message."""
+        ``SOON_DELAY`` from now. A listener container at concurrency 8 (1 ms handler) made
+        about half a thread switch a message less so (3.8 to 3.2 over RabbitMQ)."""
         if self.on_own_thread() or self._closing or len(self._calls) >= SOON_BATCH:
             self.post(fn, on_error)
             return
