@@ -288,8 +288,15 @@ class AmqpSession(ProviderSession):
         """As :meth:`acknowledge`, the settlements queued for the connection's thread
         without waking it (``CallQueue.post_soon``: they go with its next wake-up, or
         within 2 ms, before anything queued after them). ``written`` hears from that
-        thread once they went, or False if the connection closed first."""
-        transport = self.connection.transport
+        thread once they went, or False if the connection closed first. Settled on each
+        consumer's own connection (an exclusive consumer on RabbitMQ has one of its own):
+        tokens of more than one connection are acknowledged at once, as the default
+        does."""
+        transports = {id(token.consumer.transport) for token in tokens}
+        if len(transports) != 1:
+            super().acknowledge_soon(tokens, written)
+            return
+        transport = tokens[0].consumer.transport
         settle = []
         for token in tokens:
             consumer = token.consumer
