@@ -264,23 +264,30 @@ class AmqpSession(ProviderSession):
         others are accepted) for those that came over a connection lost since, under a
         failover URL: the broker delivers them again, so the application must not take
         them as done."""
-        lost = 0
-        for token in tokens:
+        settle = self._finished(tokens)
+        for token in settle:
             consumer = token.consumer
-            consumer.outstanding.pop(token.number, None)
-            if stale(token):
-                # Came over a connection lost since: the broker delivers it again, and
-                # jmslike's count must say that copy is not the first.
-                lost += 1
-                continue
             consumer.transport.settle(consumer.link, token.number, Delivery.ACCEPTED)
-            self.connection.forget(token.key)
+        lost = len(tokens) - len(settle)
         if lost and self.client_acknowledge:
             raise ConnectionFailedError(
                 f"acknowledge(): {lost} message(s) came over an AMQP connection to "
                 f"{self.connection.transport.address} (or a link) that was lost since: the broker "
                 "delivers them again, flagged redelivered, so their work may be done twice"
             )
+
+    def _finished(self, tokens: Sequence[Any]) -> list[Any]:
+        """No longer outstanding here: the tokens to settle, each forgotten by the delivery
+        counts. Left out: those that came over a connection (or link) lost since; the
+        broker delivers them again, and jmslike's count must say that copy is not the
+        first."""
+        settle = []
+        for token in tokens:
+            token.consumer.outstanding.pop(token.number, None)
+            if not stale(token):
+                settle.append(token)
+                self.connection.forget(token.key)
+        return settle
 
     def acknowledge_soon(
         self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None
@@ -297,14 +304,9 @@ class AmqpSession(ProviderSession):
             super().acknowledge_soon(tokens, written)
             return
         transport = tokens[0].consumer.transport
-        settle = []
-        for token in tokens:
-            consumer = token.consumer
-            consumer.outstanding.pop(token.number, None)
-            if stale(token):
-                continue  # the broker delivers it again (AUTO: nobody to tell, as acknowledge)
-            settle.append((consumer.link, token.number))
-            self.connection.forget(token.key)
+        # (Links taken now: a consumer closed meanwhile has none, and its link settles
+        # nothing once gone.)
+        settle = [(token.consumer.link, token.number) for token in self._finished(tokens)]
 
         told: list[bool] = []  # written is called once: by run, or by the first failure
 
