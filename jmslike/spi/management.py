@@ -365,6 +365,27 @@ class ArtemisManagement(_Http):
         log.info("Artemis queue %s deleted", queue)
         return True
 
+    def delete_address(self, address: str) -> bool:
+        """Delete the address ``address`` with its queues and their messages; False if
+        there is none. What stands for a temporary queue over STOMP (an address and its
+        anycast queue, both made by the first SEND or SUBSCRIBE): deleting only the queue
+        left the address behind, one per temporary queue."""
+        try:
+            self._call(
+                {
+                    "type": "exec",
+                    "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
+                    "operation": "deleteAddress(java.lang.String,boolean)",
+                    "arguments": [address, True],
+                }
+            )
+        except JMSException as exc:
+            if "AMQ229203" in str(exc):  # Address Does Not Exist
+                return False
+            raise
+        log.debug("Artemis address %s deleted", address)
+        return True
+
     def has_subscription_queue(self, client_id: str, name: str) -> bool:
         """Whether the durable subscription ``name`` of ``client_id`` exists: Artemis keeps
         it as the multicast queue ``<client id>.<name>`` and, over STOMP, says nothing

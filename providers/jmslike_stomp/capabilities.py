@@ -36,7 +36,9 @@ def _capabilities(
         priority=dialect.priority,
         durable_subscriptions=dialect.durable_subscription != "none",
         shared_subscriptions=dialect.shared_subscription != "none",
-        temporary_destinations=dialect.temp_queue_prefix is not None,
+        # Artemis' are queues jmslike deletes through its management API (dialect.py).
+        temporary_destinations=dialect.temp_queue_prefix is not None
+        and (not dialect.temp_queue_named or management is not None),
         # The header is honoured by Classic (activemq.noLocal) and Artemis (no-local);
         # RabbitMQ ignores it, and a broker not known here is not trusted with it.
         no_local=dialect.name in ("activemq", "artemis"),

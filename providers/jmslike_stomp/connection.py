@@ -13,7 +13,7 @@ import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
@@ -559,6 +559,13 @@ class StompConnection(ProviderConnection):
                 f"{self.dialect.name} has no temporary queues over STOMP "
                 "(capability temporary_destinations)"
             )
+        if self.dialect.temp_queue_named and self.management is None:
+            raise IllegalStateError(
+                f"{self.dialect.name} has no temporary queues over STOMP: jmslike makes "
+                "them as queues it deletes through the broker's management API, which "
+                "this connection has not found (set managementUrl; capability "
+                "temporary_destinations)"
+            )
         queue = TemporaryQueue(f"{prefix}jmslike-{uuid.uuid4().hex[:16]}")
         if self.dialect.temp_queue_implicit:
             inbox = self.temporary_inboxes[queue.name] = _TemporaryInbox()
@@ -620,16 +627,34 @@ class StompConnection(ProviderConnection):
     def delete_temporary(self, destination: Destination) -> None:
         """STOMP cannot delete a temporary queue (the broker does, with the connection):
         jmslike forgets it here, so that a request/reply server making one per request
-        keeps no handler or name per request, and refuses sends to it from now on."""
+        keeps no handler or name per request, and refuses sends to it from now on. On
+        Artemis, where it is an ordinary queue, the management API deletes it."""
         if destination.name not in self.temporary_names:
             raise InvalidDestinationError(f"{destination} was not created by this connection")
         self.temporary_names.discard(destination.name)
         _DELETED_TEMPORARY.add(destination.name)
         if self.temporary_inboxes.pop(destination.name, None) is not None:
             self.transport.unlisten(destination.name)
+        self._delete_named_temporaries([destination.name])
+
+    def _delete_named_temporaries(self, names: Iterable[str]) -> None:
+        """Delete the queues that stand for temporary queues where the broker has none
+        (``Dialect.temp_queue_named``). A failure is logged, not raised: the application
+        is done with them either way, and the broker only keeps a queue too many."""
+        management = self.management
+        if not self.dialect.temp_queue_named or management is None:
+            return
+        for name in names:
+            try:
+                management.delete_address(name)
+            except JMSException as exc:
+                log.warning("temporary queue %s left on the broker: %s", name, exc)
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
         self._close_extra()
-        self.transport.close()
+        try:
+            self.transport.close()
+        finally:
+            self._delete_named_temporaries(sorted(self.temporary_names))

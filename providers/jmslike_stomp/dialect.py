@@ -96,6 +96,12 @@ class Dialect:
     and then subscribes the creator itself, delivering under the queue's name with no ACK
     needed, consumer or not (RabbitMQ); a SEND or SUBSCRIBE to ``/temp-queue/x`` is
     refused ("not a valid destination"): sends use the name the broker gives the queue."""
+    temp_queue_named: bool = False
+    """True: the broker has no temporary queues over STOMP (Artemis): a temporary queue is
+    an ordinary anycast queue named ``/temp-queue/jmslike-...``, which the broker creates
+    at its first SEND or SUBSCRIBE, and which jmslike deletes through the management API
+    (``managementUrl``) when the application deletes it or its connection closes. Only
+    with the management API: without it every such queue would stay on the broker."""
     persistent_false: bool = True
     """False: never send ``persistent:false``; a frame without it is non-persistent.
     RabbitMQ 3.10 reads the header as a non-durable, exclusive, auto-delete queue
@@ -209,7 +215,7 @@ ARTEMIS = Dialect(
     native_groups=True,
     queue_prefix="",
     topic_prefix="",
-    temp_queue_prefix=None,
+    temp_queue_prefix="/temp-queue/",
     routing_type_headers=True,
     group_back_header="_AMQ_GROUP_ID",
     selectors="core",
@@ -227,6 +233,7 @@ ARTEMIS = Dialect(
     cumulative_ack=True,
     persistent_false=False,
     wildcard_addresses=True,
+    temp_queue_named=True,
 )
 
 RABBITMQ = Dialect(

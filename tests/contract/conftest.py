@@ -179,6 +179,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "no_local",
                 "durable_subscriptions",
                 "shared_subscriptions",
+                "temporary_destinations",
                 "browsers",
                 "delivery_count",
                 "dead_letter_queue",
