@@ -349,41 +349,32 @@ class ArtemisManagement(_Http):
         consumers; False if there is none. For tools that must not leave a test broker
         full (Artemis keeps every message of a queue nobody reads, and pages, then runs
         out of heap, once they pass its global size)."""
-        try:
-            self._call(
-                {
-                    "type": "exec",
-                    "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
-                    "operation": "destroyQueue(java.lang.String,boolean)",
-                    "arguments": [queue, True],
-                }
-            )
-        except JMSException as exc:
-            if "does not exist" in str(exc):
-                return False
-            raise
-        log.info("Artemis queue %s deleted", queue)
-        return True
+        return self._delete("destroyQueue", queue, "does not exist")
 
     def delete_address(self, address: str) -> bool:
         """Delete the address ``address`` with its queues and their messages; False if
         there is none. What stands for a temporary queue over STOMP (an address and its
         anycast queue, both made by the first SEND or SUBSCRIBE): deleting only the queue
         left the address behind, one per temporary queue."""
+        return self._delete("deleteAddress", address, "AMQ229203")  # Address Does Not Exist
+
+    def _delete(self, operation: str, name: str, missing: str) -> bool:
+        """The broker's ``operation(name, true)`` (forced: consumers closed, queues and
+        messages dropped); False if the broker says ``missing`` (there is no such thing)."""
         try:
             self._call(
                 {
                     "type": "exec",
                     "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
-                    "operation": "deleteAddress(java.lang.String,boolean)",
-                    "arguments": [address, True],
+                    "operation": f"{operation}(java.lang.String,boolean)",
+                    "arguments": [name, True],
                 }
             )
         except JMSException as exc:
-            if "AMQ229203" in str(exc):  # Address Does Not Exist
+            if missing in str(exc):
                 return False
             raise
-        log.debug("Artemis address %s deleted", address)
+        log.debug("Artemis %s(%s) done", operation, name)
         return True
 
     def has_subscription_queue(self, client_id: str, name: str) -> bool:
