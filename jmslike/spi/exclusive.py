@@ -158,6 +158,10 @@ class Exclusivity:
     declare_topic: Callable[[str], None] | None = None
     """Have the broker hold every subscription made from now on of a topic to one
     consumer (Artemis; None: cannot)."""
+    delete_queue: Callable[[str], bool] | None = None
+    """Delete the queue named so with its messages, through the management API (a
+    temporary queue that jmslike made where the broker has none: RabbitMQ over AMQP);
+    False if there is none; None: cannot."""
     artemis: ArtemisManagement | None = None
     """Artemis' management API, at ``managementUrl`` or found where ``artemis create``
     puts it (jmslike.spi.console), for the connection's other uses of it (browsing over
@@ -264,6 +268,7 @@ def exclusivity_for(
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),
+            delete_queue=lambda queue: rabbit.delete_queue(vhost, queue),
             bound_topics=lambda queue: rabbit.subscription_bindings(vhost, queue),
             mark_selector=lambda queue, topic, selector: rabbit.mark_selector(
                 vhost, queue, topic, selector

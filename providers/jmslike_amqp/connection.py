@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 import weakref
 from collections import deque
 from dataclasses import replace
@@ -197,7 +198,9 @@ class AmqpConnection(ProviderConnection):
             durable_subscriptions=native,
             # Classic 5.x has no JMS 2.0 shared subscriptions, over any protocol.
             shared_subscriptions=native and not self.classic,
-            temporary_destinations=native,
+            # RabbitMQ has no dynamic nodes: its temporary queues are queues jmslike
+            # declares and deletes (_create_temporary); temporary topics it has none.
+            temporary_destinations=native or self.rabbitmq,
             browsers=native,
             exclusive_consumers=True,
             exclusive_scope=self.exclusivity.scope,
@@ -222,9 +225,10 @@ class AmqpConnection(ProviderConnection):
         self.counts = counts_for(self.transport.address)
         """jmslike's delivery counts for this broker (see ``count_delivery``)."""
         self.strict = registry_for(self.transport.address)
-        self._temporary: dict[str, LinkHandle] = {}
+        self._temporary: dict[str, LinkHandle | None] = {}
         """Temporary destinations made here: name -> the dynamic sender link that keeps
-        it alive (Artemis deletes it when the link or the connection closes)."""
+        it alive (Artemis deletes it when the link or the connection closes), or None: a
+        queue jmslike declared and deletes itself (RabbitMQ, ``_create_temporary``)."""
 
     def _interrupted(self, transport: AmqpTransport) -> None:
         """``transport`` lost its connection and makes it again (its thread). Messages
@@ -261,7 +265,7 @@ class AmqpConnection(ProviderConnection):
         for consumer in list(self.consumers):
             if consumer.transport is transport:
                 consumer.restored()
-        if transport is self.transport and self._temporary:
+        if transport is self.transport and self._temporary and not self.rabbitmq:
             log.warning(
                 "AMQP %s: temporary destinations %s were deleted with the lost connection",
                 transport.address,
@@ -313,10 +317,34 @@ class AmqpConnection(ProviderConnection):
                 f"{self.broker} over AMQP has no temporary destinations "
                 "(capability temporary_destinations)"
             )
+        if self.rabbitmq:
+            return self._create_rabbitmq_temporary(kind)
         sender = self.transport.open_sender(None, options=TemporaryTarget(kind), restore=False)
         name = str(self.transport.remote_target(sender))
         self._temporary[name] = sender
         return name
+
+    def _create_rabbitmq_temporary(self, kind: str) -> str:
+        """RabbitMQ 3.10's plugin refuses dynamic nodes ("Dynamic targets not supported"),
+        so a temporary queue is an ordinary queue, ``jmslike-temp-<random>``: declared now
+        (non-durable) by a sender link to ``/queue/<name>`` that is closed again, so that
+        a reply sent before a consumer exists waits in it; used as it is through
+        ``/amq/queue/<name>``, which is the temporary queue's name; deleted through the
+        management API when the application deletes it or the connection closes (RabbitMQ
+        deletes a non-durable queue when it restarts, too). Temporary topics: none."""
+        if kind != "temporary-queue":
+            raise IllegalStateError(
+                "RabbitMQ has no temporary topics over AMQP 1.0 (no dynamic nodes): a "
+                "reply destination can be a temporary queue (create_temporary_queue)"
+            )
+        name = f"jmslike-temp-{uuid.uuid4().hex[:16]}"
+        declare = self.transport.open_sender(
+            DECLARED + name, options=[Capability("queue")], restore=False
+        )
+        self.transport.close_link(declare)
+        address = EXISTING + name
+        self._temporary[address] = None
+        return address
 
     def create_temporary_queue(self) -> TemporaryQueue:
         return TemporaryQueue(self._create_temporary("temporary-queue"))
@@ -325,11 +353,28 @@ class AmqpConnection(ProviderConnection):
         return TemporaryTopic(self._create_temporary("temporary-topic"))
 
     def delete_temporary(self, destination: Destination) -> None:
-        sender = self._temporary.pop(destination.name, None)
-        if sender is None:
+        if destination.name not in self._temporary:
             raise InvalidDestinationError(f"{destination} was not created by this connection")
+        sender = self._temporary.pop(destination.name)
         _DELETED_TEMPORARY.add(destination.name)
-        self.transport.close_link(sender)
+        if sender is not None:
+            self.transport.close_link(sender)
+        else:
+            self._delete_declared_temporaries([destination.name])
+
+    def _delete_declared_temporaries(self, addresses: list[str]) -> None:
+        """Delete the queues that stand for temporary queues on RabbitMQ. A failure is
+        logged, not raised: the application is done with them either way, and the broker
+        only keeps a queue too many (until it restarts: they are non-durable)."""
+        delete = self.exclusivity.delete_queue
+        for address in addresses:
+            if delete is None:
+                log.warning("temporary queue %s left on the broker: no management API", address)
+                continue
+            try:
+                delete(address.removeprefix(EXISTING))
+            except JMSException as exc:
+                log.warning("temporary queue %s left on the broker: %s", address, exc)
 
     def broker_selector(self, selector: str | None) -> str | None:
         """The selector written from its parsed tree as this broker must be given it (None:
@@ -454,6 +499,8 @@ class AmqpConnection(ProviderConnection):
         kind = annotations.get(REPLY_TO_TYPE)
         queue_prefix, topic_prefix = self._prefixes
         if self.rabbitmq and address.startswith(EXISTING):
+            if kind == 2:  # a temporary queue jmslike made there: its name is the address
+                return destination_for(2, address)
             return destination_for(0, address[len(EXISTING) :])
         for prefix, topic in ((queue_prefix, False), (topic_prefix, True)):
             if prefix and address.startswith(prefix):
@@ -484,7 +531,12 @@ class AmqpConnection(ProviderConnection):
         _DELETED_TEMPORARY.update(self._temporary)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
         self._close_extra()
-        self.transport.close()
+        try:
+            self.transport.close()
+        finally:
+            declared = sorted(name for name, sender in self._temporary.items() if sender is None)
+            if declared:
+                self._delete_declared_temporaries(declared)
 
 
 RECENT_ACKS = 100_000

@@ -268,6 +268,7 @@ PROVIDER_CASES: list[ProviderCase] = [
             {
                 "transactions",
                 "time_to_live",
+                "temporary_destinations",
                 "delivery_count",
                 "dead_letter_queue",
                 "exclusive_consumers",

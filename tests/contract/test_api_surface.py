@@ -422,7 +422,7 @@ def test_header_attributes_and_group_accessors(connection, unique) -> None:
 
 
 @pytest.mark.known_bug(
-    "rabbitmq-stomp",
+    ("rabbitmq-stomp", "rabbitmq-amqp"),
     reason="BROKER-LIMIT: RabbitMQ has no browsers (capability browsers)",
 )
 def test_session_verbs_exist(connection, unique, require) -> None:

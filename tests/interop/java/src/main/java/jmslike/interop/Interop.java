@@ -48,6 +48,7 @@ import javax.jms.Topic;
  * java -jar interop.jar bookstore ... --queue Q [--seed S]      (until stdin closes)
  * java -jar interop.jar subscribe ... --topic T --subscription S [--client-id C]
  *                                 [--shared true] [--count N] [--unsubscribe true]
+ * java -jar interop.jar reply     ... --queue Q --count N [--timeout 20]
  * </pre>
  */
 public final class Interop {
@@ -73,6 +74,7 @@ public final class Interop {
                 case "consume" -> consume(connection, args, out);
                 case "bookstore" -> bookstore(connection, args, out);
                 case "subscribe" -> subscribe(connection, args, out);
+                case "reply" -> reply(connection, args, out);
                 default -> throw new IllegalArgumentException("unknown mode " + argv[0]);
             }
         }
@@ -249,6 +251,43 @@ public final class Interop {
             Map<String, Object> record = record(message);
             record.put("event", "received");
             out.println(Json.write(record));
+        }
+    }
+
+    // -------------------------------------------------------------------- reply
+
+    /**
+     * A request/reply service as a Java application writes one: for each of {@code count}
+     * requests from the queue, a TextMessage {@code "re: <text>"} to the request's
+     * JMSReplyTo (a jmslike temporary queue), JMSCorrelationID set to the request's
+     * JMSCorrelationID if it has one, else to its JMSMessageID (the two usual ways). Prints
+     * the request with the reply-to it read ({@code reply_to}).
+     */
+    static void reply(Connection connection, Map<String, String> args, PrintStream out)
+            throws JMSException {
+        int count = Integer.parseInt(args.get("count"));
+        long timeout = (long) (Double.parseDouble(args.getOrDefault("timeout", "20")) * 1000);
+        Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        MessageConsumer consumer = session.createConsumer(session.createQueue(args.get("queue")));
+        MessageProducer producer = session.createProducer(null);
+        connection.start();
+        out.println(Json.write(Map.of("event", "ready")));
+        for (int i = 0; i < count; i++) {
+            Message request = consumer.receive(timeout);
+            if (request == null) {
+                out.println(Json.write(Map.of("event", "timeout", "received", i)));
+                return;
+            }
+            Map<String, Object> record = record(request);
+            record.put("event", "received");
+            record.put("reply_to", String.valueOf(request.getJMSReplyTo()));
+            out.println(Json.write(record));
+            TextMessage reply = session.createTextMessage(
+                    "re: " + ((TextMessage) request).getText());
+            String correlation = request.getJMSCorrelationID();
+            reply.setJMSCorrelationID(
+                    correlation != null ? correlation : request.getJMSMessageID());
+            producer.send(request.getJMSReplyTo(), reply);
         }
     }
 
