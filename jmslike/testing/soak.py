@@ -208,7 +208,7 @@ def _round(url: str, queue: str, report: SoakReport) -> None:
         replies: jmslike.Destination
         if connection.capabilities.temporary_destinations:
             replies = session.create_temporary_queue()
-        else:  # Artemis over STOMP, RabbitMQ over AMQP: a queue of the soak's own
+        else:  # a provider without temporary queues: a queue of the soak's own
             replies = session.create_queue(queue.removeprefix("queue://") + "-replies")
             report.named_reply_queue = True
         answers = session.create_consumer(replies)

@@ -22,6 +22,7 @@ import json
 import subprocess
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from brokerenv import broker_url
@@ -36,7 +37,7 @@ CASES = [
     pytest.param(
         (
             "JMSLIKE_TEST_ARTEMIS_STOMP_URL",
-            "?managementUrl=" + "{JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL}",
+            "JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL",
             "amqp",
             "JMSLIKE_TEST_ARTEMIS_AMQP_URL",
         ),
@@ -44,56 +45,66 @@ CASES = [
         marks=(pytest.mark.java, pytest.mark.artemis, pytest.mark.stomp),
     ),
     pytest.param(
-        ("JMSLIKE_TEST_RABBITMQ_AMQP_URL", "", "amqp", "JMSLIKE_TEST_RABBITMQ_AMQP_URL"),
+        (
+            "JMSLIKE_TEST_RABBITMQ_AMQP_URL",
+            "JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL",
+            "amqp",
+            "JMSLIKE_TEST_RABBITMQ_AMQP_URL",
+        ),
         id="rabbitmq-amqp-qpid-jms",
         marks=(pytest.mark.java, pytest.mark.rabbitmq, pytest.mark.amqp),
     ),
 ]
+"""(jmslike's URL, the broker's management API, which deletes the temporary queues, the
+Java client's protocol, its URL), each a variable of tests/brokerenv.py."""
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_java_service_replies_to_a_jmslike_temporary_queue(
     case: tuple[str, str, str, str], java_jar: Path
 ) -> None:
-    variable, query, protocol, java_variable = case
-    url = broker_url(variable) + query.format(
-        JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL=broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")
-        if "ARTEMIS" in variable
-        else ""
-    )
+    variable, management, protocol, java_variable = case
+    url = f"{broker_url(variable)}?managementUrl={quote(broker_url(management), safe='')}"
     service = f"jreply-{uuid.uuid4().hex[:8]}"
     endpoint = Endpoint(url, protocol, java_url(protocol, broker_url(java_variable)))
     command = java_process(
         java_jar, "reply", endpoint, "--queue", service, "--count", str(REQUESTS)
     )
-    java = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert java.stdout is not None
-        first = java.stdout.readline()
-        assert '"ready"' in first, (first, java.stderr.read() if java.poll() is not None else "")
-        with ConnectionFactory(url).create_connection() as connection:
-            session = connection.create_session()
-            requestor = jmslike.QueueRequestor(session, f"queue://{service}")
-            connection.start()
-            for n in range(REQUESTS):
-                request = session.create_text_message(f"question {n}")
-                if "STOMP" in variable:
-                    request.jms_correlation_id = f"request-{n}"
-                reply = requestor.request(request, timeout=20.0)
-                assert isinstance(reply, TextMessage), f"no reply to request {n}"
-                assert reply.text == f"re: question {n}"
-                assert reply.jms_correlation_id == (
-                    request.jms_correlation_id or request.jms_message_id
-                )
-                assert isinstance(request.jms_reply_to, jmslike.TemporaryQueue)
-            requestor.close()
-        out, err = java.communicate(timeout=30)
-    finally:
-        if java.poll() is None:
-            java.kill()
-            java.communicate()
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as java:  # (the pipes are closed and the process waited for however this ends)
+        try:
+            _request_replies(java, url, service, variable)
+            out, err = java.communicate(timeout=30)
+        finally:
+            if java.poll() is None:
+                java.kill()
     assert java.returncode == 0, err[-4000:]
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert [r["body"] for r in records if r["event"] == "received"] == [
         f"question {n}" for n in range(REQUESTS)
     ]
+
+
+def _request_replies(java: subprocess.Popen[str], url: str, service: str, variable: str) -> None:
+    """Once the Java service is ready, REQUESTS requests through a QueueRequestor, each
+    answered and correlated."""
+    assert java.stdout is not None
+    first = java.stdout.readline()
+    assert '"ready"' in first, first
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session()
+        requestor = jmslike.QueueRequestor(session, f"queue://{service}")
+        connection.start()
+        for n in range(REQUESTS):
+            request = session.create_text_message(f"question {n}")
+            if "STOMP" in variable:
+                request.jms_correlation_id = f"request-{n}"
+            reply = requestor.request(request, timeout=20.0)
+            assert isinstance(reply, TextMessage), f"no reply to request {n}"
+            assert reply.text == f"re: question {n}"
+            assert reply.jms_correlation_id == (
+                request.jms_correlation_id or request.jms_message_id
+            )
+            assert isinstance(request.jms_reply_to, jmslike.TemporaryQueue)
+        requestor.close()
