@@ -4,7 +4,10 @@
 gives what explains it, per broker and protocol: the client's CPU time a message, its
 voluntary context switches a message (threads that went to sleep and were woken: the
 interpreter lock changing hands shows here) and the broker's CPU time a message (the
-process listening on the URL's port, from ``/proc``; "-" where it cannot be read).
+process listening on the URL's port, from ``/proc``; "-" where it cannot be read), and,
+timed in the handler, how long its work took a message (its sleep, longer than asked by
+the time the woken thread waits for a core and the interpreter lock) and how long a
+session thread took between a handler's return and its next call.
 
 Each run fills a fresh queue with ``--count`` x 1 KiB non-persistent messages in
 ``--groups`` groups, sent round-robin, then starts a ``MessageListenerContainer`` whose
@@ -13,11 +16,12 @@ times it from its start until the last message is handled. The concurrencies alt
 within each run, so drift on a shared machine hits them alike; each line is a median
 of ``--runs``, after an untimed warm-up. ``--prefetch`` sets the factory's prefetch (the
 default leaves the factory's own: what users get), ``--thread-cpus`` its ``thread_cpus``
-(docs/threading.md#placement; free by default).
+(docs/threading.md#placement; free by default), ``--switch-interval`` the interpreter's
+(``sys.setswitchinterval``, 0.005 s by default).
 
     python benchmarks/container.py [--targets embedded,activemq/amqp,rabbitmq/stomp,...]
         [--concurrency 1,8] [--count N] [--groups G] [--work-ms W] [--runs R]
-        [--prefetch P] [--thread-cpus one|0|...]
+        [--prefetch P] [--thread-cpus one|0|...] [--switch-interval S]
 
 Broker URLs come from the environment (``JMSLIKE_TEST_<BROKER>_<PROTOCOL>_URL``), else
 from ``.brokers/brokers.env`` (written by ``scripts/brokers.sh start``).
@@ -56,6 +60,22 @@ class Line:
     client_us: list[float] = field(default_factory=list)
     switches: list[float] = field(default_factory=list)
     broker_us: list[float] = field(default_factory=list)
+    work_ms: list[float] = field(default_factory=list)
+    """The handler's own time a message (its sleep: longer than ``--work-ms`` by the time
+    the woken thread waits for a core and the interpreter lock)."""
+    between_ms: list[float] = field(default_factory=list)
+    """A session thread's time from a handler's return to its next call (the
+    acknowledgement, the next message, the dispatch), a message."""
+
+
+@dataclass
+class Run:
+    rate: float
+    client_cpu: float
+    switches: float
+    broker_cpu: float | None
+    work_ms: float
+    between_ms: float
 
 
 def url_of(target: str, prefetch: int | None, thread_cpus: str = "") -> str:
@@ -93,20 +113,31 @@ def run_once(
     work: float,
     rabbitmq: bool = False,
     pid: int | None = None,
-) -> tuple[float, float, float, float | None]:
-    """(msg/s, client CPU seconds, voluntary switches, broker CPU seconds or None) of one
-    container run, the queue's filling left out."""
+) -> Run:
+    """One container run, the queue's filling left out."""
     queue = f"bench-container-{uuid.uuid4().hex[:10]}"
     fill(factory, queue, count, groups)
     lock = threading.Lock()
     left = count
     done = threading.Event()
+    worked = between = 0.0
+    gaps = 0
+    returned: dict[int, float] = {}  # session thread -> when its handler last returned
 
     def on_message(_message: Message) -> None:
-        nonlocal left
+        nonlocal left, worked, between, gaps
+        called = time.perf_counter()
         if work:
             time.sleep(work)
+        now = time.perf_counter()
+        thread = threading.get_ident()
         with lock:
+            worked += now - called
+            last = returned.get(thread)
+            if last is not None:
+                between += called - last
+                gaps += 1
+            returned[thread] = now
             left -= 1
             if left == 0:
                 done.set()
@@ -122,7 +153,14 @@ def run_once(
             elapsed = time.perf_counter() - started
         after = cpu_of(pid)
         broker = after - theirs if after is not None and theirs is not None else None
-        return count / elapsed, own_cpu() - cpu, _switches() - switches, broker
+        return Run(
+            count / elapsed,
+            own_cpu() - cpu,
+            _switches() - switches,
+            broker,
+            worked / count * 1e3,
+            between / max(gaps, 1) * 1e3,
+        )
     finally:
         if rabbitmq:  # it keeps a STOMP /queue/ for ever: do not fill the broker measured
             delete_rabbitmq_queue(queue)
@@ -140,15 +178,15 @@ def run_target(
     run_once(factory, max(concurrencies), min(count, 2_000), groups, work, rabbitmq)  # warm-up
     for run in range(runs):
         for concurrency in concurrencies if run % 2 == 0 else concurrencies[::-1]:
-            rate, cpu, switches, broker = run_once(
-                factory, concurrency, count, groups, work, rabbitmq, pid
-            )
+            done = run_once(factory, concurrency, count, groups, work, rabbitmq, pid)
             line = lines[concurrency]
-            line.rates.append(rate)
-            line.client_us.append(cpu / count * 1e6)
-            line.switches.append(switches / count)
-            if broker is not None:
-                line.broker_us.append(broker / count * 1e6)
+            line.rates.append(done.rate)
+            line.client_us.append(done.client_cpu / count * 1e6)
+            line.switches.append(done.switches / count)
+            if done.broker_cpu is not None:
+                line.broker_us.append(done.broker_cpu / count * 1e6)
+            line.work_ms.append(done.work_ms)
+            line.between_ms.append(done.between_ms)
     return lines
 
 
@@ -177,7 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--thread-cpus", default="", help="the factory's thread_cpus ('one', '0', ...)"
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="sys.setswitchinterval for the run (seconds; Python's default is 0.005)",
+    )
     args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        if args.switch_interval <= 0:
+            parser.error(f"--switch-interval {args.switch_interval}: must be > 0")
+        sys.setswitchinterval(args.switch_interval)
     quiet_partition_advice()
     for name, value in (("--count", args.count), ("--groups", args.groups), ("--runs", args.runs)):
         if value < 1:
@@ -197,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     base = args.concurrency[0]
     print(
         f"{'target':15} {'conc':>4} {'msg/s':>9} {f'x conc {base}':>10} {'client µs/msg':>14} "
-        f"{'switches/msg':>13} {'broker µs/msg':>14}"
+        f"{'switches/msg':>13} {'broker µs/msg':>14} {'handler ms':>11} {'between ms':>11}"
     )
     for target, url in urls.items():
         lines = run_target(
@@ -209,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{target:15} {concurrency:>4} {_median(line.rates, '{:,.0f}'):>9} "
                 f"{ratio:>10.2f} {_median(line.client_us, '{:.0f}'):>14} "
-                f"{_median(line.switches, '{:.1f}'):>13} {_median(line.broker_us, '{:.0f}'):>14}",
+                f"{_median(line.switches, '{:.1f}'):>13} {_median(line.broker_us, '{:.0f}'):>14} "
+                f"{_median(line.work_ms, '{:.3f}'):>11} {_median(line.between_ms, '{:.3f}'):>11}",
                 flush=True,
             )
     return 0

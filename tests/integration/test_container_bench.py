@@ -35,7 +35,8 @@ def test_container_bench_reports_every_concurrency(target: str) -> None:
     rows = [line.split() for line in finished.stdout.splitlines() if line.startswith(target)]
     assert [row[1] for row in rows] == ["1", "4"], finished.stdout
     assert rows[0][3] == "1.00", finished.stdout
-    for _target, _conc, rate, _ratio, client_us, switches, broker_us in rows:
+    for _target, _conc, rate, _ratio, client_us, switches, broker_us, work, between in rows:
         assert float(rate.replace(",", "")) > 0 and float(client_us) > 0, finished.stdout
         assert float(switches) >= 0, finished.stdout
         assert broker_us == "-" or float(broker_us) >= 0, finished.stdout
+        assert float(work) >= 0 and float(between) >= 0, finished.stdout

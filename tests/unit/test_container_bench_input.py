@@ -22,3 +22,5 @@ def test_bad_input_is_named() -> None:
     assert zero.returncode == 2 and "--concurrency '0'" in zero.stderr
     negative = _run("--targets", "embedded", "--work-ms", "-1")
     assert negative.returncode == 2 and "--work-ms -1" in negative.stderr
+    interval = _run("--targets", "embedded", "--switch-interval", "0")
+    assert interval.returncode == 2 and "--switch-interval 0.0" in interval.stderr
