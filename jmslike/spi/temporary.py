@@ -9,11 +9,16 @@ send to one forgotten that long ago is no longer caught (the broker's behaviour 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-__all__ = ["DeletedTemporaries"]
+from jmslike.errors import JMSException
+
+__all__ = ["DeletedTemporaries", "delete_made_up"]
+
+log = logging.getLogger("jmslike.spi")
 
 LIMIT = 10_000
 
@@ -42,3 +47,18 @@ class DeletedTemporaries:
                 self._names.move_to_end(name)
             while len(self._names) > self._limit:
                 self._names.popitem(last=False)
+
+
+def delete_made_up(names: Iterable[str], delete: Callable[[str], object] | None) -> None:
+    """Delete, through the broker's management API (``delete``; None: none known), the
+    ordinary queues that stand for temporary queues where the broker has none of its own
+    (Artemis over STOMP, RabbitMQ over AMQP 1.0). A failure is logged, not raised: the
+    application is done with them either way, and the broker only keeps a queue too many."""
+    for name in names:
+        if delete is None:
+            log.warning("temporary queue %s left on the broker: no management API", name)
+            continue
+        try:
+            delete(name)
+        except JMSException as exc:
+            log.warning("temporary queue %s left on the broker: %s", name, exc)

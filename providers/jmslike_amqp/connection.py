@@ -45,7 +45,7 @@ from jmslike.spi.provider import (
 )
 from jmslike.spi.reconnect import reconnect_policy
 from jmslike.spi.strict import registry_for
-from jmslike.spi.temporary import DeletedTemporaries
+from jmslike.spi.temporary import DeletedTemporaries, delete_made_up
 from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
 from jmslike_amqp.credit import Ring
@@ -363,18 +363,13 @@ class AmqpConnection(ProviderConnection):
             self._delete_declared_temporaries([destination.name])
 
     def _delete_declared_temporaries(self, addresses: list[str]) -> None:
-        """Delete the queues that stand for temporary queues on RabbitMQ. A failure is
-        logged, not raised: the application is done with them either way, and the broker
-        only keeps a queue too many (until it restarts: they are non-durable)."""
+        """Delete the queues that stand for temporary queues on RabbitMQ (non-durable: one
+        left behind goes when the broker restarts)."""
         delete = self.exclusivity.delete_queue
-        for address in addresses:
-            if delete is None:
-                log.warning("temporary queue %s left on the broker: no management API", address)
-                continue
-            try:
-                delete(address.removeprefix(EXISTING))
-            except JMSException as exc:
-                log.warning("temporary queue %s left on the broker: %s", address, exc)
+        delete_made_up(
+            addresses,
+            None if delete is None else lambda address: delete(address.removeprefix(EXISTING)),
+        )
 
     def broker_selector(self, selector: str | None) -> str | None:
         """The selector written from its parsed tree as this broker must be given it (None:

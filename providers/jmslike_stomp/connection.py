@@ -33,6 +33,7 @@ from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
 from jmslike.spi.strict import registry_for
+from jmslike.spi.temporary import delete_made_up
 from jmslike_stomp.capabilities import _capabilities
 from jmslike_stomp.codec import destination_name, remember_wire_name
 from jmslike_stomp.consumer import StompConsumer
@@ -638,17 +639,10 @@ class StompConnection(ProviderConnection):
         self._delete_named_temporaries([destination.name])
 
     def _delete_named_temporaries(self, names: Iterable[str]) -> None:
-        """Delete the queues that stand for temporary queues where the broker has none
-        (``Dialect.temp_queue_named``). A failure is logged, not raised: the application
-        is done with them either way, and the broker only keeps a queue too many."""
-        management = self.management
-        if not self.dialect.temp_queue_named or management is None:
-            return
-        for name in names:
-            try:
-                management.delete_address(name)
-            except JMSException as exc:
-                log.warning("temporary queue %s left on the broker: %s", name, exc)
+        """Delete what stands for temporary queues where the broker has none
+        (``Dialect.temp_queue_named``): the address with its queue."""
+        if self.dialect.temp_queue_named and self.management is not None:
+            delete_made_up(names, self.management.delete_address)
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)
