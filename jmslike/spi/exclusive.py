@@ -144,6 +144,10 @@ class Exclusivity:
     """Declare ``queue``, a shared subscription of ``topic`` held to one consumer, that
     RabbitMQ deletes ``expires_ms`` after its last use (None: a durable one, kept until
     unsubscribed); None: cannot."""
+    declare_subscription_queue: Callable[[str, str, int | None], None] | None = None
+    """Declare ``queue``, a subscription of ``topic`` (RabbitMQ over AMQP 1.0, whose
+    plugin keeps no subscriptions), deleted ``expires_ms`` after its last use (None:
+    kept until unsubscribed); None: cannot."""
     delete_subscription: Callable[[str], bool] | None = None
     """Delete the durable subscription queue named so, with its messages, through the
     management API; False if there is none; IllegalStateError while any process consumes
@@ -262,9 +266,15 @@ def exclusivity_for(
             rabbit.declare_single_active(vhost, queue, expires_ms=expires_ms)
             rabbit.bind_to_topic(vhost, queue, topic)
 
+        def declare_subscription_queue(queue: str, topic: str, expires_ms: int | None) -> None:
+            if not rabbit.declare_queue(vhost, queue, expires_ms=expires_ms):
+                log.debug("RabbitMQ queue %s exists otherwise: used as it is", queue)
+            rabbit.bind_to_topic(vhost, queue, topic)
+
         return Exclusivity(
             "broker",
             lambda name: rabbit.declare_single_active(vhost, name),
+            declare_subscription_queue=declare_subscription_queue,
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
             delete_subscription=lambda queue: rabbit.delete_queue(vhost, queue, if_unused=True),

@@ -458,6 +458,19 @@ class RabbitManagement(_Http):
                 "start again"
             )
 
+    def declare_queue(self, vhost: str, queue: str, *, expires_ms: int | None = None) -> bool:
+        """Declare ``queue`` durable (as RabbitMQ's STOMP plugin declares a durable
+        subscription's queue from jmslike's SUBSCRIBE headers, so that the two
+        protocols' declarations agree); ``expires_ms``: deleted once nobody has used it
+        that long (``x-expires``). False, and nothing touched, if it exists otherwise (a
+        strictly ordered subscription's single-active-consumer queue, say): it is then
+        used as it is."""
+        path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
+        arguments = {} if expires_ms is None else {"x-expires": expires_ms}
+        body = {"durable": True, "auto_delete": False, "arguments": arguments}
+        status, _reply = self._request("PUT", path, body, allow=(400,))
+        return status != 400
+
     def bind_to_topic(self, vhost: str, queue: str, topic: str) -> None:
         """Bind ``queue`` to ``amq.topic`` with the routing key ``topic``, where RabbitMQ's
         STOMP plugin sends what goes to ``/topic/<topic>`` (idempotent)."""

@@ -43,6 +43,7 @@ from jmslike.spi.provider import (
     ProviderConnection,
     ProviderSession,
 )
+from jmslike.spi.rabbit_subscriptions import RabbitSubscriptions
 from jmslike.spi.reconnect import reconnect_policy
 from jmslike.spi.strict import registry_for
 from jmslike.spi.temporary import DeletedTemporaries, delete_made_up
@@ -172,6 +173,9 @@ class AmqpConnection(ProviderConnection):
             port=None if len(members) > 1 else first.port or 5672,
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
+        self.rabbit_subscriptions = RabbitSubscriptions(self.exclusivity)
+        """RabbitMQ: durable and shared subscriptions, queues jmslike declares (its
+        plugin keeps none: jmslike.spi.rabbit_subscriptions)."""
         native = not self.rabbitmq
         self.head_blocking = self.broker == "artemis"
         """The broker stops a queue's dispatch at a message whose group is pinned to a
@@ -194,10 +198,12 @@ class AmqpConnection(ProviderConnection):
             delivery_delay=False,
             priority=False,
             # RabbitMQ 3.10 drops a topic link's queue when the link detaches, and
-            # refuses dynamic nodes ("amqp:not-implemented: Dynamic targets not supported").
-            durable_subscriptions=native,
+            # refuses dynamic nodes ("amqp:not-implemented: Dynamic targets not
+            # supported"): there a subscription is a queue jmslike declares through the
+            # management API (jmslike.spi.rabbit_subscriptions).
+            durable_subscriptions=True,
             # Classic 5.x has no JMS 2.0 shared subscriptions, over any protocol.
-            shared_subscriptions=native and not self.classic,
+            shared_subscriptions=not self.classic,
             # RabbitMQ has no dynamic nodes: its temporary queues are queues jmslike
             # declares and deletes (_create_temporary); temporary topics it has none.
             temporary_destinations=native or self.rabbitmq,

@@ -94,12 +94,13 @@ class AmqpConsumer(ProviderConsumer):
     its last link, and with it what it held (Artemis: the standby found an empty queue,
     8 of 10 messages gone), so the standby's link, attached with no credit, keeps it.
 
-    On RabbitMQ a strictly ordered queue (or a partition) is a single-active-consumer
-    quorum queue, and such a queue puts what a *link* gives back (settled RELEASED, or
-    unsettled at detach) behind the messages still waiting: seen here, ``m3 m4 m5 m1 m2``
-    after a consumer holding ``m1`` and ``m2`` detached. What a closed *connection* held
-    comes back first, in order. So there such a consumer has a connection of its own,
-    and gives back by closing it, as every RabbitMQ consumer does over STOMP."""
+    On RabbitMQ a strictly ordered queue (or a partition, or a strictly ordered shared
+    subscription's queue) is a single-active-consumer quorum queue, and such a queue
+    puts what a *link* gives back (settled RELEASED, or unsettled at detach) behind the
+    messages still waiting: seen here, ``m3 m4 m5 m1 m2`` after a consumer holding ``m1``
+    and ``m2`` detached. What a closed *connection* held comes back first, in order. So
+    there such a consumer has a connection of its own, and gives back by closing it,
+    as every RabbitMQ consumer does over STOMP."""
 
     adaptive_credit = True
     """Requests may grow: every AMQP broker here lets ``flow(0)`` take credit back (a
@@ -116,6 +117,7 @@ class AmqpConsumer(ProviderConsumer):
         source_options: Sequence[Any] = (),
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
+        address: str | None = None,
         claim: Claim | None = None,
         ring: Ring | None = None,
         hold_subscription: bool = False,
@@ -128,7 +130,9 @@ class AmqpConsumer(ProviderConsumer):
         self.claim = claim
         self.exclusive = claim is not None and claim.strict
         connection = session.connection
-        self.own_connection = self.exclusive and connection.rabbitmq and not destination.is_topic
+        # A queue, or a subscription's queue (``address``, RabbitMQ: jmslike declared it).
+        queue_like = address is not None or not destination.is_topic
+        self.own_connection = self.exclusive and connection.rabbitmq and queue_like
         self.transport: AmqpTransport = connection.transport
         """Where this consumer's link lives: the connection's, or its own (above)."""
         self._lock = threading.Lock()
@@ -144,8 +148,12 @@ class AmqpConsumer(ProviderConsumer):
         """Deliveries pushed up and not settled yet, by number, in delivery order (the
         connection's thread adds, settling removes)."""
         connection = session.connection
-        address = connection.address_of(destination)
-        options: list[Any] = [*connection.node_options(destination, address), *source_options]
+        options: list[Any]
+        if address is None:
+            address = connection.address_of(destination)
+            options = [*connection.node_options(destination, address), *source_options]
+        else:  # a subscription's queue that jmslike declared (RabbitMQ)
+            options = [Capability("queue"), *source_options]
         if capabilities:
             options[0] = Capability("topic" if destination.is_topic else "queue", *capabilities)
         self._filter: ClientSelector | None = None
@@ -407,8 +415,6 @@ class AmqpConsumer(ProviderConsumer):
                 on_late=self._arrived_late,
             )
         finally:
-            if durable:
-                connection.subscriptions.active[self._subscription or ""] -= 1
             self._release_claim()
 
     def _return_late(self) -> None:
@@ -430,7 +436,12 @@ class AmqpConsumer(ProviderConsumer):
         self._session.connection.counts.arrived_unseen(self.count_scope + key if key else "")
 
     def _release_claim(self) -> None:
-        """A standby may take over now: what this consumer held went back first."""
+        """A standby may take over now: what this consumer held went back first. And a
+        durable subscription it consumed may be unsubscribed (once this consumer is
+        gone, whether it was active, a standby, or had a connection of its own)."""
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            self._session.connection.subscriptions.active[subscription] -= 1
         if self.claim is not None:
             claim, self.claim = self.claim, None
             self._session.connection.strict.detach(claim)

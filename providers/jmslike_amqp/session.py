@@ -45,6 +45,7 @@ from jmslike.spi.strict import Promotion
 from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
 from jmslike_amqp.credit import Ring
+from jmslike_amqp.durability import EXISTING
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
 
@@ -180,6 +181,38 @@ class AmqpSession(ProviderSession):
                 raise type(exc)(f"{exc}{note}") from exc
             raise
 
+    def _subscription_link(self, spec: ConsumerSpec, *, strict: bool) -> dict[str, Any]:
+        """How a consumer of a named (durable or shared) subscription attaches: named as
+        Qpid JMS names its links, so that Artemis and Classic keep the subscription
+        (jmslike_amqp.subscriptions); on RabbitMQ, whose plugin keeps none, to the queue
+        jmslike declares for it (jmslike.spi.rabbit_subscriptions)."""
+        connection = self.connection
+        name = spec.subscription or ""
+        durable, shared = spec.durable, spec.shared
+        if connection.rabbitmq:
+            queue = connection.rabbit_subscriptions.declare(
+                spec.destination.name,
+                name,
+                connection.client_id,
+                durable=durable,
+                shared=shared,
+                selector=spec.selector,
+                strict=strict,
+            )
+            # The queue outlives its links: durable, or deleted by the broker a while
+            # after its last consumer (jmslike.spi.rabbit_subscriptions).
+            return {"address": EXISTING + queue, "subscription": name if durable else None}
+        link_name, options, source_capabilities = connection.subscriptions.link(
+            name, client_id=connection.client_id, durable=durable, shared=shared
+        )
+        return {
+            "link_name": link_name,
+            "source_options": options,
+            "capabilities": source_capabilities,
+            "subscription": name if durable else None,
+            "hold_subscription": shared and not durable,
+        }
+
     def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         connection = self.connection
         destination = spec.destination
@@ -197,23 +230,11 @@ class AmqpSession(ProviderSession):
         name = spec.subscription or ""
         named = spec.named
         durable, shared = spec.durable, spec.shared
-        extra: dict[str, Any] = {}
-        if named:
-            if durable and not shared and connection.client_id is None:
-                raise IllegalStateError(
-                    f"durable subscription {name!r} needs a client id "
-                    "(connection.client_id or the factory's client_id), as in JMS"
-                )
-            link_name, options, source_capabilities = connection.subscriptions.link(
-                name, client_id=connection.client_id, durable=durable, shared=shared
+        if named and durable and not shared and connection.client_id is None:
+            raise IllegalStateError(
+                f"durable subscription {name!r} needs a client id "
+                "(connection.client_id or the factory's client_id), as in JMS"
             )
-            extra = {
-                "link_name": link_name,
-                "source_options": options,
-                "capabilities": source_capabilities,
-                "subscription": name if durable else None,
-                "hold_subscription": shared and not durable,
-            }
         # ORD-18 per queue, and for a topic per subscription (a plain topic consumer is
         # a subscription of its own): jmslike keeps it within the process, as over STOMP
         # (jmslike/spi/strict.py), and the broker across processes where it can
@@ -234,14 +255,17 @@ class AmqpSession(ProviderSession):
             promote=promote,
             what=str(destination) + (f" subscription {name!r}" if named else ""),
         )
-        if claim.strict and not (destination.is_topic or destination.is_temporary):
-            # ORD-18 across processes: the broker itself holds the queue to one consumer.
-            connection.declare_exclusive_queue(destination, required=False)
-        elif claim.strict and destination.is_topic:
-            connection.exclusivity.hold_topic(
-                connection.exclusive_queues, destination.name, shared=shared
-            )
+        extra: dict[str, Any] = {}
         try:
+            if named:
+                extra = self._subscription_link(spec, strict=claim.strict)
+            if claim.strict and not (destination.is_topic or destination.is_temporary):
+                # ORD-18 across processes: the broker itself holds the queue to one consumer.
+                connection.declare_exclusive_queue(destination, required=False)
+            elif claim.strict and destination.is_topic and not connection.rabbitmq:
+                connection.exclusivity.hold_topic(
+                    connection.exclusive_queues, destination.name, shared=shared
+                )
             scope = count_scope(spec, connection.client_id)
             consumer = AmqpConsumer(
                 self,
@@ -399,15 +423,15 @@ class AmqpSession(ProviderSession):
         the link, which deletes the subscription; without a client id on Artemis, through
         the management API."""
         connection = self.connection
-        if not connection.capabilities.durable_subscriptions:
-            raise IllegalStateError(
-                f"{connection.broker} over AMQP has no durable subscriptions "
-                "(capability durable_subscriptions)"
-            )
         if connection.subscriptions.active[name] > 0:
             raise IllegalStateError(
                 f"durable subscription {name!r} has an active consumer: close it first"
             )
+        if connection.rabbitmq:
+            # A queue jmslike named (jmslike.spi.rabbit_subscriptions): the management
+            # API deletes it, from any connection or process, and refuses while in use.
+            connection.rabbit_subscriptions.unsubscribe(name, connection.client_id)
+            return
         if connection.client_id is None and connection.broker == "artemis":
             # A shared one, kept as the queue ``<name>:global`` (seen on 2.x; Qpid JMS's
             # queue too). Artemis finds it by link name only if the link's *desired*

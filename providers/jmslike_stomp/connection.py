@@ -32,6 +32,12 @@ from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
+from jmslike.spi.rabbit_subscriptions import (
+    STRICT_SHARED_EXPIRES_MS,
+    RabbitSubscriptions,
+    durable_queue,
+    shared_queue,
+)
 from jmslike.spi.strict import registry_for
 from jmslike.spi.temporary import delete_made_up
 from jmslike_stomp.capabilities import _capabilities
@@ -46,13 +52,6 @@ from jmslike_stomp.transport import StompTransport
 __all__ = ["PROBE_HEADER", "StompConnection"]
 
 log = logging.getLogger("jmslike.stomp")
-
-STRICT_SHARED_EXPIRES_MS = 10_000
-"""How long RabbitMQ keeps a strictly ordered non-durable shared subscription's queue
-once nobody uses it (``StompConnection.strict_shared_headers``): long enough for a
-standby to take over, short enough that a subscription the application ended stops
-collecting messages soon (RabbitMQ checks a quorum queue's expiry late: it went 10 to
-20 s after a 5 s expiry here)."""
 
 PROBE_HEADER = "jmslikeTemporaryProbe"
 """Names the temporary queue a probe was sent for (see ``StompConnection._declare``)."""
@@ -86,7 +85,6 @@ class StompConnection(ProviderConnection):
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
-        self._selector_unrecorded = False  # mark_selector failed once (logged once)
         self.sessions: weakref.WeakSet[StompSession] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[StompConsumer] = weakref.WeakSet()
         self.transport = self._connect(None, self._reconnected, self._lost)
@@ -106,6 +104,7 @@ class StompConnection(ProviderConnection):
             self.transport.vhost,
             port=None if len(url.members) > 1 else first.port or 61613,
         )
+        self.rabbit_subscriptions = RabbitSubscriptions(self.exclusivity)
         self.management = self.exclusivity.artemis
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         self.capabilities = _capabilities(
@@ -301,8 +300,10 @@ class StompConnection(ProviderConnection):
             # subscription id), so that any connection can find it to unsubscribe.
             headers["durable"] = "true"
             headers["auto-delete"] = "false"
-            headers["x-queue-name"] = f"jmslike-durable-{self.client_id}.{name}"
-            self._renew_if_moved(headers["x-queue-name"], topic, selector or "")
+            headers["x-queue-name"] = durable_queue(self.client_id or "", name)
+            self.rabbit_subscriptions.renew_if_moved(
+                headers["x-queue-name"], topic.name, selector or ""
+            )
             self.rabbit_durables[name] = dict(headers)
             return f"durable-{name}"
         else:
@@ -335,9 +336,9 @@ class StompConnection(ProviderConnection):
         # unless the subscription is durable; every consumer's connection names it.
         headers["durable"] = "true"
         headers["auto-delete"] = "false" if durable else "true"
-        headers["x-queue-name"] = f"jmslike-shared-{queue}"
+        headers["x-queue-name"] = shared_queue(self.client_id, name)
         if durable:
-            self._renew_if_moved(headers["x-queue-name"], topic)
+            self.rabbit_subscriptions.renew_if_moved(headers["x-queue-name"], topic.name)
             self.rabbit_durables[name] = dict(headers)
 
     def _renew_artemis_if_changed(
@@ -371,61 +372,13 @@ class StompConnection(ProviderConnection):
         log.info("durable subscription %s changed topic or selector: made anew", queue)
         management.delete_subscription_queue(queue)
 
-    def _renew_if_moved(self, queue: str, topic: Destination, selector: str | None = None) -> None:
-        """JMS: a durable subscription made again on another topic or with another
-        selector is a new one (the old one and its messages are deleted; an error while
-        it has consumers). RabbitMQ's SUBSCRIBE binds the named queue to the new topic as
-        well and keeps the old binding and messages (the subscriber then got both
-        topics' messages, seen here), so jmslike asks the management API where the queue
-        is bound, and deletes it first if elsewhere. RabbitMQ keeps no selector (jmslike
-        filters on the client), so the one a durable subscription was made with is
-        recorded with its queue (:meth:`mark_selector`) and compared here (``selector``:
-        "" for none; None: a shared subscription, whose selector is not compared). A
-        queue without a record (made before jmslike kept one) is taken as it is.
-        Without the management API, nothing is checked."""
-        bound_topics = self.exclusivity.bound_topics
-        if bound_topics is None:
-            return
-        try:
-            found = bound_topics(queue)
-        except (ConnectionFailedError, JMSSecurityError) as exc:
-            log.debug("durable subscription %s not checked for a change: %s", queue, exc)
-            return
-        bound, mark = found or ([], None)
-        if not bound:
-            return  # new
-        if bound == [topic.name] and (mark is None or selector is None or mark == selector):
-            return  # as it was
-        log.info(
-            "durable subscription %s changes from %s (selector %r) to %s (selector %r): made anew",
-            queue,
-            bound,
-            mark,
-            topic,
-            selector,
-        )
-        self.exclusivity.unsubscribe([queue], queue, self.dialect.name)
-
     def mark_selector(self, name: str, topic: Destination, selector: str | None) -> None:
         """Record the selector of RabbitMQ durable subscription ``name``, subscribed just
-        now (see :meth:`_renew_if_moved`). Best effort: without the record, a later
-        change of selector is not noticed, and nothing else changes."""
+        now (jmslike.spi.rabbit_subscriptions)."""
         made = self.rabbit_durables.get(name)
-        mark = self.exclusivity.mark_selector
-        if made is None or mark is None or "x-queue-name" not in made:
-            return
-        try:
-            mark(made["x-queue-name"], topic.name, selector or "")
-        except JMSException as exc:
-            # Once per connection: without the management API it fails for every one.
-            level = logging.DEBUG if self._selector_unrecorded else logging.WARNING
-            self._selector_unrecorded = True
-            log.log(
-                level,
-                "durable subscription %s: its selector was not recorded through RabbitMQ's "
-                "management API (%s); a later change of selector will not make it anew",
-                name,
-                exc,
+        if made is not None and "x-queue-name" in made:
+            self.rabbit_subscriptions.mark_selector(
+                name, made["x-queue-name"], topic.name, selector
             )
 
     def _shared_name(self, name: str) -> str:
@@ -527,11 +480,8 @@ class StompConnection(ProviderConnection):
         then unsubscribed with its queue's name (the UNSUBSCRIBE would otherwise delete
         the queue RabbitMQ would have named itself, and leave this one)."""
         headers = self.rabbit_durables.pop(name, None)
-        queues = [f"jmslike-shared-{self._shared_name(name)}"]
-        if self.client_id:
-            queues.append(f"jmslike-durable-{self.client_id}.{name}")
         try:
-            self.exclusivity.unsubscribe(queues, name, self.dialect.name)
+            self.rabbit_subscriptions.unsubscribe(name, self.client_id)
             return
         except (ConnectionFailedError, JMSSecurityError) as exc:
             if headers is None:

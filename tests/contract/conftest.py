@@ -268,6 +268,8 @@ PROVIDER_CASES: list[ProviderCase] = [
             {
                 "transactions",
                 "time_to_live",
+                "durable_subscriptions",
+                "shared_subscriptions",
                 "temporary_destinations",
                 "delivery_count",
                 "dead_letter_queue",

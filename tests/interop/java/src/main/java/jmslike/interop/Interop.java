@@ -21,6 +21,7 @@ import javax.jms.BytesMessage;
 import javax.jms.Connection;
 import javax.jms.ConnectionFactory;
 import javax.jms.DeliveryMode;
+import javax.jms.Destination;
 import javax.jms.JMSException;
 import javax.jms.MapMessage;
 import javax.jms.Message;
@@ -42,7 +43,7 @@ import javax.jms.Topic;
  *
  * <pre>
  * java -jar interop.jar produce   --protocol amqp|core|openwire --url URL [--user U --password P]
- *                                 --queue Q --run R [--groups 3] [--per-group 6]
+ *                                 --queue Q|--topic T --run R [--groups 3] [--per-group 6]
  *                                 [--partitions N [--queue-prefix /amq/queue/]]
  * java -jar interop.jar consume   ... --queue Q --count N [--timeout 20]
  * java -jar interop.jar bookstore ... --queue Q [--seed S]      (until stdin closes)
@@ -108,7 +109,8 @@ public final class Interop {
     /**
      * Sends, interleaved, {@code per-group} messages to each of {@code groups} groups: Text,
      * Bytes and Map messages in turn, with typed properties, JMSXGroupID and JMSXGroupSeq set
-     * as JMS 2.0 section 3.5.9 says (a plain JMS producer has no group API of its own).
+     * as JMS 2.0 section 3.5.9 says (a plain JMS producer has no group API of its own), to a
+     * queue or, with {@code --topic}, a topic.
      */
     static void produce(Connection connection, Map<String, String> args, PrintStream out)
             throws JMSException {
@@ -118,8 +120,10 @@ public final class Interop {
         String partitions = args.get("partitions");
         boolean priorities = args.containsKey("priorities"); // even index 8, odd 4
         Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
-        Queue queue = session.createQueue(args.get("queue"));
-        MessageProducer producer = session.createProducer(partitions == null ? queue : null);
+        Destination target = args.containsKey("topic")
+                ? session.createTopic(args.get("topic"))
+                : session.createQueue(args.get("queue"));
+        MessageProducer producer = session.createProducer(partitions == null ? target : null);
         producer.setDeliveryMode(DeliveryMode.PERSISTENT);
         for (int index = 1; index <= perGroup; index++) {
             for (int g = 0; g < groups; g++) {
