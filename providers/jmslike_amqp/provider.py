@@ -6,10 +6,11 @@ giving back is RELEASED (unseen) or MODIFIED with delivery-failed (seen, counted
 recover and rollback redeliver locally, in order. Transactions use the broker's
 transaction coordinator where it has one (Artemis, Classic) and are kept by jmslike
 where it has none (RabbitMQ 3.10). Selectors are the ``apache.org:selector-filter:string``
-filter; durable and shared subscriptions are named as Qpid JMS names them; temporary
-destinations are dynamic nodes; browsers are ``copy`` receivers. Groups are the broker's
-(``group-id``) on Artemis and Classic, the client gate's on RabbitMQ. What a broker lacks
-is in ``Capabilities`` (docs/providers.md has the matrix).
+filter; durable and shared subscriptions are named as Qpid JMS names them (on RabbitMQ,
+which keeps none, queues jmslike declares); temporary destinations are dynamic nodes (on
+RabbitMQ, which has none, queues jmslike declares); browsers are ``copy`` receivers.
+Groups are the broker's (``group-id``) on Artemis and Classic, the client gate's on
+RabbitMQ. What a broker lacks is in ``Capabilities`` (docs/providers.md has the matrix).
 
 The SPI classes live one to a module: ``connection.py`` (``AmqpConnection``: which
 broker it is, its capabilities and addresses, temporary destinations, reconnects),

@@ -6,7 +6,8 @@ back is RELEASED (unseen) or MODIFIED with delivery-failed (seen, counted); reco
 rollback redeliver locally, in order. Transactions use the broker's transaction
 coordinator where it has one (Artemis, Classic) and are kept by jmslike where it has none
 (RabbitMQ 3.10). Browsers are ``copy`` receivers; durable and shared subscriptions are
-named as Qpid JMS names them (subscriptions.py).
+named as Qpid JMS names them (subscriptions.py), or on RabbitMQ are queues jmslike
+declares (jmslike.spi.rabbit_subscriptions).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ client id), and for a durable subscription a durable terminus that never expires
 durable consumer that closes *detaches* its link (the subscription stays); unsubscribing
 re-attaches the name with no source (Artemis looks the queue up) and *closes* the link,
 which deletes the queue. RabbitMQ 3.10 keeps none of this (its AMQP 1.0 plugin drops a
-topic link's queue on detach, and refuses dynamic nodes), so there the capabilities are
-off, as docs/providers.md shows.
+topic link's queue on detach, and refuses dynamic nodes): there a subscription is a queue
+jmslike declares (jmslike.spi.rabbit_subscriptions), and a temporary queue one it
+declares and deletes (``AmqpConnection``), as docs/providers.md shows.
 """
 
 from __future__ import annotations
