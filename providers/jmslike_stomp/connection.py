@@ -33,6 +33,7 @@ from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
 from jmslike.spi.rabbit_subscriptions import (
+    SHARED_EXPIRES_MS,
     STRICT_SHARED_EXPIRES_MS,
     RabbitSubscriptions,
     durable_queue,
@@ -332,10 +333,15 @@ class StompConnection(ProviderConnection):
                 queue = f"nonDurable.{queue}.{topic.name}"
             headers["destination"] = f"{topic.name}::{queue}"
             return
-        # RabbitMQ: a durable queue bound to the topic, deleted with its last consumer
-        # unless the subscription is durable; every consumer's connection names it.
+        # RabbitMQ: a durable queue bound to the topic; every consumer's connection
+        # names it. Unless the subscription is durable, RabbitMQ deletes it once unused
+        # for SHARED_EXPIRES_MS: declared auto-delete, it went with one connection's
+        # last consumer between another's declaration and its consume, and the broker
+        # closed that connection (NOT_FOUND; jmslike.spi.rabbit_subscriptions).
         headers["durable"] = "true"
-        headers["auto-delete"] = "false" if durable else "true"
+        headers["auto-delete"] = "false"
+        if not durable:
+            headers["x-expires"] = str(SHARED_EXPIRES_MS)
         headers["x-queue-name"] = shared_queue(self.client_id, name)
         if durable:
             self.rabbit_subscriptions.renew_if_moved(headers["x-queue-name"], topic.name)
@@ -425,8 +431,8 @@ class StompConnection(ProviderConnection):
                 topic,
             )
             return None
-        for header in ("x-queue-name", "durable", "auto-delete"):
-            headers.pop(header)
+        for header in ("x-queue-name", "durable", "auto-delete", "x-expires"):
+            headers.pop(header, None)
         headers["destination"] = "/amq/queue/" + queue.replace("/", "%2F")
         # Not made by a SUBSCRIBE: only the management API can delete it (unsubscribe).
         for name, made in list(self.rabbit_durables.items()):

@@ -82,7 +82,7 @@ class Dialect:
     shared_subscription: str = "none"
     """``artemis`` (a queue of the topic's address, subscribed by its fully qualified name
     ``address::queue``), ``rabbitmq`` (a named queue bound to the topic: ``x-queue-name``,
-    auto-deleted with its last consumer unless durable), ``none`` (ActiveMQ Classic 5.x
+    expiring soon after its last use unless durable), ``none`` (ActiveMQ Classic 5.x
     has no JMS 2.0 shared subscriptions)."""
     """The broker's own dead-letter queue for NACKed messages, for information."""
     consumer_connection: bool = False

@@ -124,19 +124,21 @@ def test_shared_subscription_queues_over_amqp() -> None:
         assert _queue(shared_queue(None, kept_name)) is None
 
 
-def test_consumers_of_a_shared_subscription_come_and_go_at_once() -> None:
+@pytest.mark.parametrize("protocol", [AMQP, STOMP], ids=["amqp", "stomp"])
+def test_consumers_of_a_shared_subscription_come_and_go_at_once(protocol: str) -> None:
     """Three connections each make and close a consumer of one non-durable shared
-    subscription, again and again. Declared auto-delete (as over STOMP), its queue went
-    with one connection's last consumer just as another had declared it, and that
-    one's attach closed its whole connection (two of three connections, 150 rounds
-    each); with an expiry instead, none."""
+    subscription, again and again. Declared auto-delete (as the STOMP plugin's own
+    default), its queue went with one connection's last consumer just as another had
+    declared it, and RabbitMQ closed that one's connection at its attach or SUBSCRIBE
+    (NOT_FOUND; over AMQP two of three connections in 150 rounds, over STOMP at once);
+    with an expiry instead, none."""
     tag = uuid.uuid4().hex[:8]
     topic, name = f"topic://churn-{tag}", f"churn-{tag}"
     errors: list[BaseException] = []
 
     def churn() -> None:
         try:
-            with _factory(AMQP, None).create_connection() as conn:
+            with _factory(protocol, None).create_connection() as conn:
                 session = conn.create_session()
                 for _ in range(100):
                     session.create_shared_consumer(topic, name).close()
@@ -149,3 +151,36 @@ def test_consumers_of_a_shared_subscription_come_and_go_at_once() -> None:
     for thread in threads:
         thread.join(120)
     assert errors == []
+
+
+def test_a_non_durable_shared_subscription_is_one_queue_over_both_protocols() -> None:
+    """Declared alike over STOMP (SUBSCRIBE headers) and AMQP (management API): one
+    queue, expiring, whose consumers over either protocol split the messages."""
+    tag = uuid.uuid4().hex[:8]
+    topic, name = f"topic://split-{tag}", f"split-{tag}"
+    with (
+        _factory(STOMP, None).create_connection() as over_stomp,
+        _factory(AMQP, None).create_connection() as over_amqp,
+    ):
+        stomp_consumer = over_stomp.create_session().create_shared_consumer(topic, name)
+        amqp_consumer = over_amqp.create_session().create_shared_consumer(topic, name)
+        found = _queue(shared_queue(None, name))
+        assert found is not None
+        assert (found["durable"], found["auto_delete"], found["arguments"]) == (
+            True,
+            False,
+            {"x-expires": SHARED_EXPIRES_MS},
+        )
+        over_stomp.start()
+        over_amqp.start()
+        session = over_amqp.create_session()
+        producer = session.create_producer(topic)
+        for n in range(20):
+            producer.send(session.create_bytes_message(str(n).encode()))
+        got = {"stomp": 0, "amqp": 0}
+        for _ in range(20):
+            for label, consumer in (("stomp", stomp_consumer), ("amqp", amqp_consumer)):
+                if consumer.receive(0.05) is not None:
+                    got[label] += 1
+        assert sum(got.values()) == 20
+        assert got["stomp"] > 0 and got["amqp"] > 0
