@@ -36,6 +36,7 @@ from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
 from jmslike.spi.names import refuse_artemis_parameters
+from jmslike.spi.nolocal import PublishedIds
 from jmslike.spi.provider import (
     Capabilities,
     ExceptionCallback,
@@ -174,6 +175,8 @@ class AmqpConnection(ProviderConnection):
         )
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         self.rabbit_subscriptions = RabbitSubscriptions(self.exclusivity)
+        self.published = PublishedIds()
+        """Its topic messages' ids, for its no-local consumers (jmslike.spi.nolocal)."""
         """RabbitMQ: durable and shared subscriptions, queues jmslike declares (its
         plugin keeps none: jmslike.spi.rabbit_subscriptions)."""
         native = not self.rabbitmq
@@ -208,6 +211,8 @@ class AmqpConnection(ProviderConnection):
             # declares and deletes (_create_temporary); temporary topics it has none.
             temporary_destinations=native or self.rabbitmq,
             browsers=native,
+            # Kept by jmslike on every broker (jmslike.spi.nolocal).
+            no_local=True,
             exclusive_consumers=True,
             exclusive_scope=self.exclusivity.scope,
             time_to_live=True,

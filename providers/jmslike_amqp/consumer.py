@@ -24,9 +24,9 @@ from proton.reactor import Copy, Selector
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidSelectorError, JMSException
 from jmslike.message import DELIVERY_COUNT
-from jmslike.selector import Selector as ClientSelector
 from jmslike.selector import message_lookup, parse_selector
 from jmslike.spi.messages import set_provider_property
+from jmslike.spi.nolocal import MessageFilter, NoLocalFilter
 from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
 from jmslike_amqp.codec import decode, message_key
@@ -118,6 +118,7 @@ class AmqpConsumer(ProviderConsumer):
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
         address: str | None = None,
+        no_local: bool = False,
         claim: Claim | None = None,
         ring: Ring | None = None,
         hold_subscription: bool = False,
@@ -156,7 +157,7 @@ class AmqpConsumer(ProviderConsumer):
             options = [Capability("queue"), *source_options]
         if capabilities:
             options[0] = Capability("topic" if destination.is_topic else "queue", *capabilities)
-        self._filter: ClientSelector | None = None
+        self._filter: MessageFilter | None = None
         if selector is not None:
             if connection.rabbitmq:
                 # RabbitMQ 3.10 has no AMQP filters. On a topic every subscriber has a
@@ -171,6 +172,11 @@ class AmqpConsumer(ProviderConsumer):
                 rendered = connection.broker_selector(selector)
                 if rendered is not None:
                     options.append(Selector(rendered))
+        if no_local:
+            # No broker here takes a no-local filter from these links: jmslike drops the
+            # connection's own messages (jmslike.spi.nolocal).
+            connection.published.keep()
+            self._filter = NoLocalFilter(connection.published, self._filter)
         if connection.rabbitmq and not self.own_connection:
             # A message RabbitMQ sends as the link closes stays with its session: a
             # session of its own, ended after the link, gives such messages back.

@@ -121,6 +121,7 @@ class AmqpSession(ProviderSession):
 
     def send(self, destination: Destination, message: Message) -> None:
         self._check_target(destination)
+        self.connection.published.note(destination, message)
         if self.transacted and self._coordinator is None:
             self._pending.append((destination, message))
             return
@@ -133,6 +134,7 @@ class AmqpSession(ProviderSession):
         done: SendDone,
     ) -> None:
         self._check_target(destination)
+        self.connection.published.note(destination, message)
         # The transfer is made in order with every other send of the connection; only
         # the broker's outcome is waited for elsewhere (JMS 2.0 asynchronous send).
         self._transfer(destination, message, confirm=True, done=done)
@@ -276,6 +278,7 @@ class AmqpSession(ProviderSession):
                 claim=claim,
                 ring=ring,
                 count_scope=scope,
+                no_local=spec.no_local,
                 **extra,
             )
         except BaseException:

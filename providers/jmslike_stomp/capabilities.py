@@ -40,8 +40,9 @@ def _capabilities(
         temporary_destinations=dialect.temp_queue_prefix is not None
         and (not dialect.temp_queue_named or management is not None),
         # The header is honoured by Classic (activemq.noLocal) and Artemis (no-local);
-        # RabbitMQ ignores it, and a broker not known here is not trusted with it.
-        no_local=dialect.name in ("activemq", "artemis"),
+        # RabbitMQ ignores it, and a broker not known here is not trusted with it: there
+        # jmslike keeps it (jmslike.spi.nolocal).
+        no_local=True,
         browsers=dialect.browse or management is not None,
         exclusive_consumers=True,
         exclusive_scope=exclusivity.scope,

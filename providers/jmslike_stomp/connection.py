@@ -31,6 +31,7 @@ from jmslike.placement import placement_of
 from jmslike.spi.clientids import CLIENT_IDS
 from jmslike.spi.counts import counts_for
 from jmslike.spi.exclusive import exclusive_queues_for, exclusivity_for
+from jmslike.spi.nolocal import PublishedIds
 from jmslike.spi.provider import ExceptionCallback, ProviderConnection, ProviderSession
 from jmslike.spi.rabbit_subscriptions import (
     SHARED_EXPIRES_MS,
@@ -106,6 +107,9 @@ class StompConnection(ProviderConnection):
             port=None if len(url.members) > 1 else first.port or 61613,
         )
         self.rabbit_subscriptions = RabbitSubscriptions(self.exclusivity)
+        self.published = PublishedIds()
+        """Its topic messages' ids, for no-local consumers where the broker ignores
+        ``no-local`` (jmslike.spi.nolocal)."""
         self.management = self.exclusivity.artemis
         self.exclusive_queues = exclusive_queues_for(self.transport.address)
         self.capabilities = _capabilities(

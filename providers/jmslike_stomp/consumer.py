@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from jmslike.destination import Destination
 from jmslike.errors import JMSException
 from jmslike.message import DELIVERY_COUNT, Message
-from jmslike.selector import Selector, message_lookup
+from jmslike.selector import message_lookup
 from jmslike.spi.messages import set_provider_property
+from jmslike.spi.nolocal import MessageFilter
 from jmslike.spi.provider import DeliverySink, ProviderConsumer
 from jmslike.spi.strict import Claim
 from jmslike_stomp.codec import decode
@@ -80,7 +81,7 @@ class StompConsumer(ProviderConsumer):
         destination: Destination,
         sink: DeliverySink,
         headers: dict[str, str],
-        client_filter: Selector | None,
+        client_filter: MessageFilter | None,
         sub_id: str,
         claim: Claim,
         count_scope: str,

@@ -33,6 +33,7 @@ from jmslike.spi.counts import count_scope
 from jmslike.spi.diagnose import note_capped_browse
 from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_property
 from jmslike.spi.names import refuse_artemis_wildcards
+from jmslike.spi.nolocal import MessageFilter, NoLocalFilter
 from jmslike.spi.provider import (
     ConsumerSpec,
     DeliverySink,
@@ -136,6 +137,7 @@ class StompSession(ProviderSession):
         dialect = self.connection.dialect
         if dialect.wildcard_addresses:
             refuse_artemis_wildcards(destination, self.transport.address)
+        self.connection.published.note(destination, message)
         headers, body = encode(message, destination, dialect)
         headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
@@ -180,10 +182,16 @@ class StompSession(ProviderSession):
         }
         if dialect.routing_type_headers:
             headers["subscription-type"] = "MULTICAST" if destination.is_topic else "ANYCAST"
-        client_filter = None
+        client_filter: MessageFilter | None = None
         if spec.selector:
             client_filter = self._selector_headers(destination, spec.selector, headers)
-        if spec.no_local:  # only where capabilities.no_local (the API layer refuses it)
+        # Artemis puts its no-local condition after the selector in brackets, which
+        # breaks the `convert_string_expressions:` prefix jmslike's selector starts with
+        # there ("Invalid filter", seen on 2.x): with a selector, jmslike keeps it.
+        broker_no_local = dialect.name == "activemq" or (
+            dialect.name == "artemis" and not spec.selector
+        )
+        if spec.no_local and broker_no_local:
             headers["activemq.noLocal" if dialect.name == "activemq" else "no-local"] = "true"
         if shared:
             connection.shared_headers(destination, subscription or "", durable, headers)
@@ -201,6 +209,11 @@ class StompSession(ProviderSession):
                 destination, subscription or "", headers, spec.selector
             )
             connection.active_durables.add(subscription or "")
+        if spec.no_local and not broker_no_local:
+            # RabbitMQ ignores the header: jmslike drops the connection's own messages
+            # (jmslike.spi.nolocal).
+            connection.published.keep()
+            client_filter = NoLocalFilter(connection.published, client_filter)
         if dialect.cumulative_ack and self.ack_batch >= 2 and not window and client_filter is None:
             # Cumulative ACKs where this consumer finishes in order and holds its ACKs
             # (AUTO or DUPS_OK, a window of 8 or more, no failover URL). Not for a

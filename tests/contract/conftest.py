@@ -200,6 +200,7 @@ PROVIDER_CASES: list[ProviderCase] = [
             {
                 "transactions",
                 "time_to_live",
+                "no_local",
                 "durable_subscriptions",
                 "shared_subscriptions",
                 "temporary_destinations",
@@ -220,6 +221,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "selectors",
                 "transactions",
                 "time_to_live",
+                "no_local",
                 "durable_subscriptions",
                 "temporary_destinations",
                 "browsers",
@@ -247,6 +249,7 @@ PROVIDER_CASES: list[ProviderCase] = [
                 "selectors",
                 "transactions",
                 "time_to_live",
+                "no_local",
                 "durable_subscriptions",
                 "shared_subscriptions",
                 "temporary_destinations",
@@ -268,6 +271,7 @@ PROVIDER_CASES: list[ProviderCase] = [
             {
                 "transactions",
                 "time_to_live",
+                "no_local",
                 "durable_subscriptions",
                 "shared_subscriptions",
                 "temporary_destinations",

@@ -163,10 +163,10 @@ def test_no_local_consumer_gets_only_other_connections_messages(
 ) -> None:
     """API create_consumer(..., no_local=True): a topic consumer gets no message its own
     connection published, and every other connection's. Where the provider's
-    capabilities say it cannot (``no_local`` False: every broker over AMQP here), the
-    API layer refuses the consumer with ``IllegalStateError`` naming the capability.
-    Found 2026-12-02: RabbitMQ over STOMP ignored the header, and the consumer got its
-    own connection's messages."""
+    capabilities say it cannot (``no_local`` False), the API layer refuses the consumer
+    with ``IllegalStateError`` naming the capability. Found 2026-12-02: RabbitMQ over
+    STOMP ignored the header, and the consumer got its own connection's messages; and
+    every broker over AMQP refused it. jmslike now keeps it there (jmslike.spi.nolocal)."""
     topic = f"topic://{unique('t')}"
     own, other = make_connection(), make_connection()
     session = own.create_session()
@@ -181,6 +181,32 @@ def test_no_local_consumer_gets_only_other_connections_messages(
     _send_texts(other.create_session(), topic, ["other"])
     assert [m.text for m in drain(consumer)] == ["other"]
     assert sorted(m.text for m in drain(plain)) == ["other", "own"]
+
+
+def test_no_local_consumer_with_a_selector(make_connection, unique, drain) -> None:
+    """API create_consumer(topic, selector, no_local=True): both hold, whichever of them
+    the broker keeps and whichever jmslike keeps (jmslike.spi.nolocal wraps a selector
+    evaluated on the client)."""
+    topic = f"topic://{unique('t')}"
+    own, other = make_connection(), make_connection()
+    session = own.create_session()
+    try:
+        consumer = session.create_consumer(topic, "k = 1", no_local=True)
+    except jmslike.IllegalStateError as exc:
+        assert "no_local" in str(exc), exc
+        return
+    own.start()
+    mine, theirs = session.create_producer(topic), other.create_session()
+    for text, k in (("own-1", 1), ("own-2", 2)):
+        message = session.create_text_message(text)
+        message.set_int_property("k", k)
+        mine.send(message)
+    producer = theirs.create_producer(topic)
+    for text, k in (("other-1", 1), ("other-2", 2)):
+        message = theirs.create_text_message(text)
+        message.set_int_property("k", k)
+        producer.send(message)
+    assert [m.text for m in drain(consumer)] == ["other-1"]
 
 
 # ------------------------------------------------------------------ message round-trip
