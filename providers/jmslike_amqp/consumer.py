@@ -118,6 +118,7 @@ class AmqpConsumer(ProviderConsumer):
         capabilities: Sequence[str] = (),
         subscription: str | None = None,
         address: str | None = None,
+        prepare: Callable[[], None] | None = None,
         no_local: bool = False,
         claim: Claim | None = None,
         ring: Ring | None = None,
@@ -207,6 +208,7 @@ class AmqpConsumer(ProviderConsumer):
             if self._credit is not None:
                 self._credit.link = link  # before any credit: nothing uses it yet
             link._on_broker_close = self._link_closed
+            link.before_attach = prepare
             return link
 
         self._attach = attach

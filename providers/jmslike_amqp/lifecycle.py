@@ -261,6 +261,16 @@ class ConnectionLifecycle(CallQueue):
                     if handle._recipe is None:
                         continue
                     receiver, address, options = handle._recipe
+                    if handle.before_attach is not None:
+                        try:
+                            handle.before_attach()
+                        except Exception as exc:  # the attach says what is missing
+                            log.warning(
+                                "AMQP %s: preparing link %s again failed: %s",
+                                self.address,
+                                handle.name,
+                                exc,
+                            )
                     link = driver.create_link(receiver, address, handle.name, options)
                     handle._link = link
                     self._handles[Driver.key_of(link)] = handle

@@ -57,6 +57,7 @@ class LinkHandle:
         "_recipe",
         "_unsettled",
         "address",
+        "before_attach",
         "credit",
         "credit_lost",
         "epoch",
@@ -95,6 +96,10 @@ class LinkHandle:
         self._recipe: tuple[bool, str | None, Any] | None = None
         """(receiver, address, link options): how to attach the link again after a
         reconnect; None for one that must not be (a temporary destination's)."""
+        self.before_attach: Callable[[], None] | None = None
+        """Called on the connection's thread before the link is attached again after a
+        reconnect: what the broker must have first (an expiring subscription queue jmslike
+        declares on RabbitMQ, gone if the outage outlasted it)."""
         self.credit_lost = 0
         """Receivers: the credit the link had when its connection was lost."""
         self.epoch = 0

@@ -193,18 +193,28 @@ class AmqpSession(ProviderSession):
         name = spec.subscription or ""
         durable, shared = spec.durable, spec.shared
         if connection.rabbitmq:
-            queue = connection.rabbit_subscriptions.declare(
-                spec.destination.name,
-                name,
-                connection.client_id,
-                durable=durable,
-                shared=shared,
-                selector=spec.selector,
-                strict=strict,
-            )
+            subscriptions, client_id = connection.rabbit_subscriptions, connection.client_id
+
+            def declare() -> str:
+                return subscriptions.declare(
+                    spec.destination.name,
+                    name,
+                    client_id,
+                    durable=durable,
+                    shared=shared,
+                    selector=spec.selector,
+                    strict=strict,
+                )
+
             # The queue outlives its links: durable, or deleted by the broker a while
-            # after its last consumer (jmslike.spi.rabbit_subscriptions).
-            return {"address": EXISTING + queue, "subscription": name if durable else None}
+            # after its last consumer (jmslike.spi.rabbit_subscriptions), so an outage
+            # may outlast it: declared again before a reconnect attaches the link (an
+            # attach to a missing queue closes the connection).
+            return {
+                "address": EXISTING + declare(),
+                "subscription": name if durable else None,
+                "prepare": None if durable else declare,
+            }
         link_name, options, source_capabilities = connection.subscriptions.link(
             name, client_id=connection.client_id, durable=durable, shared=shared
         )

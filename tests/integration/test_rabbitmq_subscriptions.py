@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import pytest
 from brokerenv import broker_url
+from test_failover import Setup
 
 from jmslike import ConnectionFactory, InvalidDestinationError
 from jmslike.spi.management import RabbitManagement
@@ -184,3 +185,31 @@ def test_a_non_durable_shared_subscription_is_one_queue_over_both_protocols() ->
                     got[label] += 1
         assert sum(got.values()) == 20
         assert got["stomp"] > 0 and got["amqp"] > 0
+
+
+def test_an_expired_subscription_queue_is_declared_again_on_reconnect() -> None:
+    """A non-durable shared subscription's queue expires once unused: an outage that
+    outlasts it leaves the reconnecting consumer's attach facing a missing queue, which
+    RabbitMQ answers by closing the whole connection, again at every try. Before
+    attaching again jmslike declares it again. Here the connection, on a failover URL
+    through a relay, is stalled, the queue deleted (as the expiry would), then the
+    connection cut: after the reconnect a message published to the topic arrives."""
+    setup = Setup("rabbitmq-amqp")
+    tag = uuid.uuid4().hex[:8]
+    topic, name = f"topic://outage-{tag}", f"outage-{tag}"
+    api = RabbitManagement(_management(), None, None, 10.0)
+    try:
+        with ConnectionFactory(setup.failover).create_connection() as conn:
+            consumer = conn.create_session().create_shared_consumer(topic, name)
+            conn.start()
+            setup.relay.stall()
+            assert api.delete_queue("jmslike-amqp", shared_queue(None, name))
+            setup.cut_and_wait()
+            assert api.queue("jmslike-amqp", shared_queue(None, name)) is not None
+            with ConnectionFactory(setup.direct).create_connection() as other:
+                session = other.create_session()
+                session.create_producer(topic).send(session.create_text_message("after"))
+            message = consumer.receive(10.0)
+            assert message is not None and message.text == "after"
+    finally:
+        setup.relay.close()
