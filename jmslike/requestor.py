@@ -145,7 +145,8 @@ class TopicRequestor(_Requestor):
     """Requests published to a topic; replies come to a temporary topic, as in Java (JMS
     ``TopicRequestor``). Every subscriber may answer: ``request`` returns the first answer,
     and the others are dropped as late replies at the next ``request``. A provider without
-    temporary topics (STOMP) refuses with ``IllegalStateError`` when it is made."""
+    temporary topics (none of this repository's) refuses with ``IllegalStateError`` when it
+    is made."""
 
     _kind = Topic
 

@@ -16,11 +16,22 @@ from collections.abc import Callable, Iterable
 
 from jmslike.errors import JMSException
 
-__all__ = ["DeletedTemporaries", "delete_made_up"]
+__all__ = ["TEMPORARY_TOPIC_PREFIX", "DeletedTemporaries", "delete_made_up", "is_made_up_topic"]
 
 log = logging.getLogger("jmslike.spi")
 
 LIMIT = 10_000
+
+TEMPORARY_TOPIC_PREFIX = "jmslike-temp-topic-"
+"""How the name of a temporary topic that jmslike makes up starts, where the broker has
+none of its own for the protocol (every broker over STOMP, RabbitMQ over AMQP 1.0): an
+ordinary topic of a name nobody else uses, which only its connection consumes from. A
+receiver reads a destination so named as a temporary topic."""
+
+
+def is_made_up_topic(name: str) -> bool:
+    """Whether the broker's name ``name`` (``/topic/...`` or bare) is such a topic."""
+    return name.rpartition("/")[2].startswith(TEMPORARY_TOPIC_PREFIX)
 
 
 class DeletedTemporaries:

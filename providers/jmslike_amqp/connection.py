@@ -47,7 +47,7 @@ from jmslike.spi.provider import (
 from jmslike.spi.rabbit_subscriptions import RabbitSubscriptions
 from jmslike.spi.reconnect import reconnect_policy
 from jmslike.spi.strict import registry_for
-from jmslike.spi.temporary import DeletedTemporaries, delete_made_up
+from jmslike.spi.temporary import TEMPORARY_TOPIC_PREFIX, DeletedTemporaries, delete_made_up
 from jmslike.spi.tls import tls_options
 from jmslike_amqp.codec import PRIORITY_PROPERTY, REPLY_TO_TYPE, SEQ_PROPERTY, destination_for
 from jmslike_amqp.credit import Ring
@@ -208,7 +208,8 @@ class AmqpConnection(ProviderConnection):
             # Classic 5.x has no JMS 2.0 shared subscriptions, over any protocol.
             shared_subscriptions=not self.classic,
             # RabbitMQ has no dynamic nodes: its temporary queues are queues jmslike
-            # declares and deletes (_create_temporary); temporary topics it has none.
+            # declares and deletes, its temporary topics topics of made-up names
+            # (_create_rabbitmq_temporary).
             temporary_destinations=native or self.rabbitmq,
             browsers=native,
             # Kept by jmslike on every broker (jmslike.spi.nolocal).
@@ -342,12 +343,15 @@ class AmqpConnection(ProviderConnection):
         a reply sent before a consumer exists waits in it; used as it is through
         ``/amq/queue/<name>``, which is the temporary queue's name; deleted through the
         management API when the application deletes it or the connection closes (RabbitMQ
-        deletes a non-durable queue when it restarts, too). Temporary topics: none."""
+        deletes a non-durable queue when it restarts, too). A temporary topic is a topic
+        of a name made up for it, ``/topic/jmslike-temp-topic-<random>`` (RabbitMQ routes
+        a topic by name through ``amq.topic``, and a subscriber's queue goes with its
+        link): nothing to declare or delete, and only this connection may consume
+        from it (``check_temporary``), as JMS says."""
         if kind != "temporary-queue":
-            raise IllegalStateError(
-                "RabbitMQ has no temporary topics over AMQP 1.0 (no dynamic nodes): a "
-                "reply destination can be a temporary queue (create_temporary_queue)"
-            )
+            address = f"/topic/{TEMPORARY_TOPIC_PREFIX}{uuid.uuid4().hex[:16]}"
+            self._temporary[address] = None
+            return address
         name = f"jmslike-temp-{uuid.uuid4().hex[:16]}"
         declare = self.transport.open_sender(
             DECLARED + name, options=[Capability("queue")], restore=False
@@ -377,6 +381,7 @@ class AmqpConnection(ProviderConnection):
         """Delete the queues that stand for temporary queues on RabbitMQ (non-durable: one
         left behind goes when the broker restarts)."""
         delete = self.exclusivity.delete_queue
+        addresses = [address for address in addresses if address.startswith(EXISTING)]
         delete_made_up(
             addresses,
             None if delete is None else lambda address: delete(address.removeprefix(EXISTING)),
@@ -508,6 +513,8 @@ class AmqpConnection(ProviderConnection):
             if kind == 2:  # a temporary queue jmslike made there: its name is the address
                 return destination_for(2, address)
             return destination_for(0, address[len(EXISTING) :])
+        if self.rabbitmq and kind == 3:  # a temporary topic jmslike made there: the same
+            return destination_for(3, address)
         for prefix, topic in ((queue_prefix, False), (topic_prefix, True)):
             if prefix and address.startswith(prefix):
                 code = kind if isinstance(kind, int) else 1 if topic else 0

@@ -47,6 +47,7 @@ from jmslike.spi.messages import (
     set_previous_expiration,
     update_provider_properties,
 )
+from jmslike.spi.temporary import is_made_up_topic
 from jmslike_stomp.dialect import ID_HEADER, PRIORITY_HEADER, TIMESTAMP_HEADER, Dialect
 from jmslike_stomp.wire import header_line_length
 
@@ -191,6 +192,8 @@ def parse_destination_name(name: str, dialect: Dialect, topic_hint: bool = False
     """A jmslike destination for a ``destination`` / ``reply-to`` header value."""
     if "::" in name:  # Artemis' fully qualified queue of a shared subscription: the topic
         return Topic(name.partition("::")[0])
+    if is_made_up_topic(name):  # a temporary topic jmslike made (jmslike.spi.temporary)
+        return TemporaryTopic(name)
     for prefix, kind in (
         ("/temp-queue/", TemporaryQueue),
         ("/reply-queue/", TemporaryQueue),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jmslike.config import FactorySettings, ParsedURL
-from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.destination import Destination, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import (
     ConfigurationError,
     ConnectionFailedError,
@@ -41,7 +41,7 @@ from jmslike.spi.rabbit_subscriptions import (
     shared_queue,
 )
 from jmslike.spi.strict import registry_for
-from jmslike.spi.temporary import delete_made_up
+from jmslike.spi.temporary import TEMPORARY_TOPIC_PREFIX, delete_made_up, is_made_up_topic
 from jmslike_stomp.capabilities import _capabilities
 from jmslike_stomp.codec import destination_name, remember_wire_name
 from jmslike_stomp.consumer import StompConsumer
@@ -508,10 +508,16 @@ class StompConnection(ProviderConnection):
             self.transport.unlisten(sub_id)
 
     def create_temporary_topic(self) -> TemporaryTopic:
-        raise IllegalStateError(
-            f"jmslike has no temporary topics over STOMP ({self.dialect.name}): a reply "
-            "destination can be a temporary queue (create_temporary_queue), or use AMQP"
-        )
+        """Over STOMP jmslike makes its own temporary topics, alike on every broker: an
+        ordinary topic of a name made up for it (jmslike.spi.temporary), which receivers
+        read back as a temporary topic and only this connection may consume from.
+        (Classic names a ``/temp-topic/`` differently for every other connection, as it
+        does its ``/temp-queue/``s, which a sender given the topic itself cannot know.)
+        Nothing to delete: the broker drops a subscriber's queue with its subscription,
+        and Artemis an address it made once no queue is bound to it."""
+        name = destination_name(Topic(TEMPORARY_TOPIC_PREFIX + uuid.uuid4().hex[:16]), self.dialect)
+        self.temporary_names.add(name)
+        return TemporaryTopic(name)
 
     def create_temporary_queue(self) -> TemporaryQueue:
         prefix = self.dialect.temp_queue_prefix
@@ -602,7 +608,8 @@ class StompConnection(ProviderConnection):
         """Delete what stands for temporary queues where the broker has none
         (``Dialect.temp_queue_named``): the address with its queue."""
         if self.dialect.temp_queue_named and self.management is not None:
-            delete_made_up(names, self.management.delete_address)
+            queues = [name for name in names if not is_made_up_topic(name)]
+            delete_made_up(queues, self.management.delete_address)
 
     def close(self) -> None:
         _DELETED_TEMPORARY.update(self.temporary_names)

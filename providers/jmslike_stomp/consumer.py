@@ -94,8 +94,9 @@ class StompConsumer(ProviderConsumer):
         # (UNSUBSCRIBE keeps them, and a NACK comes straight back to the same subscription):
         # there each consumer gets a connection of its own, closed to give back (ORD-10).
         # Not for temporary queues, which belong to the session's connection.
+        temporary_queue = destination.is_temporary and not destination.is_topic
         self.own_connection = session.connection.dialect.consumer_connection and not (
-            destination.is_temporary
+            temporary_queue
         )
         self._transport = (
             session.connection.open_transport(self.revoke_stale)
@@ -108,7 +109,7 @@ class StompConsumer(ProviderConsumer):
         self.destination = destination
         self.inbox = (
             session.connection.temporary_inboxes[destination.name]
-            if destination.is_temporary and self.dialect.temp_queue_implicit
+            if temporary_queue and self.dialect.temp_queue_implicit
             else None
         )
         """RabbitMQ's temporary queue: its frames come through the connection's inbox."""

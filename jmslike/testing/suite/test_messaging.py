@@ -769,9 +769,10 @@ def test_temporary_queue_request_reply(make_connection, unique, require) -> None
 def test_temporary_topic_reaches_its_subscribers_or_is_refused(make_connection) -> None:
     """API: ``session.create_temporary_topic()``: a message another connection sends to
     it (found through ``jms_reply_to``) reaches its subscriber, as a ``TemporaryTopic``
-    named back in ``jms_reply_to``. A provider without temporary topics (STOMP here)
-    refuses with ``IllegalStateError`` (it was a plain ``JMSException`` naming a
-    class: "StompConnection has no temporary topics")."""
+    named back in ``jms_reply_to``. A provider without temporary topics refuses with
+    ``IllegalStateError`` (STOMP's raised a plain ``JMSException`` naming a class:
+    "StompConnection has no temporary topics"; now STOMP and RabbitMQ over AMQP have
+    them, topics of names jmslike makes up)."""
     owner, sender = make_connection(), make_connection()
     session = owner.create_session()
     try:
@@ -790,6 +791,9 @@ def test_temporary_topic_reaches_its_subscribers_or_is_refused(make_connection) 
     assert got is not None and got.text == "hi"
     assert isinstance(got.jms_reply_to, jmslike.TemporaryTopic)
     assert got.jms_reply_to == topic
+    # JMS: only the connection that created it consumes from it.
+    with pytest.raises(jmslike.InvalidDestinationError):
+        sending.create_consumer(topic)
 
 
 def test_temporary_queue_keeps_a_reply_sent_before_its_consumer(
@@ -958,8 +962,9 @@ def test_topic_requestor_returns_a_subscribers_answer_or_is_refused(
     make_connection, unique
 ) -> None:
     """API: ``TopicRequestor(session, topic)``: a request published to a topic is answered
-    through a temporary topic. A provider without temporary topics (STOMP) refuses when
-    the requestor is made, with ``IllegalStateError``, before anything is sent."""
+    through a temporary topic. A provider without temporary topics refuses when the
+    requestor is made, with ``IllegalStateError``, before anything is sent (STOMP did,
+    and RabbitMQ over AMQP; now every case here answers)."""
     requester = make_connection()
     topic = f"topic://{unique('svc')}"
     session = requester.create_session()
