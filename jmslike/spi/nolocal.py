@@ -27,7 +27,7 @@ from jmslike.selector import Lookup
 __all__ = ["PUBLISHED_KEPT", "MessageFilter", "NoLocalFilter", "PublishedIds"]
 
 PUBLISHED_KEPT = 100_000
-"""How many of its latest topic messages' ids a connection remembers (about 10 MB at
+"""How many of its latest topic messages' ids a connection remembers (about 20 MB at
 most): a message of its own that comes back after that many later ones is delivered."""
 
 
