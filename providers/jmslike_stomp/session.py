@@ -210,8 +210,8 @@ class StompSession(ProviderSession):
             )
             connection.active_durables.add(subscription or "")
         if spec.no_local and not broker_no_local:
-            # RabbitMQ ignores the header: jmslike drops the connection's own messages
-            # (jmslike.spi.nolocal).
+            # RabbitMQ ignores the header (and Artemis cannot take it beside a selector):
+            # jmslike drops the connection's own messages (jmslike.spi.nolocal).
             connection.published.keep()
             client_filter = NoLocalFilter(connection.published, client_filter)
         if dialect.cumulative_ack and self.ack_batch >= 2 and not window and client_filter is None:
