@@ -51,15 +51,15 @@ collecting messages soon (RabbitMQ checks a quorum queue's expiry late: it went 
 SHARED_EXPIRES_MS = 2_000
 """How long RabbitMQ keeps a non-durable shared subscription's queue, declared over AMQP
 1.0 or STOMP, once nobody uses it. Not deleted with its last consumer (auto-delete, as
-jmslike declared it over STOMP before): a consumer that declared the queue just as another one's last
-consumer left found it gone at its attach or SUBSCRIBE, and RabbitMQ 3.10 answers that
-by closing the whole connection (seen here: three connections each making and closing a
-consumer of one subscription 100 times, over AMQP two of them closed so in each of 8
-runs, over STOMP one to three in 12 of 13; none with the expiry,
+jmslike declared it over STOMP before): a consumer that declared the queue just as
+another one's last consumer left found it gone at its attach or SUBSCRIBE, and RabbitMQ
+3.10 answers that by closing the whole connection (seen here: three connections each
+making and closing a consumer of one subscription 100 times, over AMQP two of them
+closed so in each of 8 runs, over STOMP one to three in 12 of 13; none with the expiry,
 tests/integration/test_rabbitmq_subscriptions.py). A declaration renews the lease, so
-the queue is there at the attach that follows. The cost: for up to this long
-after the last consumer closed, the subscription still collects the topic's messages,
-and a consumer of it that comes back in time gets them."""
+the queue is there at the attach that follows. The cost: for up to this long after the
+last consumer closed, the subscription still collects the topic's messages, and a
+consumer of it that comes back in time gets them."""
 
 
 def durable_queue(client_id: str, name: str) -> str:
