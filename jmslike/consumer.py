@@ -731,6 +731,12 @@ class MessageConsumer:
             return
         self._session._close_consumer(self)
 
+    def _close_giving_back(self) -> None:
+        """Close, giving back even the AUTO/DUPS_OK message received last: the asyncio
+        API kept it for a receive that was cancelled, so the application never saw it."""
+        if not self._closed:
+            self._session._close_consumer(self, finish_last=False)
+
     def _shutdown(self, delivered: list[_Held]) -> None:
         """Detach from the provider, giving back ``delivered`` and whatever is buffered
         (or parked at the client gate), in order (ORD-10)."""

@@ -898,8 +898,12 @@ class Session:
             raise IllegalStateError("session is closed")
         self._connection._check_open()
 
-    def _close_consumer(self, consumer: MessageConsumer) -> None:
-        """Close one consumer; its unacknowledged messages go back in order (ORD-10)."""
+    def _close_consumer(self, consumer: MessageConsumer, *, finish_last: bool = True) -> None:
+        """Close one consumer; its unacknowledged messages go back in order (ORD-10).
+
+        ``finish_last=False``: an AUTO/DUPS_OK consumer's last received message goes back
+        too instead of being finished, for a message the application never got (the
+        asyncio API's receive that was cancelled as the message arrived)."""
         consumer._closing = True  # before its held messages are gathered, see below
         dispatcher = self._dispatcher
         if dispatcher is not None and not dispatcher.in_dispatcher():
@@ -909,7 +913,7 @@ class Session:
             if consumer in self._consumers:
                 self._consumers.remove(consumer)
             mine = [h for h in self._held if h.consumer is consumer]
-            if self._auto:
+            if self._auto and finish_last:
                 finished = mine
                 mine = []
             else:

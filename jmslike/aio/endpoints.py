@@ -1,0 +1,265 @@
+"""Producers, consumers and browsers of the asyncio API: each call that talks to the
+broker is a coroutine run on its session's thread (``_bridge``); settings stay plain
+attributes, read and set on the loop as in the synchronous API."""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from jmslike.aio._bridge import AsyncListener, SessionBridge
+from jmslike.consumer import MessageConsumer as SyncConsumer
+from jmslike.consumer import QueueBrowser as SyncBrowser
+from jmslike.consumer import wait_seconds
+from jmslike.destination import Destination
+from jmslike.errors import InvalidArgumentError
+from jmslike.message import Message
+from jmslike.producer import MessageProducer as SyncProducer
+
+if TYPE_CHECKING:
+    from jmslike.aio.session import Session
+
+__all__ = ["MessageConsumer", "MessageProducer", "QueueBrowser"]
+
+RECEIVE_SLICE = 0.05
+"""Seconds a receive waits on the session's thread before it lets the session's other
+queued calls run (a send of another task, say) and waits again. A message that comes
+is returned at once; only an idle wait is cut into slices."""
+
+
+class MessageProducer:
+    """Sends messages; ``await producer.send(message)`` returns as the synchronous
+    ``send`` does (a persistent send once the broker has the message)."""
+
+    def __init__(self, sync: SyncProducer, bridge: SessionBridge) -> None:
+        self.sync = sync
+        """The synchronous producer, for settings this class does not mirror."""
+        self._bridge = bridge
+
+    @property
+    def destination(self) -> Destination | None:
+        return self.sync.destination
+
+    @property
+    def delivery_mode(self) -> int:
+        return self.sync.delivery_mode
+
+    @delivery_mode.setter
+    def delivery_mode(self, value: int) -> None:
+        self.sync.delivery_mode = value
+
+    @property
+    def priority(self) -> int:
+        return self.sync.priority
+
+    @priority.setter
+    def priority(self, value: int) -> None:
+        self.sync.priority = value
+
+    @property
+    def time_to_live(self) -> float:
+        return self.sync.time_to_live
+
+    @time_to_live.setter
+    def time_to_live(self, value: float) -> None:
+        self.sync.time_to_live = value
+
+    @property
+    def delivery_delay(self) -> float:
+        return self.sync.delivery_delay
+
+    @delivery_delay.setter
+    def delivery_delay(self, value: float) -> None:
+        self.sync.delivery_delay = value
+
+    def enable_ordering_group(self, name: str | None = None) -> str:
+        """As the synchronous producer's (ORD-2): later sends carry the group."""
+        return self.sync.enable_ordering_group(name)
+
+    def disable_ordering_group(self) -> None:
+        self.sync.disable_ordering_group()
+
+    @property
+    def ordering_group(self) -> str | None:
+        return self.sync.ordering_group
+
+    async def send(
+        self,
+        message: Message,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        time_to_live: float | None = None,
+        *,
+        destination: Destination | str | None = None,
+        delivery_delay: float | None = None,
+    ) -> None:
+        """Send ``message``; the arguments are the synchronous ``send``'s."""
+        sync = self.sync
+        await self._bridge.call(
+            lambda: sync.send(
+                message,
+                delivery_mode,
+                priority,
+                time_to_live,
+                destination=destination,
+                delivery_delay=delivery_delay,
+            )
+        )
+
+    async def close(self) -> None:
+        await self._bridge.call(self.sync.close)
+
+    async def __aenter__(self) -> MessageProducer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class MessageConsumer:
+    """Receives with ``await consumer.receive()`` or ``async for``, or gives messages to
+    an asynchronous listener that runs on the event loop.
+
+    A receive that is cancelled (``asyncio.wait_for``, a task group ending) while its
+    message was arriving keeps that message for this consumer's next receive, as
+    ``asyncio.Queue.get`` keeps an item: it is not lost and not reordered. Until then it
+    counts as received (an ``acknowledge()`` or ``commit()`` covers it); closing the
+    consumer gives it back to the broker unseen, in every acknowledge mode.
+    """
+
+    def __init__(self, sync: SyncConsumer, bridge: SessionBridge, session: Session) -> None:
+        self.sync = sync
+        """The synchronous consumer, for what this class does not mirror."""
+        self._bridge = bridge
+        self._session = session
+        self._kept: collections.deque[Message] = collections.deque()
+        """Messages received for receives that were cancelled, oldest first; read and
+        filled on the session's thread only."""
+
+    @property
+    def destination(self) -> Destination:
+        return self.sync.destination
+
+    @property
+    def message_selector(self) -> str | None:
+        return self.sync.message_selector
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    async def receive(self, timeout: float | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` seconds (None: until one comes).
+
+        None on timeout, or once the consumer, its session or its connection is closed.
+        AUTO/DUPS_OK: the next receive finishes this message (ORD-10), as in JMS.
+        """
+        if timeout is not None:
+            timeout = wait_seconds(timeout, "receive")
+        loop = self._bridge.loop
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            wait = RECEIVE_SLICE if deadline is None else max(0.0, deadline - loop.time())
+            message = await self._receive_once(min(wait, RECEIVE_SLICE))
+            if message is not None:
+                return message
+            if self.sync.closed or (deadline is not None and loop.time() >= deadline):
+                return None
+
+    async def receive_no_wait(self) -> Message | None:
+        """A message if one can be had at once, else None."""
+        return await self._receive_once(0.0)
+
+    async def _receive_once(self, wait: float) -> Message | None:
+        kept = self._kept
+        sync = self.sync
+
+        def take() -> Message | None:
+            if kept:
+                return kept.popleft()
+            return None if sync.closed else sync.receive(wait)
+
+        future = self._bridge.submit(take)
+        try:
+            return await self._bridge.result(future)
+        except BaseException:
+            # Cancelled while it ran: what it brings is this consumer's next message.
+            future.add_done_callback(self._keep)
+            raise
+
+    def _keep(self, future: concurrent.futures.Future[Message | None]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        message = future.result()
+        if message is not None:
+            self._kept.appendleft(message)
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Message]:
+        """Receive until the consumer, its session or its connection is closed."""
+        while (message := await self.receive()) is not None:
+            yield message
+
+    async def set_message_listener(self, listener: AsyncListener | None) -> None:
+        """Give this consumer's messages to ``listener`` on the event loop (None: stop).
+
+        ``listener(message)`` may be a coroutine function: the message is finished when
+        its coroutine returns or raises (ORD-10), and the session's next message waits
+        for that (ORD-9). An exception is reported to the connection's exception
+        listener as ``ListenerError``, as for a synchronous listener.
+        """
+        if listener is not None and not callable(listener):
+            raise InvalidArgumentError(f"message listener {listener!r} is not callable")
+        sync_listener = None if listener is None else self._bridge.listener(listener)
+        await self._bridge.call(lambda: self.sync.set_message_listener(sync_listener))
+
+    async def close(self) -> None:
+        """Close; what it held unacknowledged goes back in order (ORD-10), with any
+        message a cancelled receive kept."""
+        kept = self._kept
+        sync = self.sync
+
+        def close() -> None:
+            if kept:
+                kept.clear()
+                sync._close_giving_back()
+            else:
+                sync.close()
+
+        await self._bridge.call(close)
+
+    async def __aenter__(self) -> MessageConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class QueueBrowser:
+    """Looks at a queue's messages without taking them (ORD-20)."""
+
+    def __init__(self, sync: SyncBrowser, bridge: SessionBridge) -> None:
+        self.sync = sync
+        self._bridge = bridge
+
+    @property
+    def queue(self) -> Destination:
+        return self.sync.queue
+
+    async def get_enumeration(self) -> list[Message]:
+        """A snapshot of the waiting messages, in the order they will be delivered."""
+        return await self._bridge.call(self.sync.get_enumeration)
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Message]:
+        for message in await self.get_enumeration():
+            yield message
+
+    async def close(self) -> None:
+        await self._bridge.call(self.sync.close)
