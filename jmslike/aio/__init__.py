@@ -18,6 +18,7 @@ whole story.
 
 from jmslike.aio._bridge import AsyncListener
 from jmslike.aio.connection import Connection, ConnectionFactory, connect
+from jmslike.aio.container import MessageListenerContainer
 from jmslike.aio.endpoints import MessageConsumer, MessageProducer, QueueBrowser
 from jmslike.aio.session import Session
 
@@ -26,6 +27,7 @@ __all__ = [
     "Connection",
     "ConnectionFactory",
     "MessageConsumer",
+    "MessageListenerContainer",
     "MessageProducer",
     "QueueBrowser",
     "Session",

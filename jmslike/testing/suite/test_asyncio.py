@@ -314,3 +314,51 @@ def test_aio_bad_input_is_refused_before_anything_happens(make_factory, unique, 
             assert message is not None and message.text == "kept"
 
     _run(scenario)
+
+
+def test_aio_container_runs_groups_side_by_side_each_in_order(make_factory, unique) -> None:
+    """ORD-17: a listener container with a coroutine handler and ``concurrency=3`` works
+    on several groups at once, each group in send order and one message at a time; it
+    can be stopped from its own handler (it stops once the handler returns)."""
+    queue = f"queue://{unique('q')}"
+    groups, per_group = 6, 8
+
+    async def scenario() -> None:
+        factory = aio.ConnectionFactory(make_factory())
+        async with await factory.create_connection() as connection:
+            sender = await connection.create_session()
+            for g in range(groups):
+                producer = await sender.create_producer(queue)
+                producer.enable_ordering_group(f"g{g}")
+                for i in range(per_group):
+                    await producer.send(sender.create_text_message(f"g{g}:{i}"))
+        in_progress: set[str] = set()
+        most = 0
+        overlaps: list[str] = []
+        seen: dict[str, list[int]] = defaultdict(list)
+        done = asyncio.Event()
+
+        async def handle(message: jmslike.Message) -> None:
+            nonlocal most
+            group, _, n = message.text.partition(":")
+            if group in in_progress:
+                overlaps.append(message.text)
+            in_progress.add(group)
+            most = max(most, len(in_progress))
+            await asyncio.sleep(0.01)
+            seen[group].append(int(n))
+            in_progress.discard(group)
+            if sum(len(v) for v in seen.values()) == groups * per_group:
+                await container.stop()  # from the handler: returns at once
+                done.set()
+
+        container = aio.MessageListenerContainer(factory, queue, handle, concurrency=3)
+        async with container:
+            await asyncio.wait_for(done.wait(), WAIT)
+        assert not container.running
+        assert container.processed == groups * per_group
+        assert not overlaps, overlaps
+        assert most >= 2, f"at most {most} group(s) in progress at once"
+        assert dict(seen) == {f"g{g}": list(range(per_group)) for g in range(groups)}
+
+    _run(scenario)
