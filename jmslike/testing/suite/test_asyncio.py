@@ -44,6 +44,48 @@ async def _receive_all(consumer: aio.MessageConsumer, count: int) -> list[jmslik
     return got
 
 
+async def _send_groups(connection: aio.Connection, queue: str, groups: int, per_group: int) -> None:
+    """``per_group`` messages ``"g<g>:<i>"`` in each of ``groups`` groups, group by group."""
+    sender = await connection.create_session()
+    for g in range(groups):
+        producer = await sender.create_producer(queue)
+        producer.enable_ordering_group(f"g{g}")
+        for i in range(per_group):
+            await producer.send(sender.create_text_message(f"g{g}:{i}"))
+    await sender.close()
+
+
+class _GroupLog:
+    """What a handler of ``"g<g>:<i>"`` messages saw: each group's numbers in the order
+    handled, messages that started while their group had one in progress, and the most
+    groups in progress at once; ``done`` once ``expected`` were handled."""
+
+    def __init__(self, expected: int, work: Callable[[], float]) -> None:
+        self.expected = expected
+        self.work = work
+        self.seen: dict[str, list[int]] = defaultdict(list)
+        self.overlaps: list[str] = []
+        self.most = 0
+        self.done = asyncio.Event()
+        self._in_progress: set[str] = set()
+
+    async def handle(self, message: jmslike.Message) -> None:
+        group, _, n = message.text.partition(":")
+        if group in self._in_progress:
+            self.overlaps.append(message.text)
+        self._in_progress.add(group)
+        self.most = max(self.most, len(self._in_progress))
+        await asyncio.sleep(self.work())
+        self.seen[group].append(int(n))
+        self._in_progress.discard(group)
+        if sum(len(v) for v in self.seen.values()) >= self.expected:
+            self.done.set()
+
+    def check(self, groups: int, per_group: int) -> None:
+        assert not self.overlaps, self.overlaps
+        assert dict(self.seen) == {f"g{g}": list(range(per_group)) for g in range(groups)}
+
+
 def test_aio_send_then_receive_in_order(make_factory, unique) -> None:
     """API: ``await producer.send``, ``await consumer.receive``, ``async for`` and
     ``receive_no_wait`` give a queue's messages once each, in send order (ORD-1)."""
@@ -82,38 +124,17 @@ def test_aio_group_listeners_keep_each_group_in_order_one_at_a_time(make_factory
     async def scenario() -> None:
         factory = aio.ConnectionFactory(make_factory())
         async with await factory.create_connection() as connection:
-            sender = await connection.create_session()
-            for g in range(groups):
-                producer = await sender.create_producer(queue)
-                producer.enable_ordering_group(f"g{g}")
-                for i in range(per_group):
-                    await producer.send(sender.create_text_message(f"g{g}:{i}"))
-            in_progress: set[str] = set()
-            overlaps: list[str] = []
-            seen: dict[str, list[int]] = defaultdict(list)
-            done = asyncio.Event()
+            await _send_groups(connection, queue, groups, per_group)
             rng = random.Random(7)
-
-            async def on_message(message: jmslike.Message) -> None:
-                group, _, n = message.text.partition(":")
-                if group in in_progress:
-                    overlaps.append(message.text)
-                in_progress.add(group)
-                await asyncio.sleep(rng.random() * 0.004)
-                seen[group].append(int(n))
-                in_progress.discard(group)
-                if sum(len(v) for v in seen.values()) >= groups * per_group:
-                    done.set()
-
+            log = _GroupLog(groups * per_group, lambda: rng.random() * 0.004)
             for _ in range(3):
                 session = await connection.create_session()
                 consumer = await session.create_consumer(queue)
-                await consumer.set_message_listener(on_message)
+                await consumer.set_message_listener(log.handle)
             await connection.start()
-            await asyncio.wait_for(done.wait(), WAIT)
+            await asyncio.wait_for(log.done.wait(), WAIT)
             await asyncio.sleep(0.3)  # anything delivered twice would come by now
-            assert not overlaps, overlaps
-            assert dict(seen) == {f"g{g}": list(range(per_group)) for g in range(groups)}
+            log.check(groups, per_group)
 
     _run(scenario)
 
@@ -326,39 +347,20 @@ def test_aio_container_runs_groups_side_by_side_each_in_order(make_factory, uniq
     async def scenario() -> None:
         factory = aio.ConnectionFactory(make_factory())
         async with await factory.create_connection() as connection:
-            sender = await connection.create_session()
-            for g in range(groups):
-                producer = await sender.create_producer(queue)
-                producer.enable_ordering_group(f"g{g}")
-                for i in range(per_group):
-                    await producer.send(sender.create_text_message(f"g{g}:{i}"))
-        in_progress: set[str] = set()
-        most = 0
-        overlaps: list[str] = []
-        seen: dict[str, list[int]] = defaultdict(list)
-        done = asyncio.Event()
+            await _send_groups(connection, queue, groups, per_group)
+        log = _GroupLog(groups * per_group, lambda: 0.01)
 
         async def handle(message: jmslike.Message) -> None:
-            nonlocal most
-            group, _, n = message.text.partition(":")
-            if group in in_progress:
-                overlaps.append(message.text)
-            in_progress.add(group)
-            most = max(most, len(in_progress))
-            await asyncio.sleep(0.01)
-            seen[group].append(int(n))
-            in_progress.discard(group)
-            if sum(len(v) for v in seen.values()) == groups * per_group:
+            await log.handle(message)
+            if log.done.is_set():
                 await container.stop()  # from the handler: returns at once
-                done.set()
 
         container = aio.MessageListenerContainer(factory, queue, handle, concurrency=3)
         async with container:
-            await asyncio.wait_for(done.wait(), WAIT)
+            await asyncio.wait_for(log.done.wait(), WAIT)
         assert not container.running
         assert container.processed == groups * per_group
-        assert not overlaps, overlaps
-        assert most >= 2, f"at most {most} group(s) in progress at once"
-        assert dict(seen) == {f"g{g}": list(range(per_group)) for g in range(groups)}
+        assert log.most >= 2, f"at most {log.most} group(s) in progress at once"
+        log.check(groups, per_group)
 
     _run(scenario)
