@@ -107,6 +107,17 @@ class SessionBridge:
             future.add_done_callback(self._pending.discard)
         return future
 
+    def idle(self) -> bool:
+        """Nothing of this bridge's is queued or running on the session's thread, and no
+        listener may be running there: the event loop may act as the session's one thread
+        for a call that returns at once (a session is one thread at a time, not one
+        particular thread; the loop runs one coroutine at a time)."""
+        return (
+            not self._pending
+            and _INSIDE.get() is None
+            and not any(c._listener is not None for c in self.session._consumers)
+        )
+
     async def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the session's thread and return what it returned."""
         return await self.result(self.submit(fn))

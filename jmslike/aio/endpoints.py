@@ -158,6 +158,19 @@ class MessageConsumer:
         """
         if timeout is not None:
             timeout = wait_seconds(timeout, "receive")
+        sync = self.sync
+        if (
+            (sync._buffer or sync._takes)
+            and not sync.closed
+            and not self._kept
+            and self._bridge.idle()
+        ):
+            # A message at hand (or, on the embedded broker, one taken in the call): taken
+            # on the loop, without the two thread hand-overs a wait costs (a receive
+            # loop on the embedded broker: 17,000 msg/s through the session's thread).
+            message = sync.receive(0.0)
+            if message is not None:
+                return message
         loop = self._bridge.loop
         deadline = None if timeout is None else loop.time() + timeout
         while True:
