@@ -9,8 +9,8 @@
 
 The classes mirror the synchronous ones and share everything below them (messages,
 settings, errors, the ordering engine, the providers): each ``aio`` object holds the
-synchronous one as ``.sync``. Nothing blocking runs on the event loop: a session's calls
-run on that session's own thread, one at a time as JMS requires, and listeners given
+synchronous one as ``.sync``. No call that waits runs on the event loop: a session's
+calls run on that session's own thread, one at a time as JMS requires, and listeners given
 here run on the event loop while that thread waits for them, so the ordering rules
 (ORD-9, ORD-10) hold as they do for synchronous listeners. docs/asyncio.md tells the
 whole story.

@@ -3,8 +3,9 @@
 A session is one thread of control (JMS, docs/threading.md), and the asyncio API keeps
 that rule instead of adding locks: every call an ``aio.Session`` makes on its session,
 producers and consumers runs on that session's dispatcher thread (``run_in_dispatcher``),
-one at a time in the order made, and the coroutine awaits the result. Nothing blocking
-ever runs on the event loop.
+one at a time in the order made, and the coroutine awaits the result. No call that
+waits runs on the event loop (a receive that finds a message at hand takes it there:
+``SessionBridge.idle`` says when the loop may act as the session's thread).
 
 A message listener given to the asyncio API runs on the event loop, while the
 dispatcher thread waits for it to end, so a message is finished when the coroutine
