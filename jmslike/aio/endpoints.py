@@ -14,7 +14,7 @@ from jmslike.consumer import MessageConsumer as SyncConsumer
 from jmslike.consumer import QueueBrowser as SyncBrowser
 from jmslike.consumer import wait_seconds
 from jmslike.destination import Destination
-from jmslike.errors import InvalidArgumentError
+from jmslike.errors import IllegalStateError, InvalidArgumentError
 from jmslike.message import Message
 from jmslike.producer import MessageProducer as SyncProducer
 
@@ -194,13 +194,27 @@ class MessageConsumer:
                 return kept.popleft()
             return None if sync.closed else sync.receive(wait)
 
-        future = self._bridge.submit(take)
+        try:
+            future = self._bridge.submit(take)
+        except IllegalStateError:
+            if self._closed_meanwhile():
+                return None
+            raise
         try:
             return await self._bridge.result(future)
+        except IllegalStateError:
+            if self._closed_meanwhile():
+                return None
+            raise
         except BaseException:
             # Cancelled while it ran: what it brings is this consumer's next message.
             future.add_done_callback(self._keep)
             raise
+
+    def _closed_meanwhile(self) -> bool:
+        """The consumer or its session closed while a receive waited: the receive returns
+        None, as a synchronous receive that a close cuts short does (JMS)."""
+        return self.sync.closed or self._session.sync.closed
 
     def _keep(self, future: concurrent.futures.Future[Message | None]) -> None:
         if future.cancelled() or future.exception() is not None:

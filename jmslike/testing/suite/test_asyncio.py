@@ -364,3 +364,37 @@ def test_aio_container_runs_groups_side_by_side_each_in_order(make_factory, uniq
         log.check(groups, per_group)
 
     _run(scenario)
+
+
+def test_aio_closing_ends_a_waiting_receive(make_factory, unique) -> None:
+    """API: a task waiting in ``receive()`` (or ``async for``) while another task closes
+    the session gets None (the loop ends), as a synchronous receive cut short by a close
+    does; the close gives back nothing the task had not received."""
+    queue = f"queue://{unique('q')}"
+
+    async def scenario() -> None:
+        factory = aio.ConnectionFactory(make_factory())
+        async with await factory.create_connection() as connection:
+            session = await connection.create_session()
+            consumer = await session.create_consumer(queue)
+            await connection.start()
+            got: list[str] = []
+
+            async def read() -> None:
+                async for message in consumer:
+                    got.append(message.text)
+
+            reader = asyncio.create_task(read())
+            await _send_texts(await connection.create_session(), queue, ["a"])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + WAIT
+            while not got and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.1)  # the reader waits again
+            await session.close()
+            await asyncio.wait_for(reader, WAIT)
+            assert got == ["a"]
+            other = await (await connection.create_session()).create_consumer(queue)
+            assert await other.receive(0.5) is None  # "a" was finished by the close
+
+    _run(scenario)
