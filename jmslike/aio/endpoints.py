@@ -163,11 +163,13 @@ class MessageConsumer:
             (sync._buffer or sync._takes)
             and not sync.closed
             and not self._kept
+            and sync._connection._delivery_chain is None
             and self._bridge.idle()
         ):
             # A message at hand (or, on the embedded broker, one taken in the call): taken
             # on the loop, without the two thread hand-overs a wait costs (a receive
             # loop on the embedded broker: 17,000 msg/s through the session's thread).
+            # Not with interceptors: theirs is code that may wait.
             message = sync.receive(0.0)
             if message is not None:
                 return message

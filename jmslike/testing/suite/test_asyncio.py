@@ -398,3 +398,46 @@ def test_aio_closing_ends_a_waiting_receive(make_factory, unique) -> None:
             assert await other.receive(0.5) is None  # "a" was finished by the close
 
     _run(scenario)
+
+
+def test_aio_interceptors_see_every_send_and_delivery(make_factory, unique) -> None:
+    """API: the factory's interceptors (jmslike.middleware) wrap the asyncio API's sends
+    and deliveries as they wrap the synchronous API's, receives and listeners alike."""
+    from jmslike.middleware import Interceptor
+
+    queue = f"queue://{unique('q')}"
+    calls: list[str] = []
+
+    class Count(Interceptor):
+        def send(self, context, proceed) -> None:
+            calls.append("send")
+            proceed()
+
+        def deliver(self, context, proceed) -> None:
+            calls.append("deliver")
+            proceed()
+
+    async def scenario() -> None:
+        factory = aio.ConnectionFactory(make_factory(interceptors=[Count()]))
+        async with await factory.create_connection() as connection:
+            session = await connection.create_session()
+            await _send_texts(session, queue, ["a", "b", "c", "d"])
+            consumer = await session.create_consumer(queue)
+            await connection.start()
+            assert [m.text for m in await _receive_all(consumer, 2)] == ["a", "b"]
+            await consumer.close()
+            done = asyncio.Event()
+            seen: list[str] = []
+
+            async def on_message(message: jmslike.Message) -> None:
+                seen.append(message.text)
+                if len(seen) == 2:
+                    done.set()
+
+            listener = await (await connection.create_session()).create_consumer(queue)
+            await listener.set_message_listener(on_message)
+            await asyncio.wait_for(done.wait(), WAIT)
+            assert seen == ["c", "d"]
+        assert calls.count("send") == 4 and calls.count("deliver") == 4, calls
+
+    _run(scenario)
