@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -97,16 +98,28 @@ class MessageProducer:
     ) -> None:
         """Send ``message``; the arguments are the synchronous ``send``'s."""
         sync = self.sync
-        await self._bridge.call(
-            lambda: sync.send(
-                message,
-                delivery_mode,
-                priority,
-                time_to_live,
-                destination=destination,
-                delivery_delay=delivery_delay,
-            )
+        send = functools.partial(
+            sync.send,
+            message,
+            delivery_mode,
+            priority,
+            time_to_live,
+            destination=destination,
+            delivery_delay=delivery_delay,
         )
+        session = sync._session
+        mode = delivery_mode if delivery_mode is not None else sync.delivery_mode
+        if (
+            session._connection._send_chain is None
+            and session._provider.sends_at_once(mode)
+            and self._bridge.idle()
+        ):
+            # The provider says this send waits for nothing (a broker in this process):
+            # made on the loop, as a receive with a message at hand is. Not with
+            # interceptors: theirs is code that may wait.
+            send()
+            return
+        await self._bridge.call(send)
 
     async def close(self) -> None:
         await self._bridge.call(self.sync.close)

@@ -16,7 +16,7 @@ from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTop
 from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
 from jmslike.embedded.channel import ConsumerSlot, Entry, StrictChannel
 from jmslike.errors import TransactionInProgressError
-from jmslike.message import Message
+from jmslike.message import DeliveryMode, Message
 from jmslike.spi.provider import (
     Capabilities,
     ConsumerSpec,
@@ -66,6 +66,10 @@ class EmbeddedSession(ProviderSession):
             self._pending.append((destination, snapshot))
         else:
             self._broker.send(destination, snapshot, self._connection.key)
+
+    def sends_at_once(self, delivery_mode: int) -> bool:
+        """In memory, unless a persistent message goes to the file store (disk)."""
+        return self._broker.store is None or delivery_mode != DeliveryMode.PERSISTENT
 
     def create_consumer(self, spec: ConsumerSpec, sink: DeliverySink) -> ProviderConsumer:
         slot, sub = self._broker.attach(
