@@ -111,8 +111,8 @@ class MessageProducer:
         mode = delivery_mode if delivery_mode is not None else sync.delivery_mode
         if (
             session._connection._send_chain is None
-            and session._provider.sends_at_once(mode)
             and self._bridge.idle()
+            and session._provider.sends_at_once(sync._target(destination), mode)
         ):
             # The provider says this send waits for nothing (a broker in this process):
             # made on the loop, as a receive with a message at hand is. Not with

@@ -67,7 +67,7 @@ class EmbeddedSession(ProviderSession):
         else:
             self._broker.send(destination, snapshot, self._connection.key)
 
-    def sends_at_once(self, delivery_mode: int) -> bool:
+    def sends_at_once(self, destination: Destination, delivery_mode: int) -> bool:
         """In memory, unless a persistent message goes to the file store (disk)."""
         return self._broker.store is None or delivery_mode != DeliveryMode.PERSISTENT
 

@@ -7,22 +7,24 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from jmslike import ConnectionFactory, DeliveryMode
+from jmslike import ConnectionFactory, DeliveryMode, Queue
 from jmslike.spi.provider import ProviderSession
+
+QUEUE = Queue("q")
 
 
 def test_embedded_in_memory_sends_at_once() -> None:
     with ConnectionFactory(f"embedded://at-once-{uuid.uuid4().hex[:8]}").create_connection() as c:
         provider = c.create_session()._provider
-        assert provider.sends_at_once(DeliveryMode.PERSISTENT)
-        assert provider.sends_at_once(DeliveryMode.NON_PERSISTENT)
+        assert provider.sends_at_once(QUEUE, DeliveryMode.PERSISTENT)
+        assert provider.sends_at_once(QUEUE, DeliveryMode.NON_PERSISTENT)
 
 
 def test_embedded_file_store_persistent_sends_wait_for_the_disk(tmp_path: Path) -> None:
     with ConnectionFactory(f"embedded://{tmp_path / 'store.db'}").create_connection() as c:
         provider = c.create_session()._provider
-        assert not provider.sends_at_once(DeliveryMode.PERSISTENT)
-        assert provider.sends_at_once(DeliveryMode.NON_PERSISTENT)
+        assert not provider.sends_at_once(QUEUE, DeliveryMode.PERSISTENT)
+        assert provider.sends_at_once(QUEUE, DeliveryMode.NON_PERSISTENT)
 
 
 def test_the_spi_default_is_no() -> None:
