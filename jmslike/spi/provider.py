@@ -248,11 +248,11 @@ class ProviderSession(abc.ABC):
 
     def sends_at_once(self, destination: Destination, delivery_mode: int) -> bool:
         """True when :meth:`send` to ``destination`` of a message with ``delivery_mode``
-        (that of the send, not yet on the message) returns without
-        waiting for anything: no broker round trip, no disk, no flow control, no
-        reconnect. The asyncio API then makes such a send on the event loop instead of
-        handing it to the session's thread and back (``jmslike.aio``). False unless the
-        provider is sure; a broker in this process can be."""
+        (that of the send, not yet on the message) returns without waiting for anything:
+        no broker round trip, no disk, no flow control, no reconnect. The asyncio API
+        then makes such a send on the event loop instead of handing it to the session's
+        thread and back (``jmslike.aio``). False unless the provider is sure; a broker
+        in this process can be."""
         return False
 
     def send_async(
