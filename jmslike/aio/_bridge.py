@@ -31,7 +31,7 @@ from jmslike.errors import IllegalStateError
 from jmslike.message import Message
 from jmslike.session import Session
 
-__all__ = ["AsyncListener", "SessionBridge", "inside_listener"]
+__all__ = ["AsyncListener", "SessionBridge", "call_handler", "inside_listener"]
 
 T = TypeVar("T")
 
@@ -73,6 +73,14 @@ class _Listening:
 _INSIDE: contextvars.ContextVar[_Listening | None] = contextvars.ContextVar(
     "jmslike_aio_listening", default=None
 )
+
+
+async def call_handler(handler: AsyncListener, message: Message) -> None:
+    """Run a handler of the asyncio API: a coroutine function is awaited, a plain
+    function just called (on the loop either way)."""
+    result = handler(message)
+    if inspect.isawaitable(result):
+        await result
 
 
 def inside_listener() -> Session | None:
@@ -145,9 +153,7 @@ class SessionBridge:
 
             async def run() -> None:
                 _INSIDE.set(listening)
-                result = handler(message)
-                if inspect.isawaitable(result):
-                    await result
+                await call_handler(handler, message)
 
             future = asyncio.run_coroutine_threadsafe(run(), loop)
             future.add_done_callback(listening.end)

@@ -141,11 +141,16 @@ class Connection:
                 session._bridge.abandon()
             self._sessions.clear()
 
+    def _forget(self, session: Session) -> None:
+        """A closed session: a connection that makes a session per request keeps none."""
+        if session in self._sessions:
+            self._sessions.remove(session)
+
     def _refuse_inside(self, what: str) -> None:
         """From one of its own listeners this would wait for that listener: refused, as
         the synchronous API refuses it on the listener's thread."""
         session = inside_listener()
-        if session is not None and any(s.sync is session for s in self._sessions):
+        if session is not None and session._connection is self.sync:
             raise IllegalStateError(f"a connection cannot be {what} from its own message listener")
 
     async def __aenter__(self) -> Connection:

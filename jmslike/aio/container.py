@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from jmslike.aio._bridge import call_handler
 from jmslike.aio.connection import ConnectionFactory
 from jmslike.connection import ConnectionFactory as SyncFactory
 from jmslike.container import MessageListenerContainer as SyncContainer
@@ -85,9 +85,7 @@ class MessageListenerContainer:
 
         async def handle(message: Message) -> None:
             _HANDLING.set(self)
-            result = handler(message)
-            if inspect.isawaitable(result):
-                await result
+            await call_handler(handler, message)
 
         def on_message(message: Message) -> None:
             # On a container session's thread: the message is finished once this returns.

@@ -8,7 +8,6 @@ import collections
 import concurrent.futures
 import functools
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from jmslike.aio._bridge import AsyncListener, SessionBridge
 from jmslike.consumer import MessageConsumer as SyncConsumer
@@ -18,9 +17,6 @@ from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError
 from jmslike.message import Message
 from jmslike.producer import MessageProducer as SyncProducer
-
-if TYPE_CHECKING:
-    from jmslike.aio.session import Session
 
 __all__ = ["MessageConsumer", "MessageProducer", "QueueBrowser"]
 
@@ -142,11 +138,10 @@ class MessageConsumer:
     consumer gives it back to the broker unseen, in every acknowledge mode.
     """
 
-    def __init__(self, sync: SyncConsumer, bridge: SessionBridge, session: Session) -> None:
+    def __init__(self, sync: SyncConsumer, bridge: SessionBridge) -> None:
         self.sync = sync
         """The synchronous consumer, for what this class does not mirror."""
         self._bridge = bridge
-        self._session = session
         self._kept: collections.deque[Message] = collections.deque()
         """Messages received for receives that were cancelled, oldest first; read and
         filled on the session's thread only."""
@@ -229,7 +224,7 @@ class MessageConsumer:
     def _closed_meanwhile(self) -> bool:
         """The consumer or its session closed while a receive waited: the receive returns
         None, as a synchronous receive that a close cuts short does (JMS)."""
-        return self.sync.closed or self._session.sync.closed
+        return self.sync.closed or self._bridge.session.closed
 
     def _keep(self, future: concurrent.futures.Future[Message | None]) -> None:
         if future.cancelled() or future.exception() is not None:

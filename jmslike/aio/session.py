@@ -110,7 +110,7 @@ class Session:
                 strictly_ordered=strictly_ordered,
             )
         )
-        return MessageConsumer(sync, self._bridge, self)
+        return MessageConsumer(sync, self._bridge)
 
     async def create_durable_subscriber(
         self,
@@ -122,7 +122,7 @@ class Session:
         sync = await self._bridge.call(
             lambda: self.sync.create_durable_subscriber(topic, name, message_selector, no_local)
         )
-        return MessageConsumer(sync, self._bridge, self)
+        return MessageConsumer(sync, self._bridge)
 
     async def create_shared_consumer(
         self, topic: Topic | str, name: str, message_selector: str | None = None
@@ -130,7 +130,7 @@ class Session:
         sync = await self._bridge.call(
             lambda: self.sync.create_shared_consumer(topic, name, message_selector)
         )
-        return MessageConsumer(sync, self._bridge, self)
+        return MessageConsumer(sync, self._bridge)
 
     async def create_shared_durable_consumer(
         self, topic: Topic | str, name: str, message_selector: str | None = None
@@ -138,7 +138,7 @@ class Session:
         sync = await self._bridge.call(
             lambda: self.sync.create_shared_durable_consumer(topic, name, message_selector)
         )
-        return MessageConsumer(sync, self._bridge, self)
+        return MessageConsumer(sync, self._bridge)
 
     async def create_browser(
         self, queue: Destination | str, message_selector: str | None = None
@@ -180,6 +180,7 @@ class Session:
         # Not on the session's thread: closing waits for that thread to finish its work.
         await asyncio.to_thread(self.sync.close)
         self._bridge.abandon()
+        self.connection._forget(self)
 
     async def __aenter__(self) -> Session:
         return self
