@@ -110,9 +110,10 @@ class MessageProducer:
             and self._bridge.idle()
             and session._provider.sends_at_once(sync._target(destination), mode)
         ):
-            # The provider says this send waits for nothing (a broker in this process):
-            # made on the loop, as a receive with a message at hand is. Not with
-            # interceptors: theirs is code that may wait.
+            # The provider says this send waits for nothing (a broker in this process; an
+            # AMQP transfer queued for the connection's thread): made on the loop, as a
+            # receive with a message at hand is. Not with interceptors: theirs is code
+            # that may wait.
             send()
             return
         await self._bridge.call(send)

@@ -251,8 +251,11 @@ class ProviderSession(abc.ABC):
         (that of the send, not yet on the message) returns without waiting for anything:
         no broker round trip, no disk, no flow control, no reconnect. The asyncio API
         then makes such a send on the event loop instead of handing it to the session's
-        thread and back (``jmslike.aio``). False unless the provider is sure; a broker
-        in this process can be."""
+        thread and back (``jmslike.aio``). False unless the provider is sure: a broker
+        in this process can be, and so can a provider that only queues the message for a
+        thread of its own (the AMQP provider, for a non-persistent send on a link that
+        has credit). Called on the event loop's thread while nothing runs on the
+        session's own."""
         return False
 
     def send_async(

@@ -84,6 +84,9 @@ class AmqpSession(ProviderSession):
         self.client_acknowledge = acknowledge_mode == CLIENT_ACKNOWLEDGE and not transacted
         self._senders: OrderedDict[str, LinkHandle] = OrderedDict()
         """Sender links by address, least recently used first (bounded: ``SENDERS_KEPT``)."""
+        self._last_sent: tuple[Destination, str, LinkHandle] | None = None
+        """The destination this session last sent to, its address and sender link
+        (:meth:`sends_at_once`)."""
         self._coordinator: LinkHandle | None = None
         if transacted and connection.coordinated:
             self._coordinator = connection.transport.open_coordinator()
@@ -127,6 +130,24 @@ class AmqpSession(ProviderSession):
             return
         self._transfer(destination, message, confirm=message.jms_delivery_mode == PERSISTENT)
 
+    def sends_at_once(self, destination: Destination, delivery_mode: int) -> bool:
+        """A non-persistent send outside a transaction, to the destination this session
+        last sent to, while its sender link has the broker's credit: it is encoded, queued
+        for the connection's thread and not waited for (``AmqpTransport.send``). Not a
+        first send to a destination (it attaches a link: a round trip), a persistent one
+        (it waits for the broker's outcome), one in a transaction (its first send
+        declares it), or one without credit (it waits for the broker to grant some). Read
+        on the event loop's thread while nothing runs on the session's own."""
+        last = self._last_sent
+        return (
+            last is not None
+            and delivery_mode != PERSISTENT
+            and not self.transacted
+            and last[0] == destination
+            and last[2].credit.is_set()
+            and self._senders.get(last[1]) is last[2]
+        )
+
     def send_async(
         self,
         destination: Destination,
@@ -164,6 +185,7 @@ class AmqpSession(ProviderSession):
                     connection.transport.close_link(oldest)
         else:
             self._senders.move_to_end(address)
+        self._last_sent = (destination, address, sender)
         reply_to = message.jms_reply_to
         outgoing = encode(
             message,
