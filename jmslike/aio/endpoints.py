@@ -17,6 +17,7 @@ from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError
 from jmslike.message import Message
 from jmslike.producer import MessageProducer as SyncProducer
+from jmslike.spi.provider import AT_ONCE
 
 __all__ = ["MessageConsumer", "MessageProducer", "QueueBrowser"]
 
@@ -110,11 +111,15 @@ class MessageProducer:
             and self._bridge.idle()
             and session._provider.sends_at_once(sync._target(destination), mode)
         ):
-            # The provider says this send waits for nothing (a broker in this process; an
-            # AMQP transfer queued for the connection's thread): made on the loop, as a
-            # receive with a message at hand is. Not with interceptors: theirs is code
-            # that may wait.
-            send()
+            # The provider says this send waits for nothing (a broker in this process; a
+            # transfer or frame queued for a thread of the connection's): made on the
+            # loop, as a receive with a message at hand is. Not with interceptors: theirs
+            # is code that may wait.
+            token = AT_ONCE.set(True)
+            try:
+                send()
+            finally:
+                AT_ONCE.reset(token)
             return
         await self._bridge.call(send)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from jmslike.errors import ConnectionFailedError, IllegalStateError, JMSExceptio
 from jmslike.message import Message
 
 __all__ = [
+    "AT_ONCE",
     "Capabilities",
     "ConsumerSpec",
     "DeliverySink",
@@ -55,6 +57,13 @@ ExceptionCallback = Callable[[JMSException], None]
 SendDone = Callable[[BaseException | None], None]
 """``done(error)``: an asynchronous send's outcome, None when the broker has the message
 (``ProviderSession.send_async``)."""
+
+
+AT_ONCE: ContextVar[bool] = ContextVar("jmslike_at_once", default=False)
+"""True while the asyncio API makes, on the event loop, a send that
+``ProviderSession.sends_at_once`` allowed. A provider whose ordinary send may still wait
+(a socket write) reads it to queue that send for a thread of its own instead (the STOMP
+provider); one whose sends never wait ignores it."""
 
 
 class OrderingMode:
@@ -254,8 +263,9 @@ class ProviderSession(abc.ABC):
         thread and back (``jmslike.aio``). False unless the provider is sure: a broker
         in this process can be, and so can a provider that only queues the message for a
         thread of its own (the AMQP provider, for a non-persistent send on a link that
-        has credit). Called on the event loop's thread while nothing runs on the
-        session's own."""
+        has credit; the STOMP provider, which queues such a send, made under
+        :data:`AT_ONCE`, for its connection's writer thread). Called on the event loop's
+        thread while nothing runs on the session's own."""
         return False
 
     def send_async(

@@ -35,6 +35,7 @@ from jmslike.spi.messages import DLQ_REASON, mark_read_only, set_provider_proper
 from jmslike.spi.names import refuse_artemis_wildcards
 from jmslike.spi.nolocal import MessageFilter, NoLocalFilter
 from jmslike.spi.provider import (
+    AT_ONCE,
     ConsumerSpec,
     DeliverySink,
     ProviderConsumer,
@@ -99,6 +100,9 @@ class StompSession(ProviderSession):
         self._tx: str | None = None
         if transacted:
             self._begin()
+        self._postable: Destination | None = None
+        """The destination this session last sent to, unless its non-persistent sends wait
+        for a RECEIPT (a RabbitMQ quorum queue) (:meth:`sends_at_once`)."""
 
     def transaction_lost(self) -> None:
         """Called after a reconnect: the open transaction died with the old connection."""
@@ -112,6 +116,21 @@ class StompSession(ProviderSession):
 
     def send(self, destination: Destination, message: Message) -> None:
         self._send(destination, message)
+
+    def sends_at_once(self, destination: Destination, delivery_mode: int) -> bool:
+        """A non-persistent send outside a transaction, to the destination this session
+        last sent to, while the connection posts (``StompTransport.posts``):
+        made under ``AT_ONCE`` it is queued for the connection's writer thread instead of
+        written on the caller's (``Wire.post``). Not a send that waits for a RECEIPT
+        (persistent, or to a RabbitMQ quorum queue), a first send to a destination
+        (naming it may ask the broker), one under a ``failover:`` URL, or one while the
+        writer is behind."""
+        return (
+            delivery_mode != DeliveryMode.PERSISTENT
+            and self._tx is None
+            and destination == self._postable
+            and self.transport.posts()
+        )
 
     def send_async(
         self,
@@ -148,6 +167,17 @@ class StompSession(ProviderSession):
         # quorum queues (partitions, strict queues) drop non-persistent sends still on
         # their way when the connection closes (24 of 100,000 here): those ask for a
         # receipt that the close waits for.
+        unwaited = not persistent and self._tx is None
+        quorum = headers["destination"].startswith("/amq/queue/")
+        self._postable = None if quorum else destination
+        if (
+            unwaited
+            and not quorum
+            and done is None
+            and AT_ONCE.get()
+            and self.transport.post("SEND", headers, body)
+        ):
+            return  # made on an event loop: the writer thread writes it (sends_at_once)
         try:
             self.transport.frame(
                 "SEND",
@@ -155,9 +185,7 @@ class StompSession(ProviderSession):
                 body,
                 confirm=persistent and self._tx is None,
                 done=done,
-                later=not persistent
-                and self._tx is None
-                and headers["destination"].startswith("/amq/queue/"),
+                later=unwaited and quorum,
             )
         except UnconfirmedError as exc:
             raise _in_doubt(destination, exc) from exc

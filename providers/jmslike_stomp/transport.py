@@ -45,7 +45,14 @@ from jmslike.placement import FREE, Placement
 from jmslike.spi.diagnose import clip, inequivalent_note, size_note, wrong_port_hint
 from jmslike.spi.provider import SendDone
 from jmslike.spi.reconnect import Reconnect
-from jmslike_stomp.wire import ACK_DELAY, Wire, encode_frame, install, parse_header_lines
+from jmslike_stomp.wire import (
+    ACK_DELAY,
+    POST_BACKLOG,
+    Wire,
+    encode_frame,
+    install,
+    parse_header_lines,
+)
 
 __all__ = ["FrameHandler", "Reconnect", "StompTransport"]
 
@@ -655,6 +662,30 @@ class StompTransport:
         now = time.monotonic()
         last, self._last_send = self._last_send, now
         return now - last < gap
+
+    def posts(self) -> bool:
+        """Whether a frame nobody waits for may be posted (:meth:`post`): jmslike writes this
+        connection's frames, it is up, with no ``failover:`` URL (where a SEND that fails
+        to be written must say so to its sender) and the writer keeps up
+        (:data:`~jmslike_stomp.wire.POST_BACKLOG`)."""
+        wire = self._wire
+        return (
+            wire is not None
+            and self.connected
+            and self._reconnect.attempts == 0
+            and wire.writes
+            and wire.backlog < POST_BACKLOG
+        )
+
+    def post(self, command: str, headers: dict[str, str], body: bytes) -> bool:
+        """Queue a frame nobody waits for (a SEND the asyncio API makes on its event loop)
+        for the connection's writer thread (``Wire.post``); False, having done nothing,
+        where :meth:`posts` says no."""
+        wire = self._wire
+        if wire is None or not self.posts():
+            return False
+        wire.post(encode_frame(command, headers, body))
+        return True
 
     @property
     def reconnects(self) -> bool:

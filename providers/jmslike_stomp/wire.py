@@ -28,15 +28,23 @@ took the socket lock around ``sendall``, so a session that lost the GIL inside
   (:class:`_Flusher`). A ``sendall`` per message was a sixth of a receive loop's time.
   A held frame may come with a ``written`` callback (the client gate frees the group of
   the message acknowledged only once its ACK is written): it is called after the
-  ``sendall`` that carried the frame, but only by the thread that held a frame or by
-  the flusher, never by another writer (an application's SEND, stomp.py's heart-beat,
-  a close), which may hold locks the callback needs.
+  ``sendall`` that carried the frame, but only by the thread that held a frame, the
+  flusher or a wire's writer thread (below), never by another writer (an application's
+  SEND, stomp.py's heart-beat, a close), which may hold locks the callback needs.
 * **Streaming SENDs**: a SEND nobody waits for (non-persistent, in a transaction, or a
   JMS 2.0 asynchronous send, whose RECEIPT is told to its completion listener) that
   follows the previous one within 0.1 ms (1 ms for an asynchronous one) is held the same way
   (``StompTransport._streams``): a send loop writes a few frames per ``sendall``, and
   the broker reads them so (on Artemis, which sets ``TCP_NODELAY``, a third more
   messages a second). A send on its own is written before ``send`` returns.
+* **Posted SENDs**: a SEND the asyncio API makes on its event loop
+  (``jmslike.spi.provider.AT_ONCE``) must not wait for the socket, which a broker
+  applying flow control stops reading. It is *posted* (:meth:`Wire.post`): queued in the
+  outbox for a writer thread of this wire's own (started on the first post, ended after
+  a second with nothing to do), which writes whatever the outbox holds. Not the
+  process-wide flusher: one broker that stops reading would hold up every connection's
+  held ACKs. While :data:`POST_BACKLOG` frames wait, no more are posted (the sender is
+  handed to its session's thread, which waits for the socket as any sender does).
 * **Cumulative ACKs**: on a subscription with ``ack:client`` one ACK covers every
   earlier message, so a held ACK of such a subscription (``hold(..., key=sub_id)``)
   replaces the one it held last, as long as nothing was queued after that one (a *cell*
@@ -71,6 +79,7 @@ import stomp.utils
 __all__ = [
     "ACK_DELAY",
     "FEED_ACK_DELAY",
+    "POST_BACKLOG",
     "RECV_BYTES",
     "Wire",
     "encode_frame",
@@ -102,6 +111,10 @@ concurrency 1, the rate at concurrency 8 unchanged (docs/performance.md, "Fewer 
 switches a message"). Below such rates an ACK waits 10 ms at most. Where the client gate
 keeps the groups (RabbitMQ), a group stays with the session that finished it until its
 ACK is written: up to 10 ms, not 2."""
+
+POST_BACKLOG = 1000
+"""Frames a wire's outbox may hold for a new SEND still to be posted (:meth:`Wire.post`):
+about a megabyte of 1 KiB messages, a few milliseconds of a broker's reading."""
 
 _READ = "_BaseTransport__read_frames"
 """stomp.py's receiver loop calls this (name-mangled ``__read_frames``) for more frames."""
@@ -329,6 +342,8 @@ class Wire:
         """The socket ``TCP_NODELAY`` was looked at for (stomp.py makes one per connect)."""
         self._stomp_read: Callable[[], None] = getattr(self._transport, _READ)
         """stomp.py's own reading (``install`` puts :meth:`read_frames` in its place)."""
+        self._writer: _Writer | None = None
+        """The thread writing posted frames (:meth:`post`), while there is one."""
 
     @property
     def writes(self) -> bool:
@@ -357,6 +372,22 @@ class Wire:
         finally:
             if self._done:  # held frames went with ours: the flusher calls their callbacks
                 self._schedule(ACK_DELAY)
+
+    def post(self, data: bytes) -> None:
+        """Queue ``data`` (a SEND nobody waits for, made on an event loop) for this wire's
+        writer thread, never writing on the caller's (see the module). Order holds as for
+        :meth:`write`; a write that fails is the connection's failure, which its reader
+        reports."""
+        self._outbox.append(data)
+        writer = self._writer
+        if writer is None or not writer.wake():
+            writer = self._writer = _Writer(self)
+            writer.wake()
+
+    @property
+    def backlog(self) -> int:
+        """Frames queued and not written yet."""
+        return len(self._outbox)
 
     def hold(
         self,
@@ -636,6 +667,43 @@ class _Flusher:
 
 
 _FLUSHER = _Flusher()
+
+
+class _Writer:
+    """The thread that writes one wire's posted frames (:meth:`Wire.post`). It ends after
+    :attr:`IDLE` seconds with nothing posted; a post after that starts another."""
+
+    IDLE = 1.0
+
+    def __init__(self, wire: Wire) -> None:
+        self._wire = wire
+        self._posted = threading.Event()
+        self._lock = threading.Lock()
+        self._alive = True
+        threading.Thread(target=self._run, name="jmslike-stomp-writer", daemon=True).start()
+
+    def wake(self) -> bool:
+        """Have the thread write the outbox; False if it has ended (start another)."""
+        with self._lock:
+            if not self._alive:
+                return False
+            if not self._posted.is_set():
+                self._posted.set()
+            return True
+
+    def _run(self) -> None:
+        posted, wire = self._posted, self._wire
+        while True:
+            if not posted.wait(self.IDLE):
+                with self._lock:
+                    if not posted.is_set():  # (a post under the lock would have set it)
+                        self._alive = False
+                        return
+            posted.clear()  # before the outbox is read: a later post wakes it again
+            try:
+                wire.write_held()
+            except Exception as exc:  # the connection went: its reader says so
+                log.debug("STOMP: posted frames not written: %r", exc)
 
 
 def install(

@@ -1,9 +1,8 @@
 """``ProviderSession.sends_at_once`` (jmslike.spi): which sends the asyncio API may make on
 the event loop. The embedded broker says yes unless a persistent message goes to its
-file store (disk). The SPI's default says no; the STOMP provider keeps it (its sends
-write to a blocking socket), and so does the partitioning layer (its sends take a lock
-that the coordinator's hand-overs hold). The AMQP provider's answer needs a broker:
-tests/integration/test_amqp_sends_at_once.py."""
+file store (disk). The SPI's default says no, and the partitioning layer keeps it (its
+sends take a lock that the coordinator's hand-overs hold). The STOMP and AMQP
+providers' answers need a broker: tests/integration/test_sends_at_once.py."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ def test_embedded_file_store_persistent_sends_wait_for_the_disk(tmp_path: Path) 
 
 def test_the_spi_default_is_no() -> None:
     assert ProviderSession.sends_at_once.__qualname__ == "ProviderSession.sends_at_once"
-    for name in ("jmslike_stomp.session", "jmslike.partitions.session"):
+    for name in ("jmslike.partitions.session",):
         module = __import__(name, fromlist=["x"])
         classes = [
             v
