@@ -63,6 +63,8 @@ class LinkHandle:
         "epoch",
         "is_sender",
         "name",
+        "posted",
+        "transferred",
     )
 
     def __init__(
@@ -77,6 +79,13 @@ class LinkHandle:
         self.is_sender: bool = link.is_sender
         self.credit = threading.Event()
         """Senders: set while the broker's credit lasts; a send waits while it is clear."""
+        self.posted = 0
+        """Senders: transfers queued for the connection's thread, counted by the thread
+        sending (one at a time: a session's)."""
+        self.transferred = 0
+        """Senders: of those, the ones the connection's thread made; ``posted -
+        transferred`` is what a send made at once may find ahead of it
+        (``AmqpTransport.AT_ONCE_WINDOW``)."""
         self._link: Link | None = link
         self._closed = False
         """Closed (or detached) here: let go of once the broker has answered."""

@@ -49,6 +49,7 @@ from jmslike_amqp.credit import Ring
 from jmslike_amqp.durability import EXISTING
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
+from jmslike_amqp.transport import AT_ONCE_WINDOW
 
 log = logging.getLogger("jmslike.amqp")
 
@@ -136,16 +137,21 @@ class AmqpSession(ProviderSession):
         for the connection's thread and not waited for (``AmqpTransport.send``). Not a
         first send to a destination (it attaches a link: a round trip), a persistent one
         (it waits for the broker's outcome), one in a transaction (its first send
-        declares it), or one without credit (it waits for the broker to grant some). Read
-        on the event loop's thread while nothing runs on the session's own."""
+        declares it), or one without credit (it waits for the broker to grant some), nor
+        while ``AT_ONCE_WINDOW`` transfers of the link wait for the connection's thread
+        (the credit may have run out meanwhile). Read on the event loop's thread while
+        nothing runs on the session's own."""
         last = self._last_sent
+        if last is None:
+            return False
+        sender = last[2]
         return (
-            last is not None
-            and delivery_mode != PERSISTENT
+            delivery_mode != PERSISTENT
             and not self.transacted
             and last[0] == destination
-            and last[2].credit.is_set()
-            and self._senders.get(last[1]) is last[2]
+            and sender.credit.is_set()
+            and sender.posted - sender.transferred < AT_ONCE_WINDOW
+            and self._senders.get(last[1]) is sender
         )
 
     def send_async(

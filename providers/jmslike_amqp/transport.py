@@ -41,7 +41,7 @@ from jmslike.errors import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
-from jmslike.spi.provider import SendDone
+from jmslike.spi.provider import AT_ONCE, SendDone
 from jmslike_amqp.calls import NUMBERS
 from jmslike_amqp.driver import Driver
 from jmslike_amqp.lifecycle import ConnectionLifecycle
@@ -62,6 +62,12 @@ class Encodable(Protocol):
 
 
 log = logging.getLogger("jmslike.amqp")
+
+AT_ONCE_WINDOW = 1000
+"""Transfers a sender link may have queued for the connection's thread and still take a
+send made at once (``jmslike.spi.provider.AT_ONCE``: on an event loop, which must not
+wait for credit). Such a send is queued even if the credit ran out since it was
+allowed: Proton holds it until the broker grants more, and this bounds how many."""
 
 DECLARED = 0x33
 TRANSACTIONAL_STATE = 0x34
@@ -206,13 +212,17 @@ class AmqpTransport(ConnectionLifecycle):
         if confirm and txn is None:
             outcome = Future() if done is None else Told(done)
         gate = sender.credit
-        if not gate.is_set() and not gate.wait(self._timeout):
+        # A send made at once was allowed with the gate open (AmqpSession.sends_at_once),
+        # which the connection's thread may have closed since: it goes anyway, within
+        # AT_ONCE_WINDOW, rather than hold up the event loop it is made on.
+        if not gate.is_set() and not AT_ONCE.get() and not gate.wait(self._timeout):
             raise ConnectionFailedError(
                 f"AMQP broker {self.address} gave no credit to send to {sender.address!r}"
                 f" within {self._timeout} s; the message was not sent"
             )
 
         def transfer() -> None:
+            sender.transferred += 1
             link = self._link_of(sender)
             delivery = link.delivery(str(next(self._delivery_numbers)))
             link.stream(data)
@@ -231,6 +241,7 @@ class AmqpTransport(ConnectionLifecycle):
 
         if outcome is None:
             self.post(transfer)
+            sender.posted += 1
             return
 
         def failed(exc: BaseException) -> None:
@@ -239,6 +250,7 @@ class AmqpTransport(ConnectionLifecycle):
 
         # Posted, not called: the only wait is for the broker's outcome.
         self.post(transfer, failed)
+        sender.posted += 1
         if not isinstance(outcome, Future):
             return  # told to ``done``
         try:

@@ -136,7 +136,7 @@ def test_aio_sends_on_the_loop_arrive_in_order(variable: str) -> None:
     assert received == list(range(count))
 
 
-STOMP_CASES = [case for case in CASES if "stomp" in str(case.id)]
+NETWORK_CASES = [case for case in CASES if case.id != "embedded"]
 
 BODY = "x" * 2048
 
@@ -186,14 +186,16 @@ async def _send_while_stalled(
     return stalled, waited
 
 
-@pytest.mark.parametrize("relay_for", STOMP_CASES, indirect=True)
-def test_stomp_loop_turns_while_the_broker_reads_nothing(
+@pytest.mark.parametrize("relay_for", NETWORK_CASES, indirect=True)
+def test_loop_turns_while_the_broker_reads_nothing(
     relay_for: tuple[str, str, Relay],
 ) -> None:
-    """A broker applying flow control stops reading the socket: sends made on the event
-    loop are posted for the connection's writer thread, and once it is behind they go to
-    the session's thread, which waits for the socket, so the loop keeps turning; nothing
-    is lost or reordered once the broker reads again."""
+    """A broker applying flow control stops reading the socket. Over STOMP the sends made
+    on the event loop are posted for the connection's writer thread, and once it is
+    behind they go to the session's thread, which waits for the socket; over AMQP they
+    queue transfers while the broker's credit lasts, then wait for more on the session's
+    thread. Either way the loop keeps turning, and nothing is lost or reordered once the
+    broker reads again."""
     url, direct, relay = relay_for
     queue = _queue("stalled")
     count = 10_000
@@ -201,9 +203,11 @@ def test_stomp_loop_turns_while_the_broker_reads_nothing(
         asyncio.wait_for(_send_while_stalled(url, relay, queue, count), 120.0)
     )
     assert stalled < 0.5, f"the event loop stood still {stalled:.2f} s behind a send"
-    # More than the socket, the relay and the writer's backlog hold: the sender waited
-    # (on its session's thread), the loop did not.
-    assert waited, "the sends did not wait for a broker that reads nothing"
+    if "stomp" in url:
+        # More than the socket, the relay and the writer's backlog hold: the sender
+        # waited (on its session's thread), the loop did not. (Over AMQP how much goes
+        # before the sender waits is the broker's credit.)
+        assert waited, "the sends did not wait for a broker that reads nothing"
 
     received: list[int] = []
     with jmslike.ConnectionFactory(direct).create_connection() as connection:
