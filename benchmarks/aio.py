@@ -1,7 +1,9 @@
 """What the asyncio API costs: the same jobs through ``jmslike`` and ``jmslike.aio``, side
 by side in one run, alternated, medians of ``--runs``, reported as aio / sync.
 
-* send: N x 1 KiB non-persistent text messages, one producer;
+* send: N x 1 KiB non-persistent text messages, one producer, timed until the broker
+  confirmed a persistent one sent after them (a non-persistent send may return while
+  its message still waits in the client for the connection's thread);
 * receive: N messages (filled untimed) taken by one AUTO_ACKNOWLEDGE consumer's receive loop;
 * listeners: N messages (filled untimed) taken by four listener sessions (AUTO).
 
@@ -58,8 +60,9 @@ def sync_job(factory: ConnectionFactory, job: str, count: int) -> float:
             started = time.perf_counter()
             for _ in range(count):
                 producer.send(session.create_text_message(BODY))
+            producer.send(session.create_text_message("end"), DeliveryMode.PERSISTENT)
             elapsed = time.perf_counter() - started
-            _drain_sync(connection, queue, count)
+            _drain_sync(connection, queue, count + 1)
             return count / elapsed
         if job == "receive":
             consumer = connection.create_session().create_consumer(queue)
@@ -107,8 +110,9 @@ async def aio_job(factory: ConnectionFactory, job: str, count: int) -> float:
             started = loop.time()
             for _ in range(count):
                 await producer.send(session.create_text_message(BODY))
+            await producer.send(session.create_text_message("end"), DeliveryMode.PERSISTENT)
             elapsed = loop.time() - started
-            await asyncio.to_thread(_drain_sync, connection.sync, queue, count)
+            await asyncio.to_thread(_drain_sync, connection.sync, queue, count + 1)
             return count / elapsed
         if job == "receive":
             consumer = await (await connection.create_session()).create_consumer(queue)
