@@ -664,25 +664,27 @@ class StompTransport:
         return now - last < gap
 
     def posts(self) -> bool:
-        """Whether a frame nobody waits for may be posted (:meth:`post`): jmslike writes this
-        connection's frames, it is up, with no ``failover:`` URL (where a SEND that fails
-        to be written must say so to its sender) and the writer keeps up
-        (:data:`~jmslike_stomp.wire.POST_BACKLOG`)."""
+        """Whether a frame nobody waits for may be posted (:meth:`post`) and the writer
+        keeps up (:data:`~jmslike_stomp.wire.POST_BACKLOG`)."""
+        wire = self._postable_wire()
+        return wire is not None and wire.backlog < POST_BACKLOG
+
+    def _postable_wire(self) -> Wire | None:
+        """The wire, where a frame may be posted: jmslike writes this connection's frames,
+        it is up, and with no ``failover:`` URL (where a SEND that fails to be written
+        must say so to its sender)."""
         wire = self._wire
-        return (
-            wire is not None
-            and self.connected
-            and self._reconnect.attempts == 0
-            and wire.writes
-            and wire.backlog < POST_BACKLOG
-        )
+        if wire is None or not self.connected or self._reconnect.attempts != 0:
+            return None
+        return wire if wire.writes else None
 
     def post(self, command: str, headers: dict[str, str], body: bytes) -> bool:
-        """Queue a frame nobody waits for (a SEND the asyncio API makes on its event loop)
-        for the connection's writer thread (``Wire.post``); False, having done nothing,
-        where :meth:`posts` says no."""
-        wire = self._wire
-        if wire is None or not self.posts():
+        """Queue a frame nobody waits for (a SEND the asyncio API makes on its event loop,
+        allowed by :meth:`posts` a moment ago: the backlog is not looked at again, as the
+        loop must not wait) for the connection's writer thread (``Wire.post``); False,
+        having done nothing, where the connection went meanwhile."""
+        wire = self._postable_wire()
+        if wire is None:
             return False
         wire.post(encode_frame(command, headers, body))
         return True
