@@ -4,8 +4,10 @@ attributes, read and set on the loop as in the synchronous API."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import functools
 from collections.abc import AsyncIterator
 
@@ -19,7 +21,16 @@ from jmslike.message import Message
 from jmslike.producer import MessageProducer as SyncProducer
 from jmslike.spi.provider import AT_ONCE
 
-__all__ = ["MessageConsumer", "MessageProducer", "QueueBrowser"]
+__all__ = ["DRAIN_LOOK", "MessageConsumer", "MessageProducer", "QueueBrowser"]
+
+DRAIN_LOOK = 0.05
+"""Seconds a send held back by its provider's window of sends still to be written waits
+for the provider's wake-up before it looks again (``ProviderSession.wake_when_at_once``)."""
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 RECEIVE_SLICE = 0.05
 """Seconds a receive waits on the session's thread before it lets the session's other
@@ -35,6 +46,8 @@ class MessageProducer:
         self.sync = sync
         """The synchronous producer, for settings this class does not mirror."""
         self._bridge = bridge
+        self._drained: asyncio.Future[None] | None = None
+        """What a send held back by the provider's window waits for (``_wake``)."""
 
     @property
     def destination(self) -> Destination | None:
@@ -106,22 +119,34 @@ class MessageProducer:
         )
         session = sync._session
         mode = delivery_mode if delivery_mode is not None else sync.delivery_mode
-        if (
-            session._connection._send_chain is None
-            and self._bridge.idle()
-            and session._provider.sends_at_once(sync._target(destination), mode)
-        ):
-            # The provider says this send waits for nothing (a broker in this process; a
-            # transfer or frame queued for a thread of the connection's): made on the
-            # loop, as a receive with a message at hand is. Not with interceptors: theirs
-            # is code that may wait.
-            token = AT_ONCE.set(True)
-            try:
-                send()
-            finally:
-                AT_ONCE.reset(token)
-            return
+        while session._connection._send_chain is None and self._bridge.idle():
+            provider, target = session._provider, sync._target(destination)
+            if provider.sends_at_once(target, mode):
+                # The provider says this send waits for nothing (a broker in this
+                # process; a transfer or frame queued for a thread of the connection's):
+                # made on the loop, as a receive with a message at hand is. Not with
+                # interceptors: theirs is code that may wait.
+                token = AT_ONCE.set(True)
+                try:
+                    send()
+                finally:
+                    AT_ONCE.reset(token)
+                return
+            # Held back only by the provider's window of sends still to be written: wait
+            # on the loop until it half empties, then look again (a wake-up lost with a
+            # connection costs DRAIN_LOOK at most), instead of handing each send over.
+            drained = self._drained = self._bridge.loop.create_future()
+            if not provider.wake_when_at_once(target, mode, self._wake):
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(drained, DRAIN_LOOK)
         await self._bridge.call(send)
+
+    def _wake(self) -> None:
+        """The provider's window half emptied (any thread): the waiting send looks again."""
+        drained, loop = self._drained, self._bridge.loop
+        if drained is not None:
+            loop.call_soon_threadsafe(_set_done, drained)
 
     async def close(self) -> None:
         await self._bridge.call(self.sync.close)

@@ -268,6 +268,17 @@ class ProviderSession(abc.ABC):
         thread while nothing runs on the session's own."""
         return False
 
+    def wake_when_at_once(
+        self, destination: Destination, delivery_mode: int, wake: Callable[[], None]
+    ) -> bool:
+        """:meth:`sends_at_once` says no only because earlier sends made at once still wait
+        to be written (the provider holds a producer faster than the broker to the
+        broker's pace): arrange for ``wake()``, called once from any thread, when fewer
+        wait, and return True. Otherwise False, and the send goes to the session's
+        thread. The caller looks again after a short while even if ``wake`` never comes
+        (a connection lost meanwhile). Default: False."""
+        return False
+
     def send_async(
         self,
         destination: Destination,

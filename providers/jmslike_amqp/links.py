@@ -60,6 +60,7 @@ class LinkHandle:
         "before_attach",
         "credit",
         "credit_lost",
+        "drained",
         "epoch",
         "is_sender",
         "name",
@@ -86,6 +87,9 @@ class LinkHandle:
         """Senders: of those, the ones the connection's thread made; ``posted -
         transferred`` is what a send made at once may find ahead of it
         (``AmqpTransport.AT_ONCE_WINDOW``)."""
+        self.drained: Callable[[], None] | None = None
+        """Senders: called once (on the connection's thread) when no more than half of
+        ``AT_ONCE_WINDOW`` transfers wait (``AmqpSession.wake_when_at_once``)."""
         self._link: Link | None = link
         self._closed = False
         """Closed (or detached) here: let go of once the broker has answered."""

@@ -49,7 +49,7 @@ from jmslike_amqp.credit import Ring
 from jmslike_amqp.durability import EXISTING
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
-from jmslike_amqp.transport import AT_ONCE_WINDOW
+from jmslike_amqp.transport import AT_ONCE_LOW, AT_ONCE_WINDOW
 
 log = logging.getLogger("jmslike.amqp")
 
@@ -153,6 +153,29 @@ class AmqpSession(ProviderSession):
             and sender.posted - sender.transferred < AT_ONCE_WINDOW
             and self._senders.get(last[1]) is sender
         )
+
+    def wake_when_at_once(
+        self, destination: Destination, delivery_mode: int, wake: Callable[[], None]
+    ) -> bool:
+        """Only ``AT_ONCE_WINDOW`` stands in the way of :meth:`sends_at_once`: ``wake`` is
+        called on the connection's thread once half of those transfers went."""
+        last = self._last_sent
+        if (
+            last is None
+            or delivery_mode == PERSISTENT
+            or self.transacted
+            or last[0] != destination
+            or not last[2].credit.is_set()  # then the wait is for credit: a thread's
+            or last[2].posted - last[2].transferred < AT_ONCE_WINDOW
+            or self._senders.get(last[1]) is not last[2]
+        ):
+            return False
+        sender = last[2]
+        sender.drained = wake
+        if sender.posted - sender.transferred <= AT_ONCE_LOW:  # went meanwhile
+            sender.drained = None
+            wake()
+        return True
 
     def send_async(
         self,

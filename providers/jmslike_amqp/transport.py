@@ -69,6 +69,10 @@ send made at once (``jmslike.spi.provider.AT_ONCE``: on an event loop, which mus
 wait for credit). Such a send is queued even if the credit ran out since it was
 allowed: Proton holds it until the broker grants more, and this bounds how many."""
 
+AT_ONCE_LOW = AT_ONCE_WINDOW // 2
+"""Transfers still waiting at which a sender held back by ``AT_ONCE_WINDOW`` is woken
+(``LinkHandle.drained``): one wake-up per few hundred sends, not a hand-over each."""
+
 DECLARED = 0x33
 TRANSACTIONAL_STATE = 0x34
 _DECLARE = symbol("amqp:declare:list")
@@ -223,6 +227,10 @@ class AmqpTransport(ConnectionLifecycle):
 
         def transfer() -> None:
             sender.transferred += 1
+            drained = sender.drained
+            if drained is not None and sender.posted - sender.transferred <= AT_ONCE_LOW:
+                sender.drained = None
+                drained()
             link = self._link_of(sender)
             delivery = link.delivery(str(next(self._delivery_numbers)))
             link.stream(data)

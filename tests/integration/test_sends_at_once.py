@@ -29,6 +29,8 @@ from brokerenv import broker_url
 from faultproxy import Relay
 
 import jmslike
+import jmslike_amqp.session
+import jmslike_amqp.transport
 from jmslike import DeliveryMode, Queue, aio
 from jmslike_stomp.wire import _Writer
 
@@ -67,6 +69,8 @@ def test_which_sends_are_made_at_once(variable: str) -> None:
         assert provider.sends_at_once(Queue(first.name), NON_PERSISTENT)  # equal, not same
         assert not provider.sends_at_once(first, PERSISTENT)
         assert not provider.sends_at_once(other, NON_PERSISTENT)
+        # Nothing of this link waits to be written: no window to wait for.
+        assert not provider.wake_when_at_once(first, NON_PERSISTENT, lambda: None)
 
         transacted = connection.create_session(True)
         in_tx = transacted.create_producer(first)
@@ -218,3 +222,77 @@ def test_loop_turns_while_the_broker_reads_nothing(
             assert message is not None, f"lost after {len(received)}: {received[-5:]}"
             received.append(int(message.text.partition(":")[0]))  # type: ignore[attr-defined]
     assert received == list(range(count + 1))
+
+
+AMQP_BROKERS = [case for case in BROKERS if str(case.id).endswith("-amqp")]
+
+
+async def _send_past_the_window(url: str, queue: Queue, count: int) -> tuple[int, int, int]:
+    """Sends ``count`` non-persistent messages as fast as the loop goes; returns the sends
+    handed to the session's thread, the waits for the provider's window and the
+    wake-ups that ended them."""
+    handed = waits = wakes = 0
+    async with await aio.connect(url) as connection:
+        session = await connection.create_session()
+        producer = await session.create_producer(queue)
+        producer.delivery_mode = NON_PERSISTENT
+        call, wake = producer._bridge.call, producer._wake
+        provider = session.sync._provider
+        asked = provider.wake_when_at_once
+
+        async def counted(fn: Any) -> Any:
+            nonlocal handed
+            handed += 1
+            return await call(fn)
+
+        def counted_wake() -> None:
+            nonlocal wakes
+            wakes += 1
+            wake()
+
+        def counted_ask(*args: Any) -> bool:
+            nonlocal waits
+            waiting = asked(*args)
+            waits += waiting
+            return waiting
+
+        producer._bridge.call = counted  # type: ignore[method-assign]
+        producer._wake = counted_wake  # type: ignore[method-assign]
+        provider.wake_when_at_once = counted_ask
+        for number in range(count):
+            await producer.send(session.create_text_message(str(number)))
+    return handed, waits, wakes
+
+
+@pytest.mark.parametrize("variable", AMQP_BROKERS)
+def test_aio_producer_waits_for_the_window_on_the_loop(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop sending faster than the connection's thread fills the link's window
+    (``AT_ONCE_WINDOW``, made 20 here so that it surely fills); the producer then waits
+    on the loop until half of it went, woken by the connection's thread, instead of
+    handing each send over; every message arrives, in order."""
+    monkeypatch.setattr(jmslike_amqp.session, "AT_ONCE_WINDOW", 20)
+    monkeypatch.setattr(jmslike_amqp.session, "AT_ONCE_LOW", 10)
+    monkeypatch.setattr(jmslike_amqp.transport, "AT_ONCE_LOW", 10)
+    url = broker_url(variable)
+    queue = _queue("window")
+    count = 5_000
+    handed, waits, wakes = asyncio.run(
+        asyncio.wait_for(_send_past_the_window(url, queue, count), 120.0)
+    )
+    # The first send attaches the link; others go over only while the broker's credit
+    # ran out (each wait there is a thread's).
+    assert handed < count // 10, (handed, waits, wakes)
+    assert waits > 0, "the window never filled"
+    assert wakes >= waits, f"{waits - wakes} waits ended by the look-again timeout"
+
+    received: list[int] = []
+    with jmslike.ConnectionFactory(url).create_connection() as connection:
+        connection.start()
+        consumer = connection.create_session().create_consumer(queue)
+        while len(received) < count:
+            message = consumer.receive(10.0)
+            assert message is not None, f"lost after {len(received)}: {received[-5:]}"
+            received.append(int(message.text))  # type: ignore[attr-defined]
+    assert received == list(range(count))

@@ -41,3 +41,4 @@ def test_the_spi_default_is_no() -> None:
         assert classes, name
         for cls in classes:
             assert cls.sends_at_once is ProviderSession.sends_at_once, cls
+            assert cls.wake_when_at_once is ProviderSession.wake_when_at_once, cls
