@@ -89,6 +89,21 @@ def test_which_sends_are_made_at_once(variable: str) -> None:
         ]
 
 
+def _numbers(url: str, queue: Queue, count: int) -> list[int]:
+    """The numbers ``count`` messages of ``queue`` start with (``"7"``, ``"7:..."``), in
+    the order received; then nothing more may be there (nothing twice)."""
+    received: list[int] = []
+    with jmslike.ConnectionFactory(url).create_connection() as connection:
+        connection.start()
+        consumer = connection.create_session().create_consumer(queue)
+        while len(received) < count:
+            message = consumer.receive(10.0)
+            assert message is not None, f"lost after {len(received)}: {received[-5:]}"
+            received.append(int(message.text.partition(":")[0]))  # type: ignore[attr-defined]
+        assert consumer.receive_no_wait() is None
+    return received
+
+
 async def _send_mixed(url: str, queue: Queue, count: int) -> tuple[int, int]:
     """Sends ``count`` messages in three groups, every fifth persistent; returns how many
     sends went through the session's thread and how many were made on the loop."""
@@ -127,17 +142,7 @@ def test_aio_sends_on_the_loop_arrive_in_order(variable: str) -> None:
     assert handed >= 1 + persistent
     assert at_once >= (count - persistent) * 3 // 4, (handed, at_once)
 
-    factory = jmslike.ConnectionFactory(url)
-    received: list[int] = []
-    with factory.create_connection() as connection:
-        connection.start()
-        consumer = connection.create_session().create_consumer(queue)
-        while len(received) < count:
-            message = consumer.receive(10.0)
-            assert message is not None, f"lost after {len(received)}: {received[-5:]}"
-            received.append(int(message.text))  # type: ignore[attr-defined]
-        assert consumer.receive_no_wait() is None  # nothing twice
-    assert received == list(range(count))
+    assert _numbers(url, queue, count) == list(range(count))
 
 
 NETWORK_CASES = [case for case in CASES if case.id != "embedded"]
@@ -213,15 +218,7 @@ def test_loop_turns_while_the_broker_reads_nothing(
         # before the sender waits is the broker's credit.)
         assert waited, "the sends did not wait for a broker that reads nothing"
 
-    received: list[int] = []
-    with jmslike.ConnectionFactory(direct).create_connection() as connection:
-        connection.start()
-        consumer = connection.create_session().create_consumer(queue)
-        while len(received) <= count:
-            message = consumer.receive(10.0)
-            assert message is not None, f"lost after {len(received)}: {received[-5:]}"
-            received.append(int(message.text.partition(":")[0]))  # type: ignore[attr-defined]
-    assert received == list(range(count + 1))
+    assert _numbers(direct, queue, count + 1) == list(range(count + 1))
 
 
 AMQP_BROKERS = [case for case in BROKERS if str(case.id).endswith("-amqp")]
@@ -287,12 +284,4 @@ def test_aio_producer_waits_for_the_window_on_the_loop(
     assert waits > 0, "the window never filled"
     assert wakes >= waits, f"{waits - wakes} waits ended by the look-again timeout"
 
-    received: list[int] = []
-    with jmslike.ConnectionFactory(url).create_connection() as connection:
-        connection.start()
-        consumer = connection.create_session().create_consumer(queue)
-        while len(received) < count:
-            message = consumer.receive(10.0)
-            assert message is not None, f"lost after {len(received)}: {received[-5:]}"
-            received.append(int(message.text))  # type: ignore[attr-defined]
-    assert received == list(range(count))
+    assert _numbers(url, queue, count) == list(range(count))
