@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import contextlib
 import functools
 from collections.abc import AsyncIterator
 
@@ -25,7 +24,8 @@ __all__ = ["DRAIN_LOOK", "MessageConsumer", "MessageProducer", "QueueBrowser"]
 
 DRAIN_LOOK = 0.05
 """Seconds a send held back by its provider's window of sends still to be written waits
-for the provider's wake-up before it looks again (``ProviderSession.wake_when_at_once``)."""
+for the provider's wake-up (``ProviderSession.wake_when_at_once``) before it goes to the
+session's thread instead."""
 
 
 def _set_done(future: asyncio.Future[None]) -> None:
@@ -133,13 +133,17 @@ class MessageProducer:
                     AT_ONCE.reset(token)
                 return
             # Held back only by the provider's window of sends still to be written: wait
-            # on the loop until it half empties, then look again (a wake-up lost with a
-            # connection costs DRAIN_LOOK at most), instead of handing each send over.
+            # on the loop until it half empties, then look again, instead of handing
+            # each send over. No wake-up within DRAIN_LOOK (the connection went, and
+            # with it the sends that would have emptied the window): the session's
+            # thread makes the send, and tells what became of the connection.
             drained = self._drained = self._bridge.loop.create_future()
             if not provider.wake_when_at_once(target, mode, self._wake):
                 break
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(drained, DRAIN_LOOK)
+            except TimeoutError:
+                break
         await self._bridge.call(send)
 
     def _wake(self) -> None:

@@ -275,8 +275,8 @@ class ProviderSession(abc.ABC):
         to be written (the provider holds a producer faster than the broker to the
         broker's pace): arrange for ``wake()``, called once from any thread, when fewer
         wait, and return True. Otherwise False, and the send goes to the session's
-        thread. The caller looks again after a short while even if ``wake`` never comes
-        (a connection lost meanwhile). Default: False."""
+        thread, as it does when ``wake`` does not come within a short while (a
+        connection lost meanwhile). Default: False."""
         return False
 
     def send_async(

@@ -285,3 +285,41 @@ def test_aio_producer_waits_for_the_window_on_the_loop(
     assert wakes >= waits, f"{waits - wakes} waits ended by the look-again timeout"
 
     assert _numbers(url, queue, count) == list(range(count))
+
+
+AMQP_CASES = [case for case in NETWORK_CASES if str(case.id).endswith("-amqp")]
+
+
+async def _send_until_cut(url: str, relay: Relay, queue: Queue) -> BaseException | None:
+    """Sends as fast as the loop goes and cuts the connection after 0.3 s; returns what
+    the sends raised (None: the sends went on for 20 s)."""
+    async with await aio.connect(url) as connection:
+        session = await connection.create_session()
+        producer = await session.create_producer(queue)
+        producer.delivery_mode = NON_PERSISTENT
+        cut = asyncio.get_running_loop().call_later(0.3, relay.cut)
+        try:
+            async with asyncio.timeout(20.0):
+                while True:
+                    await producer.send(session.create_text_message("x"))
+        except TimeoutError:
+            return None
+        except jmslike.JMSException as exc:
+            return exc
+        finally:
+            cut.cancel()
+
+
+@pytest.mark.parametrize("relay_for", AMQP_CASES, indirect=True)
+def test_aio_send_waiting_for_the_window_fails_with_its_connection(
+    relay_for: tuple[str, str, Relay], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection lost while a producer waits for its window (made 20, so that it is
+    full when the cut comes) leaves transfers that will never be made: the send must not
+    wait for them for good, but fail as any send on a lost connection does."""
+    monkeypatch.setattr(jmslike_amqp.session, "AT_ONCE_WINDOW", 20)
+    monkeypatch.setattr(jmslike_amqp.session, "AT_ONCE_LOW", 10)
+    monkeypatch.setattr(jmslike_amqp.transport, "AT_ONCE_LOW", 10)
+    url, _direct, relay = relay_for
+    raised = asyncio.run(_send_until_cut(url, relay, _queue("cut")))
+    assert isinstance(raised, jmslike.ConnectionFailedError), raised
