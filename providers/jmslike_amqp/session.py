@@ -141,17 +141,11 @@ class AmqpSession(ProviderSession):
         while ``AT_ONCE_WINDOW`` transfers of the link wait for the connection's thread
         (the credit may have run out meanwhile). Read on the event loop's thread while
         nothing runs on the session's own."""
-        last = self._last_sent
-        if last is None:
-            return False
-        sender = last[2]
+        sender = self._unwaited_sender(destination, delivery_mode)
         return (
-            delivery_mode != PERSISTENT
-            and not self.transacted
-            and last[0] == destination
+            sender is not None
             and sender.credit.is_set()
             and sender.posted - sender.transferred < AT_ONCE_WINDOW
-            and self._senders.get(last[1]) is sender
         )
 
     def wake_when_at_once(
@@ -159,23 +153,33 @@ class AmqpSession(ProviderSession):
     ) -> bool:
         """Only ``AT_ONCE_WINDOW`` stands in the way of :meth:`sends_at_once`: ``wake`` is
         called on the connection's thread once half of those transfers went."""
+        sender = self._unwaited_sender(destination, delivery_mode)
+        if (
+            sender is None
+            or not sender.credit.is_set()  # then the wait is for credit: a thread's
+            or sender.posted - sender.transferred < AT_ONCE_WINDOW
+        ):
+            return False
+        sender.drained = wake
+        if sender.posted - sender.transferred <= AT_ONCE_LOW:  # went meanwhile
+            sender.drained = None
+            wake()
+        return True
+
+    def _unwaited_sender(self, destination: Destination, delivery_mode: int) -> LinkHandle | None:
+        """The sender link a send to ``destination`` would use without waiting for a link
+        or an outcome: non-persistent, outside a transaction, to the destination this
+        session last sent to, whose link is still kept; else None."""
         last = self._last_sent
         if (
             last is None
             or delivery_mode == PERSISTENT
             or self.transacted
             or last[0] != destination
-            or not last[2].credit.is_set()  # then the wait is for credit: a thread's
-            or last[2].posted - last[2].transferred < AT_ONCE_WINDOW
             or self._senders.get(last[1]) is not last[2]
         ):
-            return False
-        sender = last[2]
-        sender.drained = wake
-        if sender.posted - sender.transferred <= AT_ONCE_LOW:  # went meanwhile
-            sender.drained = None
-            wake()
-        return True
+            return None
+        return last[2]
 
     def send_async(
         self,
