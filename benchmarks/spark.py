@@ -5,13 +5,17 @@
   ts, one producer per group, transacted batches of ``--batch-size``) against one plain
   jmslike producer session in this process doing the same (rows sorted by group, one
   bound producer per group, same transactions). Persistent messages, 100-byte bodies.
-* streaming read: ``--stream-rows`` of those messages read by a Spark streaming query
-  into a no-op ``foreachBatch``, with the read's default options unless
-  ``--stream-batch`` (``maxMessagesPerBatch``) or ``--acknowledge`` is given, against one
-  plain jmslike CLIENT_ACKNOWLEDGE consumer acknowledging every 100 rows (every
-  ``--stream-batch``, if given). The Spark side is given from the query's start and
-  from the end of its first micro-batch on (Spark takes seconds to start the first).
-  What is left on the queues is drained at the end.
+* streaming read: ``--stream-rows`` messages (1,000 groups at most, written by a plain
+  producer to a fresh queue for each run) read by a Spark streaming query into a
+  ``foreachBatch`` that counts them, with the read's default options unless
+  ``--stream-batch`` (``maxMessagesPerBatch``), ``--acknowledge`` or
+  ``--receive-timeout`` is given, against one plain jmslike CLIENT_ACKNOWLEDGE consumer
+  acknowledging every 100 rows (every ``--stream-batch``, if given). The first query of
+  the session runs in a cold JVM and a fresh Spark (about 5 s before its first batch's
+  rows reach ``foreachBatch`` here) and is given on its own; then ``--runs`` queries in
+  the warm session and as many plain reads, medians. The Spark side is given from the
+  query's start and from the end of its first micro-batch on. What is left on the
+  queues is drained at the end.
 
 One queue holds all the written rows until they are drained: the suite's ActiveMQ
 (memoryUsage 3 GB, scripts/brokers/activemq.sh) holds the issue's 1,000,000; the
@@ -19,12 +23,14 @@ suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` th
 
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
-                               [--acknowledge stored|commit]
+                               [--acknowledge stored|commit] [--receive-timeout S]
+                               [--runs R]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -95,7 +101,7 @@ def drain(url: str, queue: str) -> None:
 
 
 def spark_stream(
-    spark: Any, url: str, queue: str, rows: int, batch: int | None, acknowledge: str | None
+    spark: Any, url: str, queue: str, rows: int, options: dict[str, str]
 ) -> tuple[float, float]:
     """Rows a second from the query's start, and after its first batch: the first
     includes the several seconds Spark takes to start a query's first micro-batch (its
@@ -115,12 +121,8 @@ def spark_stream(
             .option("url", url)
             .option("destination", queue)
             .option("stateDir", f"{state}/state")
-            .option("receiveTimeout", "0.5")
+            .options(**options)
         )
-        if batch is not None:
-            reader = reader.option("maxMessagesPerBatch", str(batch))
-        if acknowledge is not None:
-            reader = reader.option("acknowledge", acknowledge)
         query = (
             reader.load()
             .writeStream.foreachBatch(count)
@@ -142,16 +144,16 @@ def spark_stream(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=None)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="0: no write")
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--stream-rows", type=int, default=20_000)
     parser.add_argument("--stream-batch", type=int, default=None)
     parser.add_argument("--acknowledge", choices=("stored", "commit"), default=None)
+    parser.add_argument("--receive-timeout", default=None, help="receiveTimeout, seconds")
+    parser.add_argument("--runs", type=int, default=3, help="warm streaming reads (medians)")
     parser.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args()
     url = args.url or _default_url()
-
-    from pyspark.sql import functions as fn
 
     import jmslike.spark
 
@@ -159,6 +161,20 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     jmslike.spark.register(spark)
     run = uuid.uuid4().hex[:8]
+    try:
+        if args.rows:
+            write(spark, url, run, args)
+        stream(spark, url, run, args)
+    finally:
+        spark.stop()
+
+
+def write(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
+    """Spark's ``write_ordered`` beside one plain producer, the same rows."""
+    from pyspark.sql import functions as fn
+
+    import jmslike.spark
+
     spark_queue, plain_queue = f"queue://bench-spark-{run}", f"queue://bench-plain-{run}"
     try:
         df = spark.range(args.rows).select(
@@ -176,30 +192,65 @@ def main() -> None:
             batchSize=str(args.batch_size),
         )
         spark_rate = args.rows / (time.perf_counter() - start)
-        stream_rows = min(args.stream_rows, args.rows)
-        stream_rate, steady_rate = spark_stream(
-            spark, url, spark_queue, stream_rows, args.stream_batch, args.acknowledge
-        )
         # One queue on the broker at a time: ActiveMQ's producer flow control (memory
         # limit) stops senders long before 1,000,000 messages are held.
         drain(url, spark_queue)
         plain_rate = plain_write(url, plain_queue, args.rows, args.groups, args.batch_size)
-        read_rate = plain_read(url, plain_queue, stream_rows, args.stream_batch or 100)
-        print(f"write {args.rows} rows in {args.groups} groups, persistent, {url.split('@')[-1]}")
+        drain(url, plain_queue)
+        where = url.rsplit("@", maxsplit=1)[-1]
+        print(f"write {args.rows} rows in {args.groups} groups, persistent, {where}")
         print(f"  spark local[2] write_ordered: {spark_rate:10,.0f} rows/s")
         print(f"  plain jmslike producer:       {plain_rate:10,.0f} rows/s")
         print(f"  ratio spark/plain:            {spark_rate / plain_rate:10.2f}")
-        options = f"maxMessagesPerBatch={args.stream_batch or 'default'}, acknowledge="
-        print(f"streaming read of {stream_rows} rows, {options}{args.acknowledge or 'default'}")
-        print(f"  spark readStream:             {stream_rate:10,.0f} rows/s")
-        print(f"    after its first batch:      {steady_rate:10,.0f} rows/s")
-        print(f"  plain jmslike consumer:       {read_rate:10,.0f} rows/s")
-        print(f"  ratio spark/plain:            {stream_rate / read_rate:10.2f}")
-        print(f"    after the first batch:      {steady_rate / read_rate:10.2f}")
     finally:
         drain(url, spark_queue)
         drain(url, plain_queue)
-        spark.stop()
+
+
+def stream(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
+    """The streaming read: a cold first query, then ``--runs`` warm ones beside as many
+    plain reads, each of its own freshly written queue."""
+    options = {
+        name: str(value)
+        for name, value in (
+            ("maxMessagesPerBatch", args.stream_batch),
+            ("acknowledge", args.acknowledge),
+            ("receiveTimeout", args.receive_timeout),
+        )
+        if value is not None
+    }
+    rows, groups = args.stream_rows, min(1000, max(1, args.stream_rows // 50))
+
+    def fresh(name: str) -> str:
+        queue = f"queue://bench-{name}-{run}"
+        plain_write(url, queue, rows, groups, args.batch_size)
+        return queue
+
+    def spark_run(n: int) -> tuple[float, float]:
+        queue = fresh(f"stream{n}")
+        try:
+            return spark_stream(spark, url, queue, rows, options)
+        finally:
+            drain(url, queue)
+
+    cold = spark_run(0)
+    warm = [spark_run(n) for n in range(1, args.runs + 1)]
+    plain = [
+        plain_read(url, fresh(f"read{n}"), rows, args.stream_batch or 100) for n in range(args.runs)
+    ]
+    start_rate = statistics.median(rate for rate, _ in warm)
+    steady_rate = statistics.median(after for _, after in warm)
+    read_rate = statistics.median(plain)
+    described = ", ".join(f"{k}={v}" for k, v in options.items()) or "default options"
+    print(f"streaming read of {rows} rows in {groups} groups, {described}")
+    print(f"  first query, cold Spark:      {cold[0]:10,.0f} rows/s")
+    print(f"    after its first batch:      {cold[1]:10,.0f} rows/s")
+    print(f"  warm queries (median of {args.runs}):  {start_rate:10,.0f} rows/s")
+    print(f"    after their first batch:    {steady_rate:10,.0f} rows/s")
+    print(f"  plain jmslike consumer:       {read_rate:10,.0f} rows/s")
+    print(f"  ratio spark/plain, cold:      {cold[0] / read_rate:10.2f}")
+    print(f"  ratio spark/plain, warm:      {start_rate / read_rate:10.2f}")
+    print(f"    after the first batch:      {steady_rate / read_rate:10.2f}")
 
 
 if __name__ == "__main__":

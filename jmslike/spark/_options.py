@@ -38,6 +38,7 @@ _OWN = {
     "statedir",
     "drainackevery",
     "acknowledge",
+    "maxbatchesahead",
 }
 _SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
 """Keys Spark itself may pass along with the user's options: not factory settings."""
@@ -64,6 +65,9 @@ class SparkOptions:
     """Streaming read, ``acknowledge=stored``: a batch's bodies, in bytes (characters for
     text), at most; the batch that reaches it ends there (a row count alone would let a
     batch of large messages outgrow the driver's memory)."""
+    max_batches_ahead: int = 3
+    """Streaming read, ``acknowledge=stored``: full batches the reader may hold spooled
+    and acknowledged before Spark asks for them (the driver's memory holds their rows)."""
     drain_ack_every: int = 100
     acknowledge: str = "stored"
     """Streaming read: "stored" acknowledges a batch's messages once they are on disk in
@@ -152,6 +156,7 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
             20_000 if acknowledge == "stored" else 100,
         ),
         max_bytes_per_batch=_int(options, "maxbytesperbatch", "maxBytesPerBatch", 64 * 1024 * 1024),
+        max_batches_ahead=_int(options, "maxbatchesahead", "maxBatchesAhead", 3),
         drain_ack_every=_int(options, "drainackevery", "drainAckEvery", 100),
         state_dir=options.get("statedir") or None,
         acknowledge=acknowledge,

@@ -1,21 +1,27 @@
-"""The streaming read's receiver (``acknowledge=stored``): the next micro-batch is
+"""The streaming read's receiver (``acknowledge=stored``): the next micro-batches are
 received and spooled while Spark runs the current one.
 
 Spark's own cost per micro-batch (offset log, planning, commit log: about half a second
 on a 2-core machine) used to come on top of the time the batch took to receive, because
 ``latestOffset`` received it. Here one thread, on the driver's Python worker, receives
 all the time: every ``drainAckEvery`` messages (or when none comes for ``_GAP`` seconds)
-it appends them to the current batch's spool, fsync'd, and only then acknowledges them,
-exactly as ``latestOffset`` did. ``cut`` makes what is spooled a batch: when it is full
-(``maxMessagesPerBatch`` rows or ``maxBytesPerBatch`` of bodies), when the destination
-went quiet, or when Spark has waited ``receiveTimeout`` (then with what is there, maybe
-nothing). The thread stops receiving while a full batch waits for its cut, so the spool
-never outgrows one batch. So batches adapt: while Spark is slower than the broker each
-batch is full, and the first one, which Spark takes several seconds to start, is cut
-after ``receiveTimeout`` at most while the next ones are received meanwhile.
+it appends them to the spool of the batch it is filling, fsync'd, and only then
+acknowledges them, exactly as ``latestOffset`` did. A batch is full at
+``maxMessagesPerBatch`` rows or ``maxBytesPerBatch`` of bodies; then the thread goes on
+with the next batch, in a spool of its own, until ``maxBatchesAhead`` full batches wait
+for Spark, and stops receiving until Spark takes one. ``cut`` makes the oldest full
+batch Spark's next one at once; with none full, it cuts the batch being filled when the
+destination went quiet, or when Spark has waited ``receiveTimeout`` (then with what is
+there, maybe nothing). So batches adapt: while Spark is slower than the broker each
+batch is full, and the first one, which Spark takes several seconds to start (about 5 s
+in a fresh Spark session here), is cut after ``receiveTimeout`` at most while the next
+ones are received meanwhile, several batches of them rather than one.
+
+Each batch has its own spool file, named by its start offset, so the spools of a reader
+that dies are contiguous batches for the next one (``_stream._finish_spools``).
 
 Only this thread touches the session and consumer (JMS: a session is one thread's); the
-lock guards what ``cut`` shares with it: the rows spooled and the batch's start offset.
+lock guards what ``cut`` shares with it: the batches spooled and their start offsets.
 Group order (ORD-9): one consumer still takes every batch in delivery order.
 """
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from jmslike.consumer import MessageConsumer
@@ -61,9 +68,11 @@ class Spooler:
         self._known = known
         """Message id -> batch: copies of rows already on disk, acknowledged, not read."""
         self._cond = threading.Condition()
+        self._ahead: deque[tuple[int, list[tuple[Any, ...]]]] = deque()
+        """Full batches spooled and acknowledged, oldest first: (start offset, rows)."""
         self._start = start
         self._ready: list[tuple[Any, ...]] = []
-        """Rows spooled and acknowledged since ``_start``: the next batch."""
+        """Rows spooled and acknowledged since ``_start``: the batch being filled."""
         self._ready_bytes = 0
         self._quiet = False
         self._error: BaseException | None = None
@@ -72,28 +81,30 @@ class Spooler:
         self._thread.start()
 
     def cut(self, timeout: float) -> int:
-        """The end offset of the next batch, once it is full or the destination is quiet,
-        or after ``timeout`` seconds with what is spooled then (nothing: the offset as it
-        was)."""
+        """The end offset of the next batch: the oldest full one at once, else the one
+        being filled once the destination is quiet, or after ``timeout`` seconds with what
+        is spooled then (nothing: the offset as it was)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
                 if self._error is not None:
                     raise self._error
-                ready = self._ready
                 left = deadline - time.monotonic()
-                if self._full(0, 0) or (ready and self._quiet) or left <= 0:
+                if self._ahead or (self._ready and self._quiet) or left <= 0:
                     break
-                self._cond.wait(min(left, _GAP) if ready else left)
-            start = self._start
-            if ready:
-                self._state.add_batch(start, start + len(ready), ready)
+                self._cond.wait(min(left, _GAP) if self._ready else left)
+            if self._ahead:
+                start, rows = self._ahead.popleft()
+            else:
+                start, rows = self._start, self._ready
+                self._start = start + len(rows)
+                self._ready = []
+                self._ready_bytes = 0
+            if rows:
+                self._state.add_batch(start, start + len(rows), rows)
             self._state.drop_spool(start)
-            self._start = start + len(ready)
-            self._ready = []
-            self._ready_bytes = 0
             self._cond.notify_all()
-            return self._start
+            return start + len(rows)
 
     def stop(self) -> None:
         """Stop receiving; what was received and not spooled goes back with the session."""
@@ -103,7 +114,8 @@ class Spooler:
         self._thread.join(self._options.receive_timeout + 5.0)
 
     def _full(self, rows: int, size: int) -> bool:
-        """Would the batch be full with ``rows`` more rows of ``size`` bytes of bodies?"""
+        """Would the batch being filled be full with ``rows`` more rows of ``size`` bytes
+        of bodies?"""
         options = self._options
         return (
             len(self._ready) + rows >= options.max_messages_per_batch
@@ -125,7 +137,7 @@ class Spooler:
         held_bytes = unacknowledged = 0
         while True:
             with self._cond:
-                while not self._stopping and self._full(len(held), held_bytes):
+                while not self._stopping and len(self._ahead) >= self._options.max_batches_ahead:
                     self._cond.wait()
                 if self._stopping:
                     return
@@ -151,6 +163,11 @@ class Spooler:
                 self._state.spool(self._start, rows)
                 self._ready.extend(rows)
                 self._ready_bytes += size
+                if self._full(0, 0):  # it waits for its cut; the next batch starts
+                    self._ahead.append((self._start, self._ready))
+                    self._start += len(self._ready)
+                    self._ready = []
+                    self._ready_bytes = 0
             if unacknowledged:
                 self._session.acknowledge()
             self._quiet = quiet

@@ -107,21 +107,24 @@ def test_stored_batches_are_acknowledged_before_spark_commits(tmp_path: Path) ->
 
 def test_the_next_batch_is_spooled_while_spark_runs_the_current_one(tmp_path: Path) -> None:
     """The receiver thread (``jmslike/spark/_spooler.py``) spools and acknowledges the
-    next batch before Spark asks for it, and never more than one batch ahead; a reader
-    Spark makes meanwhile to plan a read leaves that spool alone."""
+    next batch before Spark asks for it, and with ``maxBatchesAhead=1`` never more than
+    one batch ahead; a reader Spark makes meanwhile to plan a read leaves that spool
+    alone."""
     url = f"embedded://spool-{uuid.uuid4().hex}"
     state = tmp_path / "state"
     with ConnectionFactory(url).create_connection() as keeper:
         _send_group(keeper, 10)
-        reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4", drainAckEvery="2"))
+        options = _options(
+            url, state, maxMessagesPerBatch="4", drainAckEvery="2", maxBatchesAhead="1"
+        )
+        reader = JmsStreamReader(options)
         try:
             assert reader.latestOffset()["seq"] == 4
             spool = state / "spool-4.jsonl"
-            deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline and _lines(spool) < 4:
-                time.sleep(0.01)
+            _wait_lines(spool, 4)
             time.sleep(0.3)
             assert _lines(spool) == 4, "one batch ahead, no more"
+            assert not (state / "spool-8.jsonl").exists()
             JmsStreamReader(_options(url, state))  # as Spark's planning worker makes one
             assert spool.exists()
             assert reader.latestOffset()["seq"] == 8
@@ -129,6 +132,47 @@ def test_the_next_batch_is_spooled_while_spark_runs_the_current_one(tmp_path: Pa
             assert reader.latestOffset()["seq"] == 10
         finally:
             reader.stop()
+
+
+def test_full_batches_wait_up_to_max_batches_ahead_and_outlive_their_reader(
+    tmp_path: Path,
+) -> None:
+    """By default the receiver spools up to three full batches ahead of Spark, each in a
+    spool of its own (Spark's first micro-batch takes seconds to start; the broker need
+    not wait for it), and stops there. A reader that dies then leaves the three spools
+    to the next reader as three batches, served in order before anything new."""
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    state = tmp_path / "state"
+    with ConnectionFactory(url).create_connection() as keeper:
+        _send_group(keeper, 20)
+        reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4", drainAckEvery="2"))
+        assert reader.latestOffset()["seq"] == 4
+        spools = [state / f"spool-{start}.jsonl" for start in (4, 8, 12)]
+        for spool in spools:
+            _wait_lines(spool, 4)
+        time.sleep(0.3)
+        assert [_lines(spool) for spool in spools] == [4, 4, 4]
+        assert not (state / "spool-16.jsonl").exists(), "three full batches ahead, no more"
+        reader.stop()  # the driver died before Spark asked for them
+
+        again = JmsStreamReader(_options(url, state, maxMessagesPerBatch="4"))
+        try:
+            assert again.initialOffset()["seq"] == 0
+            assert not list(state.glob("spool-*")), "each spool became a batch"
+            assert sorted(again._state.batches()) == [4, 8, 12, 16]
+            assert _rows(again, 0, 16) == [f"g:{n}" for n in range(16)]
+            assert again.latestOffset()["seq"] == 20
+            assert _rows(again, 16, 20) == [f"g:{n}" for n in range(16, 20)]
+        finally:
+            again.stop()
+
+
+def test_max_batches_ahead_is_an_option_of_the_read() -> None:
+    parsed = _options("embedded://x", Path("/tmp/unused"), maxBatchesAhead="5")
+    assert parsed.max_batches_ahead == 5
+    assert "maxbatchesahead" not in parsed.settings
+    with pytest.raises(ConfigurationError, match=r"maxBatchesAhead='0'"):
+        _options("embedded://x", Path("/tmp/unused"), maxBatchesAhead="0")
 
 
 def _send_group(keeper: Connection, count: int) -> None:
@@ -142,6 +186,12 @@ def _send_group(keeper: Connection, count: int) -> None:
 
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+def _wait_lines(path: Path, count: int) -> None:
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and _lines(path) < count:
+        time.sleep(0.01)
 
 
 def test_max_bytes_per_batch_is_an_option_of_the_read() -> None:
