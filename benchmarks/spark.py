@@ -24,7 +24,7 @@ suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` th
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
                                [--acknowledge stored|commit] [--receive-timeout S]
-                               [--runs R]
+                               [--runs R] [--read-option NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -151,6 +151,13 @@ def main() -> None:
     parser.add_argument("--acknowledge", choices=("stored", "commit"), default=None)
     parser.add_argument("--receive-timeout", default=None, help="receiveTimeout, seconds")
     parser.add_argument("--runs", type=int, default=3, help="warm streaming reads (medians)")
+    parser.add_argument(
+        "--read-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other option of the streaming read, e.g. maxBatchesAhead=1 (repeatable)",
+    )
     parser.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args()
     url = args.url or _default_url()
@@ -219,6 +226,9 @@ def stream(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
         )
         if value is not None
     }
+    for given in args.read_option:
+        name, _, value = given.partition("=")
+        options[name] = value
     rows, groups = args.stream_rows, min(1000, max(1, args.stream_rows // 50))
 
     def fresh(name: str) -> str:
