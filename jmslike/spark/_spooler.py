@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jmslike.consumer import MessageConsumer
 from jmslike.message import Message
@@ -68,11 +68,12 @@ class Spooler:
         self._known = known
         """Message id -> batch: copies of rows already on disk, acknowledged, not read."""
         self._cond = threading.Condition()
-        self._ahead: deque[tuple[int, list[tuple[Any, ...]]]] = deque()
+        self._ahead: deque[tuple[int, int]] = deque()
         """Full batches spooled and acknowledged, oldest first: (start offset, rows)."""
         self._start = start
-        self._ready: list[tuple[Any, ...]] = []
-        """Rows spooled and acknowledged since ``_start``: the batch being filled."""
+        self._ready = 0
+        """Rows spooled and acknowledged since ``_start``: the batch being filled (the
+        rows themselves are on disk only)."""
         self._ready_bytes = 0
         self._quiet = False
         self._error: BaseException | None = None
@@ -97,14 +98,12 @@ class Spooler:
                 start, rows = self._ahead.popleft()
             else:
                 start, rows = self._start, self._ready
-                self._start = start + len(rows)
-                self._ready = []
-                self._ready_bytes = 0
+                self._start = start + rows
+                self._ready = self._ready_bytes = 0
             if rows:
-                self._state.add_batch(start, start + len(rows), rows)
-            self._state.drop_spool(start)
+                self._state.promote_spool(start, start + rows)
             self._cond.notify_all()
-            return start + len(rows)
+            return start + rows
 
     def stop(self) -> None:
         """Stop receiving; what was received and not spooled goes back with the session."""
@@ -118,7 +117,7 @@ class Spooler:
         of bodies?"""
         options = self._options
         return (
-            len(self._ready) + rows >= options.max_messages_per_batch
+            self._ready + rows >= options.max_messages_per_batch
             or self._ready_bytes + size >= options.max_bytes_per_batch
         )
 
@@ -158,16 +157,15 @@ class Spooler:
         disk."""
         with self._cond:
             if held:
-                base = self._start + len(self._ready) + 1
+                base = self._start + self._ready + 1
                 rows = [message_row(message, base + i) for i, message in enumerate(held)]
                 self._state.spool(self._start, rows)
-                self._ready.extend(rows)
+                self._ready += len(rows)
                 self._ready_bytes += size
                 if self._full(0, 0):  # it waits for its cut; the next batch starts
                     self._ahead.append((self._start, self._ready))
-                    self._start += len(self._ready)
-                    self._ready = []
-                    self._ready_bytes = 0
+                    self._start += self._ready
+                    self._ready = self._ready_bytes = 0
             if unacknowledged:
                 self._session.acknowledge()
             self._quiet = quiet

@@ -4,8 +4,8 @@ Process model: Spark keeps one Python process on the driver for a streaming sour
 (``latestOffset``, ``partitions``, ``commit`` and ``stop`` all run there), and runs
 ``read`` in executor workers. So the broker session lives on the driver: ``latestOffset``
 ends a batch of messages received on a CLIENT_ACKNOWLEDGE session (up to
-``maxMessagesPerBatch``) and writes it to the state directory (``stateDir``, fsync'd, one
-JSON file per batch, named by the batch's end offset). ``partitions`` hands the batch's
+``maxMessagesPerBatch``) and keeps it in the state directory (``stateDir``, fsync'd, one
+file per batch, named by the batch's end offset). ``partitions`` hands the batch's
 rows to the executors inside the partition, read back from that file, so a batch Spark
 replays after a failure is the same rows (``read`` gives them to Spark as Arrow record
 batches), and ``commit(end)`` deletes the files up to ``end``. When the broker
@@ -14,7 +14,8 @@ hears of a batch depends on the ``acknowledge`` option:
 * ``stored`` (the default), a write-ahead log: one session and consumer serve every
   batch, on a thread that receives the next batch while Spark runs the current one
   (``_spooler.py``); every ``drainAckEvery`` messages are appended to
-  ``spool-<start>.jsonl`` and fsync'd, and only then acknowledged. A batch Spark fails
+  ``spool-<start>.jsonl`` and fsync'd, and only then acknowledged; the spool renamed
+  ``batch-<end>.jsonl`` is the batch. A batch Spark fails
   is served again from its file (the broker has forgotten it); a process that dies
   mid-batch leaves a spool that the next reader turns into a batch, and a copy the
   broker sends again because the last acknowledgement was lost is recognised by message
@@ -112,8 +113,10 @@ def _decode(row: list[Any]) -> tuple[Any, ...]:
 
 
 class _StateDir:
-    """``committed.json`` (the committed offset, ``{"seq": n, "tick": t}``) plus
-    ``batch-<end>.json`` per uncommitted batch."""
+    """``committed.json`` (the committed offset, ``{"seq": n, "tick": t}``) plus a file
+    per uncommitted batch: ``batch-<end>.jsonl``, a spool renamed (a row a line), or
+    ``batch-<end>.json``, written whole (``acknowledge=commit``, a recovered spool, and
+    state dirs from before 2026-12-06)."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
@@ -151,6 +154,10 @@ class _StateDir:
         for file in self.path.glob("batch-*.json"):
             data = json.loads(file.read_text(encoding="utf-8"))
             found[int(data["end"])] = data
+        for file in self.path.glob("batch-*.jsonl"):
+            end = int(file.stem.removeprefix("batch-"))
+            rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+            found[end] = {"start": end - len(rows), "end": end, "rows": rows}
         return found
 
     def add_batch(self, start: int, end: int, rows: list[tuple[Any, ...]]) -> None:
@@ -189,12 +196,19 @@ class _StateDir:
             found[int(file.stem.removeprefix("spool-"))] = rows
         return found
 
+    def promote_spool(self, start: int, end: int) -> None:
+        """The spool of the batch starting after ``start`` becomes that batch, renamed
+        (its rows are not encoded again on ``latestOffset``'s path): a crash leaves the
+        spool, which the next reader makes a batch, or the batch, never both."""
+        os.replace(self.path / f"spool-{start}.jsonl", self.path / f"batch-{end}.jsonl")
+        self._sync_dir()
+
     def drop_spool(self, start: int) -> None:
         (self.path / f"spool-{start}.jsonl").unlink(missing_ok=True)
 
     def drop_batches(self, upto: int) -> None:
         """The file name says a batch's end: no need to read the rows to drop it."""
-        for file in self.path.glob("batch-*.json"):
+        for file in [*self.path.glob("batch-*.json"), *self.path.glob("batch-*.jsonl")]:
             if int(file.stem.removeprefix("batch-")) <= upto:
                 file.unlink(missing_ok=True)
 

@@ -418,7 +418,7 @@ def test_streaming_read_stored_acks_once_on_disk_and_serves_a_failed_batch_from_
         query.awaitTermination(120)
     assert [row[0] for row in first[0][1]] == list(range(1, 21))
     assert json.loads((state / "committed.json").read_text())["seq"] == 20
-    assert (state / "batch-40.json").exists()
+    assert (state / "batch-40.jsonl").exists()  # the spool, renamed
     # The reader's receiver thread spools the next batch while Spark runs the current
     # one: each row of the third batch is in its spool (acknowledged) or on the broker.
     spool = state / "spool-40.jsonl"

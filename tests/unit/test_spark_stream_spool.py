@@ -8,6 +8,7 @@ those rows on disk, and the next reader must serve them, in order, before anythi
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -59,7 +60,7 @@ def test_a_reader_that_dies_mid_batch_leaves_its_acknowledged_rows_to_the_next(
         def die(*_args: object) -> None:
             raise _DiedError
 
-        first._state.add_batch = die  # type: ignore[method-assign]
+        first._state.promote_spool = die  # type: ignore[method-assign]
         with pytest.raises(_DiedError):
             first.latestOffset()
         first.stop()
@@ -216,3 +217,33 @@ def test_a_batch_ends_at_max_bytes_per_batch(tmp_path: Path) -> None:
             assert [reader.latestOffset()["seq"] for _ in range(3)] == [3, 6, 7]
         finally:
             reader.stop()
+
+
+def test_a_batch_is_its_spool_renamed_and_older_batch_files_still_serve(tmp_path: Path) -> None:
+    """A cut renames the spool ``batch-<end>.jsonl`` (no row encoded twice on
+    ``latestOffset``'s path); a state dir written before that, with ``batch-<end>.json``,
+    is served and committed alike."""
+    url = f"embedded://spool-{uuid.uuid4().hex}"
+    state = tmp_path / "state"
+    with ConnectionFactory(url).create_connection() as keeper:
+        _send_group(keeper, 6)
+        reader = JmsStreamReader(_options(url, state, maxMessagesPerBatch="3"))
+        try:
+            assert [reader.latestOffset()["seq"] for _ in range(2)] == [3, 6]
+        finally:
+            reader.stop()
+        assert sorted(p.name for p in state.glob("batch-*")) == ["batch-3.jsonl", "batch-6.jsonl"]
+        assert not list(state.glob("spool-*"))
+        older = state / "batch-6.jsonl"
+        rows = [json.loads(line) for line in older.read_text(encoding="utf-8").splitlines()]
+        (state / "batch-6.json").write_text(json.dumps({"start": 3, "end": 6, "rows": rows}))
+        older.unlink()
+
+        again = JmsStreamReader(_options(url, state))
+        try:
+            assert again.initialOffset()["seq"] == 0
+            assert _rows(again, 0, 6) == [f"g:{n}" for n in range(6)]
+            again.commit({"seq": 6, "tick": 0})
+            assert not list(state.glob("batch-*"))
+        finally:
+            again.stop()
