@@ -674,7 +674,7 @@ class StompTransport:
         it is up, and with no ``failover:`` URL (where a SEND that fails to be written
         must say so to its sender)."""
         wire = self._wire
-        if wire is None or not self.connected or self._reconnect.attempts != 0:
+        if wire is None or not self.connected or self.reconnects:
             return None
         return wire if wire.writes else None
 
