@@ -168,14 +168,6 @@ def test_full_batches_wait_up_to_max_batches_ahead_and_outlive_their_reader(
             again.stop()
 
 
-def test_max_batches_ahead_is_an_option_of_the_read() -> None:
-    parsed = _options("embedded://x", Path("/tmp/unused"), maxBatchesAhead="5")
-    assert parsed.max_batches_ahead == 5
-    assert "maxbatchesahead" not in parsed.settings
-    with pytest.raises(ConfigurationError, match=r"maxBatchesAhead='0'"):
-        _options("embedded://x", Path("/tmp/unused"), maxBatchesAhead="0")
-
-
 def _send_group(keeper: Connection, count: int) -> None:
     """``count`` messages of group ``g`` to ``queue://in``, bodies ``g:0``, ``g:1``..."""
     session = keeper.create_session()
@@ -195,13 +187,17 @@ def _wait_lines(path: Path, count: int) -> None:
         time.sleep(0.01)
 
 
-def test_max_bytes_per_batch_is_an_option_of_the_read() -> None:
-    """Not a factory setting: it is the read's, checked like the others."""
-    parsed = _options("embedded://x", Path("/tmp/unused"), maxBytesPerBatch="1024")
-    assert parsed.max_bytes_per_batch == 1024
-    assert "maxbytesperbatch" not in parsed.settings
-    with pytest.raises(ConfigurationError, match=r"maxBytesPerBatch='0'"):
-        _options("embedded://x", Path("/tmp/unused"), maxBytesPerBatch="0")
+@pytest.mark.parametrize(
+    ("option", "field"),
+    [("maxBytesPerBatch", "max_bytes_per_batch"), ("maxBatchesAhead", "max_batches_ahead")],
+)
+def test_the_spools_limits_are_options_of_the_read(option: str, field: str) -> None:
+    """Not factory settings: they are the read's, checked like the others."""
+    parsed = _options("embedded://x", Path("/tmp/unused"), **{option: "1024"})
+    assert getattr(parsed, field) == 1024
+    assert option.lower() not in parsed.settings
+    with pytest.raises(ConfigurationError, match=rf"{option}='0'"):
+        _options("embedded://x", Path("/tmp/unused"), **{option: "0"})
 
 
 def test_a_batch_ends_at_max_bytes_per_batch(tmp_path: Path) -> None:
