@@ -67,7 +67,8 @@ class SparkOptions:
     batch of large messages outgrow the driver's memory)."""
     max_batches_ahead: int = 3
     """Streaming read, ``acknowledge=stored``: full batches the reader may hold spooled
-    and acknowledged before Spark asks for them (the driver's memory holds their rows)."""
+    and acknowledged before Spark asks for them (their rows are on disk in ``state_dir``:
+    a reader that receives faster than Spark reads stops there)."""
     drain_ack_every: int = 100
     acknowledge: str = "stored"
     """Streaming read: "stored" acknowledges a batch's messages once they are on disk in

@@ -17,7 +17,7 @@ hears of a batch depends on the ``acknowledge`` option:
   ``spool-<start>.jsonl`` and fsync'd, and only then acknowledged; the spool renamed
   ``batch-<end>.jsonl`` is the batch. A batch Spark fails
   is served again from its file (the broker has forgotten it); a process that dies
-  mid-batch leaves a spool that the next reader turns into a batch, and a copy the
+  mid-batch leaves its spools, which the next reader turns into batches, and a copy the
   broker sends again because the last acknowledgement was lost is recognised by message
   id and only acknowledged.
   Batches can be large (ActiveMQ Classic pages in only 200 messages at a time and sends
