@@ -149,15 +149,20 @@ class _StateDir:
     def set_committed(self, offset: dict[str, int]) -> None:
         self._write("committed.json", offset)
 
-    def batches(self) -> dict[int, dict[str, Any]]:
+    def batches(self, after: int = -1, upto: int | None = None) -> dict[int, dict[str, Any]]:
+        """The batches whose end offset is in (``after``, ``upto``], read from disk: the
+        file name says the end, so only those files are parsed."""
         found: dict[int, dict[str, Any]] = {}
-        for file in self.path.glob("batch-*.json"):
-            data = json.loads(file.read_text(encoding="utf-8"))
-            found[int(data["end"])] = data
-        for file in self.path.glob("batch-*.jsonl"):
+        for file in [*self.path.glob("batch-*.json"), *self.path.glob("batch-*.jsonl")]:
             end = int(file.stem.removeprefix("batch-"))
-            rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
-            found[end] = {"start": end - len(rows), "end": end, "rows": rows}
+            if end <= after or (upto is not None and end > upto):
+                continue
+            text = file.read_text(encoding="utf-8")
+            if file.suffix == ".json":
+                found[end] = json.loads(text)
+            else:
+                rows = [json.loads(line) for line in text.splitlines()]
+                found[end] = {"start": end - len(rows), "end": end, "rows": rows}
         return found
 
     def add_batch(self, start: int, end: int, rows: list[tuple[Any, ...]]) -> None:
@@ -340,9 +345,8 @@ class JmsStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         first, last = int(start["seq"]), int(end["seq"])
         rows: list[tuple[Any, ...]] = []
-        for batch_end, data in sorted(self._state.batches().items()):
-            if first < batch_end <= last:
-                rows.extend(_decode(r) for r in data["rows"])
+        for _end, data in sorted(self._state.batches(first, last).items()):
+            rows.extend(_decode(r) for r in data["rows"])
         return [_RowsPartition(first, rows)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
