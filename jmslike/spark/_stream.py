@@ -92,11 +92,20 @@ class _Pending:
 
 
 class _RowsPartition(InputPartition):
-    """A micro-batch's rows travel inside its partition: executors need no state dir."""
+    """A micro-batch's rows travel inside its partition: executors need no state dir.
 
-    def __init__(self, start: int, rows: list[tuple[Any, ...]]) -> None:
+    As the JSON text of the encoded rows, which the batch files hold already: one string
+    pickles and unpickles in a few milliseconds where 10,000 tuples took 38 ms, and the
+    executor, not the driver's single Python process, decodes them."""
+
+    def __init__(self, start: int, encoded: str) -> None:
         super().__init__(start)
-        self.rows = rows
+        self.encoded = encoded
+        """A JSON array of the rows, encoded as in the batch files (``_encode``)."""
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        return [_decode(row) for row in json.loads(self.encoded)]
 
 
 def _encode(row: tuple[Any, ...]) -> list[Any]:
@@ -149,14 +158,19 @@ class _StateDir:
     def set_committed(self, offset: dict[str, int]) -> None:
         self._write("committed.json", offset)
 
-    def batches(self, after: int = -1, upto: int | None = None) -> dict[int, dict[str, Any]]:
-        """The batches whose end offset is in (``after``, ``upto``], read from disk: the
-        file name says the end, so only those files are parsed."""
-        found: dict[int, dict[str, Any]] = {}
+    def _batch_files(self, after: int, upto: int | None) -> list[tuple[int, Path]]:
+        """(end offset, file) of the batches whose end is in (``after``, ``upto``], in
+        order: the file name says the end, so no other file is read."""
+        found = []
         for file in [*self.path.glob("batch-*.json"), *self.path.glob("batch-*.jsonl")]:
             end = int(file.stem.removeprefix("batch-"))
-            if end <= after or (upto is not None and end > upto):
-                continue
+            if after < end and (upto is None or end <= upto):
+                found.append((end, file))
+        return sorted(found)
+
+    def batches(self) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        for end, file in self._batch_files(-1, None):
             text = file.read_text(encoding="utf-8")
             if file.suffix == ".json":
                 found[end] = json.loads(text)
@@ -164,6 +178,19 @@ class _StateDir:
                 rows = [json.loads(line) for line in text.splitlines()]
                 found[end] = {"start": end - len(rows), "end": end, "rows": rows}
         return found
+
+    def encoded_rows(self, after: int, upto: int) -> str:
+        """The rows of the batches ending in (``after``, ``upto``], as one JSON array of
+        encoded rows, put together from the files' text without decoding a row (a spool
+        renamed holds a row a line)."""
+        parts = []
+        for _end, file in self._batch_files(after, upto):
+            text = file.read_text(encoding="utf-8")
+            if file.suffix == ".json":
+                parts.append(json.dumps(json.loads(text)["rows"])[1:-1])
+            else:
+                parts.append(",".join(text.splitlines()))
+        return "[" + ",".join(part for part in parts if part) + "]"
 
     def add_batch(self, start: int, end: int, rows: list[tuple[Any, ...]]) -> None:
         self._write(
@@ -344,10 +371,7 @@ class JmsStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         first, last = int(start["seq"]), int(end["seq"])
-        rows: list[tuple[Any, ...]] = []
-        for _end, data in sorted(self._state.batches(first, last).items()):
-            rows.extend(_decode(r) for r in data["rows"])
-        return [_RowsPartition(first, rows)]
+        return [_RowsPartition(first, self._state.encoded_rows(first, last))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _RowsPartition)
