@@ -240,9 +240,8 @@ class _StateDir:
 
     def drop_batches(self, upto: int) -> None:
         """The file name says a batch's end: no need to read the rows to drop it."""
-        for file in [*self.path.glob("batch-*.json"), *self.path.glob("batch-*.jsonl")]:
-            if int(file.stem.removeprefix("batch-")) <= upto:
-                file.unlink(missing_ok=True)
+        for _end, file in self._batch_files(-1, upto):
+            file.unlink(missing_ok=True)
 
 
 class JmsStreamReader(DataSourceStreamReader):

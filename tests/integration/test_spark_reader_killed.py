@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -197,8 +198,7 @@ def _rows_seen(out: Path) -> set[int]:
     return seen
 
 
-def _wait(done: object, driver: _Driver, what: str) -> None:
-    assert callable(done)
+def _wait(done: Callable[[], bool], driver: _Driver, what: str) -> None:
     deadline = time.monotonic() + 180.0
     while not done():
         if driver.child.poll() is not None:
