@@ -29,6 +29,7 @@ from jmslike.errors import ConfigurationError
 __all__ = [
     "MAX_PARTITIONS",
     "PartitionSpec",
+    "group_hash",
     "partition_name",
     "partition_of",
 ]
@@ -38,9 +39,15 @@ MAX_PARTITIONS = 1024
 a thousand of them is a configuration mistake rather than a design."""
 
 
+def group_hash(group: str) -> int:
+    """CRC-32 of the group name's UTF-8 bytes, unsigned: the one hash every placement of
+    a group by number uses (destination partitions, a Spark read's input partitions)."""
+    return zlib.crc32(group.encode("utf-8"))
+
+
 def partition_of(group: str, count: int) -> int:
     """The partition of ``group`` among ``count``: CRC-32 of its UTF-8 bytes, mod count."""
-    return zlib.crc32(group.encode("utf-8")) % count
+    return group_hash(group) % count
 
 
 def partition_name(base: str, index: int) -> str:

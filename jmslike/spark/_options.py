@@ -17,6 +17,7 @@ from jmslike.connection import ConnectionFactory
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import ConfigurationError
 from jmslike.message import DeliveryMode
+from jmslike.partitions.layout import MAX_PARTITIONS
 
 __all__ = ["SparkOptions", "parse_options"]
 
@@ -39,6 +40,7 @@ _OWN = {
     "drainackevery",
     "acknowledge",
     "maxbatchesahead",
+    "numpartitions",
 }
 _SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
 """Keys Spark itself may pass along with the user's options: not factory settings."""
@@ -69,6 +71,9 @@ class SparkOptions:
     """Streaming read, ``acknowledge=stored``: full batches the reader may hold spooled
     and acknowledged before Spark asks for them (their rows are on disk in ``state_dir``:
     a reader that receives faster than Spark reads stops there)."""
+    num_partitions: int | None = None
+    """Streaming read: the input partitions a micro-batch is split into by group; None
+    means the destination's partition count where it is partitioned, else one."""
     drain_ack_every: int = 100
     acknowledge: str = "stored"
     """Streaming read: "stored" acknowledges a batch's messages once they are on disk in
@@ -81,8 +86,18 @@ class SparkOptions:
         settings: dict[str, Any] = dict(self.settings)
         return ConnectionFactory(self.url, user=self.user, password=self.password, **settings)
 
+    def input_partitions(self) -> int:
+        """``numPartitions``, or else the partition count of a partitioned destination
+        (from the factory's settings: the option, the URL or jmslike.toml), or else 1."""
+        if self.num_partitions is not None:
+            return self.num_partitions
+        spec = self.factory().settings.partitions_for(self.destination)
+        return 1 if spec is None else spec.count
 
-def _int(options: Mapping[str, str], key: str, name: str, default: int) -> int:
+
+def _int(
+    options: Mapping[str, str], key: str, name: str, default: int, most: int | None = None
+) -> int:
     raw = options.get(key)
     if raw is None:
         return default
@@ -90,8 +105,9 @@ def _int(options: Mapping[str, str], key: str, name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < 1:
-        raise ConfigurationError(f"option {name}={raw!r}: need an integer >= 1")
+    if value < 1 or (most is not None and value > most):
+        need = "an integer >= 1" if most is None else f"an integer from 1 to {most}"
+        raise ConfigurationError(f"option {name}={raw!r}: need {need}")
     return value
 
 
@@ -158,6 +174,11 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
         ),
         max_bytes_per_batch=_int(options, "maxbytesperbatch", "maxBytesPerBatch", 64 * 1024 * 1024),
         max_batches_ahead=_int(options, "maxbatchesahead", "maxBatchesAhead", 3),
+        num_partitions=(
+            None
+            if options.get("numpartitions") is None
+            else _int(options, "numpartitions", "numPartitions", 1, MAX_PARTITIONS)
+        ),
         drain_ack_every=_int(options, "drainackevery", "drainAckEvery", 100),
         state_dir=options.get("statedir") or None,
         acknowledge=acknowledge,

@@ -34,8 +34,9 @@ hears of a batch depends on the ``acknowledge`` option:
   and only acknowledged, not read twice). The broker keeps every message until Spark is
   done with it.
 
-Group order: one batch's rows are in delivery order in one partition (ORD-9), and Spark
-runs micro-batches one after another. With ``stored`` one consumer takes every batch, so
+Group order: a batch's rows of one group are in delivery order in one input partition
+(ORD-9; the batch is split by group into ``numPartitions`` partitions, ``_rows.py``), and
+Spark runs micro-batches one after another. With ``stored`` one consumer takes every batch, so
 a group's messages come in send order across batches. With ``commit`` a batch's session
 holds its groups until Spark commits it, so another session cannot get a later message
 of those groups first (ORD-9, ORD-10).
@@ -54,7 +55,6 @@ with nothing pending, an empty receive leaves the offset as it was.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -71,16 +71,14 @@ from jmslike.errors import ConfigurationError
 from jmslike.session import Session
 from jmslike.spark._mapping import READ_COLUMNS, arrow_batches, message_row
 from jmslike.spark._options import SparkOptions
+from jmslike.spark._rows import decode, encode, split_lines, split_rows
 from jmslike.spark._spooler import Spooler
 
 __all__ = ["JmsStreamReader"]
 
 log = logging.getLogger("jmslike.spark")
 
-_COLUMN = {name: index for index, (name, _kind) in enumerate(READ_COLUMNS)}
-_BODY_BYTES = _COLUMN["body_bytes"]
-"""The binary body's place in a row: JSON holds it as base64."""
-_MESSAGE_ID = _COLUMN["message_id"]
+_MESSAGE_ID = [name for name, _kind in READ_COLUMNS].index("message_id")
 
 
 @dataclass
@@ -92,33 +90,21 @@ class _Pending:
 
 
 class _RowsPartition(InputPartition):
-    """A micro-batch's rows travel inside its partition: executors need no state dir.
+    """A micro-batch's rows (or its share of them, ``_rows.py``) travel inside its
+    partition: executors need no state dir.
 
     As the JSON text of the encoded rows, which the batch files hold already: one string
     pickles and unpickles in a few milliseconds where 10,000 tuples took 38 ms, and the
     executor, not the driver's single Python process, decodes them."""
 
-    def __init__(self, start: int, encoded: str) -> None:
-        super().__init__(start)
+    def __init__(self, start: int, index: int, encoded: str) -> None:
+        super().__init__((start, index))
         self.encoded = encoded
-        """A JSON array of the rows, encoded as in the batch files (``_encode``)."""
+        """A JSON array of the rows, encoded as in the batch files (``_rows.encode``)."""
 
     @property
     def rows(self) -> list[tuple[Any, ...]]:
-        return [_decode(row) for row in json.loads(self.encoded)]
-
-
-def _encode(row: tuple[Any, ...]) -> list[Any]:
-    out = list(row)
-    if out[_BODY_BYTES] is not None:
-        out[_BODY_BYTES] = base64.b64encode(out[_BODY_BYTES]).decode("ascii")
-    return out
-
-
-def _decode(row: list[Any]) -> tuple[Any, ...]:
-    if row[_BODY_BYTES] is not None:
-        row[_BODY_BYTES] = base64.b64decode(row[_BODY_BYTES])
-    return tuple(row)
+        return [decode(row) for row in json.loads(self.encoded)]
 
 
 class _StateDir:
@@ -179,23 +165,27 @@ class _StateDir:
                 found[end] = {"start": end - len(rows), "end": end, "rows": rows}
         return found
 
-    def encoded_rows(self, after: int, upto: int) -> str:
-        """The rows of the batches ending in (``after``, ``upto``], as one JSON array of
-        encoded rows, put together from the files' text without decoding a row (a spool
-        renamed holds a row a line)."""
-        parts = []
+    def encoded_rows(self, after: int, upto: int, count: int = 1) -> list[str]:
+        """The rows of the batches ending in (``after``, ``upto``], split into ``count``
+        parts by group (``_rows.py``), each a JSON array of encoded rows put together
+        from the files' text without decoding a row (a spool renamed holds a row a
+        line)."""
+        parts: list[list[str]] = [[] for _ in range(count)]
         for _end, file in self._batch_files(after, upto):
             text = file.read_text(encoding="utf-8")
             if file.suffix == ".json":
-                parts.append(json.dumps(json.loads(text)["rows"])[1:-1])
+                split = split_rows(json.loads(text)["rows"], count)
+                lines = [[json.dumps(row) for row in rows] for rows in split]
             else:
-                parts.append(",".join(text.splitlines()))
-        return "[" + ",".join(part for part in parts if part) + "]"
+                lines = split_lines(text.splitlines(), count)
+            for part, more in zip(parts, lines, strict=True):
+                part.extend(more)
+        return ["[" + ",".join(part) + "]" for part in parts]
 
     def add_batch(self, start: int, end: int, rows: list[tuple[Any, ...]]) -> None:
         self._write(
             f"batch-{end}.json",
-            {"start": start, "end": end, "rows": [_encode(r) for r in rows]},
+            {"start": start, "end": end, "rows": [encode(r) for r in rows]},
         )
 
     def write_batch(self, start: int, end: int, encoded: list[list[Any]]) -> None:
@@ -208,7 +198,7 @@ class _StateDir:
         path = self.path / f"spool-{start}.jsonl"
         new = not path.exists()
         with open(path, "a", encoding="utf-8") as out:
-            out.writelines(json.dumps(_encode(row)) + "\n" for row in rows)
+            out.writelines(json.dumps(encode(row)) + "\n" for row in rows)
             out.flush()
             os.fsync(out.fileno())
         if new:
@@ -257,6 +247,8 @@ class JmsStreamReader(DataSourceStreamReader):
             )
         self.options = options
         self._state = _StateDir(options.state_dir)
+        self._split = options.input_partitions()
+        """Input partitions a batch is split into by group (``_rows.py``)."""
         self._connection: Connection | None = None
         self._pending: list[_Pending] = []
         self._spooler: Spooler | None = None
@@ -369,8 +361,11 @@ class JmsStreamReader(DataSourceStreamReader):
         return rows, ack_at
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        """One input partition per part of the split (``_rows.py``), empty ones too, so
+        that Spark's partition id is the part's index (a destination partition's)."""
         first, last = int(start["seq"]), int(end["seq"])
-        return [_RowsPartition(first, self._state.encoded_rows(first, last))]
+        parts = self._state.encoded_rows(first, last, self._split)
+        return [_RowsPartition(first, index, text) for index, text in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _RowsPartition)

@@ -21,10 +21,12 @@ from brokerenv import broker_url
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import spark_partition_id
 
 import jmslike
 import jmslike.spark as jspark
 from jmslike import ConfigurationError, ConnectionFactory, Message
+from jmslike.partitions.layout import partition_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.stomp, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -79,9 +81,9 @@ def _eventually(probe: Any, want: int, seconds: float = 20.0) -> int:
     return int(got)
 
 
-def _send_groups(url: str, queue: str, groups: int, per_group: int) -> None:
+def _send_groups(url: str, queue: str, groups: int, per_group: int, **settings: str) -> None:
     """Group after group, each through its own bound producer (ORD-5)."""
-    with ConnectionFactory(url).create_connection() as connection:
+    with ConnectionFactory(url, **settings).create_connection() as connection:
         session = connection.create_session()
         producers = []
         for g in range(groups):
@@ -442,6 +444,66 @@ def test_streaming_read_stored_acks_once_on_disk_and_serves_a_failed_batch_from_
     assert steps == {f"g{g}": list(range(15)) for g in range(4)}
     time.sleep(1.0)  # the stopped query's connection closes
     assert _drain(url, queue) == []
+
+
+@pytest.fixture
+def rabbitmq() -> str:
+    return broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
+
+
+@pytest.mark.parametrize(
+    "broker",
+    [
+        pytest.param("activemq", marks=pytest.mark.activemq),
+        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
+    ],
+)
+def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_partition(
+    spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A queue declared with 4 partitions (the factory setting, passed as a read option)
+    is read as 4 Spark input partitions a micro-batch: Spark's partition i holds the
+    groups of the queue's partition i, each in send order (ORD-9, ORD-17); every message
+    is read once, and rows are seen in more than one Spark partition."""
+    url = str(request.getfixturevalue(broker))
+    queue = _queue("stream-partitioned")
+    declared: dict[str, str] = {"partitioned_destinations": f"{queue}=4"}
+    if broker == "rabbitmq":  # single-active-consumer queues come from its management API
+        declared["managementUrl"] = broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")
+    groups, per_group = 12, 20
+    _send_groups(url, queue, groups, per_group, **declared)
+    batches: list[tuple[int, list[tuple[int, int, str, int]]]] = []
+
+    def on_batch(df: DataFrame, batch_id: int) -> None:
+        rows = df.withColumn("pid", spark_partition_id()).collect()
+        batches.append(
+            (batch_id, [(r.pid, r.offset, r.group, int(r.properties["step"])) for r in rows])
+        )
+
+    reader = spark.readStream.format("jmslike").option("url", url).option("destination", queue)
+    for name, value in {**declared, "stateDir": str(tmp_path / "state")}.items():
+        reader = reader.option(name, value)
+    query = (
+        reader.option("receiveTimeout", "0.5")
+        .load()
+        .writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        _wait_rows(batches, groups * per_group, query)
+    finally:
+        query.stop()
+    seen = [row for _batch_id, rows in batches for row in rows]
+    assert sorted(offset for _pid, offset, _group, _step in seen) == list(
+        range(1, groups * per_group + 1)
+    )
+    steps: dict[str, list[int]] = {}
+    for pid, _offset, group, step in seen:  # collect() keeps partition order
+        assert pid == partition_of(group, 4), (group, pid)
+        steps.setdefault(group, []).append(step)
+    assert steps == {f"g{g}": list(range(per_group)) for g in range(groups)}
+    assert len({pid for pid, _offset, _group, _step in seen}) > 1
 
 
 # ---------------------------------------------------------------------------- example
