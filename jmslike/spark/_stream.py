@@ -271,8 +271,8 @@ class JmsStreamReader(DataSourceStreamReader):
         if self._recovered:
             return
         self._recovered = True
-        self._finish_spools()
         spooled = self._state.batches()
+        self._finish_spools(spooled)
         for end, data in spooled.items():
             for row in data["rows"]:
                 if row[_MESSAGE_ID] is not None:
@@ -281,13 +281,16 @@ class JmsStreamReader(DataSourceStreamReader):
         self._seq = max([self._committed["seq"], *spooled])
         self._tick = self._committed["tick"]
 
-    def _finish_spools(self) -> None:
+    def _finish_spools(self, spooled: dict[int, dict[str, Any]]) -> None:
         """A reader that died mid-batch acknowledged what it spooled: those rows exist
-        only on disk now, so they become a batch of their own, served like any other."""
-        batches = {data["start"] for data in self._state.batches().values()}
+        only on disk now, so they become a batch of their own, served like any other
+        (and added to ``spooled``, the batches found, so no file is read twice)."""
+        starts = {data["start"] for data in spooled.values()}
         for start, rows in sorted(self._state.spools().items()):
-            if rows and start not in batches:
-                self._state.write_batch(start, start + len(rows), rows)
+            if rows and start not in starts:
+                end = start + len(rows)
+                self._state.write_batch(start, end, rows)
+                spooled[end] = {"start": start, "end": end, "rows": rows}
             self._state.drop_spool(start)
 
     def _open(self) -> Connection:
