@@ -24,7 +24,14 @@ suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` th
     python benchmarks/spark.py [--url stomp://127.0.0.1:61613] [--rows N] [--groups G]
                                [--stream-rows N] [--stream-batch B] [--batch-size B]
                                [--acknowledge stored|commit] [--receive-timeout S]
-                               [--runs R] [--read-option NAME=VALUE ...]
+                               [--runs R] [--read-option NAME=VALUE ...] [--partitions N]
+
+``--partitions N`` declares each streaming-read queue a partitioned queue of N partitions
+(``partitioned_destinations``) for every client: the plain producer and consumer, and
+the Spark read, which then splits its micro-batches into N input partitions by group
+(``numPartitions``' default there; ``--read-option numPartitions=1`` for one).
+``--row-sleep-us U`` gives each row U µs of waiting in its Spark task (the plain read
+does no such work), where input partitions in parallel count.
 """
 
 from __future__ import annotations
@@ -53,10 +60,17 @@ def _default_url() -> str:
     return broker_env().get("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL", "stomp://127.0.0.1:61613")
 
 
-def plain_write(url: str, queue: str, rows: int, groups: int, batch: int) -> float:
+def _declared(queue: str, partitions: int) -> dict[str, str]:
+    """The factory setting that makes ``queue`` a partitioned queue (none for 0)."""
+    return {"partitioned_destinations": f"{queue}={partitions}"} if partitions else {}
+
+
+def plain_write(
+    url: str, queue: str, rows: int, groups: int, batch: int, partitions: int = 0
+) -> float:
     body = "x" * 100
     start = time.perf_counter()
-    with ConnectionFactory(url).create_connection() as connection:
+    with ConnectionFactory(url, **_declared(queue, partitions)).create_connection() as connection:
         session = connection.create_session(transacted=True)
         pending = 0
         for g in range(groups):
@@ -75,9 +89,9 @@ def plain_write(url: str, queue: str, rows: int, groups: int, batch: int) -> flo
     return rows / (time.perf_counter() - start)
 
 
-def plain_read(url: str, queue: str, rows: int, batch: int) -> float:
+def plain_read(url: str, queue: str, rows: int, batch: int, partitions: int = 0) -> float:
     start = time.perf_counter()
-    with ConnectionFactory(url).create_connection() as connection:
+    with ConnectionFactory(url, **_declared(queue, partitions)).create_connection() as connection:
         session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
         consumer = session.create_consumer(queue)
         connection.start()
@@ -90,8 +104,9 @@ def plain_read(url: str, queue: str, rows: int, batch: int) -> float:
     return rows / (time.perf_counter() - start)
 
 
-def drain(url: str, queue: str) -> None:
-    with ConnectionFactory(url, prefetch=1000).create_connection() as connection:
+def drain(url: str, queue: str, partitions: int = 0) -> None:
+    settings = _declared(queue, partitions)
+    with ConnectionFactory(url, prefetch=1000, **settings).create_connection() as connection:
         consumer = connection.create_session(False, Session.DUPS_OK_ACKNOWLEDGE).create_consumer(
             queue
         )
@@ -101,17 +116,26 @@ def drain(url: str, queue: str) -> None:
 
 
 def spark_stream(
-    spark: Any, url: str, queue: str, rows: int, options: dict[str, str]
+    spark: Any, url: str, queue: str, rows: int, options: dict[str, str], row_sleep: float = 0.0
 ) -> tuple[float, float]:
     """Rows a second from the query's start, and after its first batch: the first
     includes the several seconds Spark takes to start a query's first micro-batch (its
-    Python workers, the first plan), which a long-running query pays once."""
+    Python workers, the first plan), which a long-running query pays once. With
+    ``row_sleep``, each row costs that many seconds of waiting in its Spark task (work
+    that waits, a call to another service say), so that tasks in parallel show."""
     seen = 0
     first: tuple[float, int] | None = None
 
+    def work(rows: Any) -> Any:
+        done = 0
+        for _row in rows:
+            time.sleep(row_sleep)
+            done += 1
+        yield done
+
     def count(df: Any, batch_id: int) -> None:
         nonlocal seen, first
-        seen += df.count()
+        seen += sum(df.rdd.mapPartitions(work).collect()) if row_sleep else df.count()
         if first is None and seen:
             first = (time.perf_counter(), seen)
 
@@ -159,6 +183,18 @@ def main() -> None:
         help="any other option of the streaming read, e.g. maxBatchesAhead=1 (repeatable)",
     )
     parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="streaming read: declare each queue partitioned, this many (every client)",
+    )
+    parser.add_argument(
+        "--row-sleep-us",
+        type=int,
+        default=0,
+        help="streaming read: each row waits this long in its Spark task (parallel tasks show)",
+    )
     args = parser.parse_args()
     url = args.url or _default_url()
 
@@ -231,28 +267,35 @@ def stream(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
         options[name] = value
     rows, groups = args.stream_rows, min(1000, max(1, args.stream_rows // 50))
 
+    parts = args.partitions
+
     def fresh(name: str) -> str:
         queue = f"queue://bench-{name}-{run}"
-        plain_write(url, queue, rows, groups, args.batch_size)
+        plain_write(url, queue, rows, groups, args.batch_size, parts)
         return queue
 
     def spark_run(n: int) -> tuple[float, float]:
         queue = fresh(f"stream{n}")
         try:
-            return spark_stream(spark, url, queue, rows, options)
+            read = {**options, **_declared(queue, parts)}
+            return spark_stream(spark, url, queue, rows, read, args.row_sleep_us / 1e6)
         finally:
-            drain(url, queue)
+            drain(url, queue, parts)
 
     cold = spark_run(0)
     warm = [spark_run(n) for n in range(1, args.runs + 1)]
     plain = [
-        plain_read(url, fresh(f"read{n}"), rows, args.stream_batch or 100) for n in range(args.runs)
+        plain_read(url, fresh(f"read{n}"), rows, args.stream_batch or 100, parts)
+        for n in range(args.runs)
     ]
     start_rate = statistics.median(rate for rate, _ in warm)
     steady_rate = statistics.median(after for _, after in warm)
     read_rate = statistics.median(plain)
     described = ", ".join(f"{k}={v}" for k, v in options.items()) or "default options"
-    print(f"streaming read of {rows} rows in {groups} groups, {described}")
+    where = f", a queue of {parts} partitions" if parts else ""
+    if args.row_sleep_us:
+        where += f", {args.row_sleep_us} µs of waiting a row in Spark (not in the plain read)"
+    print(f"streaming read of {rows} rows in {groups} groups{where}, {described}")
     print(f"  first query, cold Spark:      {cold[0]:10,.0f} rows/s")
     print(f"    after its first batch:      {cold[1]:10,.0f} rows/s")
     print(f"  warm queries (median of {args.runs}):  {start_rate:10,.0f} rows/s")
