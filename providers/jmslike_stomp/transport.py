@@ -178,9 +178,9 @@ _NO_EVENT = threading.Event()
 
 
 class _Waiter:
-    __slots__ = ("done", "error", "event", "what")
+    __slots__ = ("after", "done", "error", "event", "what")
 
-    def __init__(self, what: str, done: SendDone | None = None) -> None:
+    def __init__(self, what: str, done: SendDone | None = None, *, after: bool = False) -> None:
         self.event = _NO_EVENT if done is not None else threading.Event()
         """Set once answered; none where ``done`` is told instead (an Event per message
         was a tenth of an asynchronous send's time)."""
@@ -189,6 +189,9 @@ class _Waiter:
         """The frame waited for, for messages: ``SEND to /queue/orders``."""
         self.done = done
         """Told the answer where nobody waits (an asynchronous send)."""
+        self.after = after
+        """Answered after frames sent later (a transaction's SEND, after its COMMIT):
+        never the frame an ERROR that names no receipt answers."""
 
     def settle(self, error: JMSException | None = None) -> None:
         """The broker answered (a RECEIPT, or ``error``), or the connection was lost."""
@@ -493,7 +496,7 @@ class StompTransport:
         # broker has not confirmed yet (it handles frames in order, and would have sent the
         # receipts of earlier ones): that caller gets the error rather than waiting in vain.
         with self._lock:
-            oldest = next(iter(self._waiters), None)
+            oldest = next((key for key, w in self._waiters.items() if not w.after), None)
             pending = self._waiters.pop(oldest) if oldest is not None else None
         if pending is not None:
             pending.settle(error)
@@ -590,13 +593,17 @@ class StompTransport:
         confirm: bool,
         later: bool = False,
         done: SendDone | None = None,
+        hold: list[tuple[str, _Waiter]] | None = None,
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
         With ``later`` ask for the RECEIPT without waiting: :meth:`settle` (and close)
         waits for all of them. With ``done`` (and ``confirm``) return once the frame is
         written and hand the answer to ``done`` (an asynchronous send), on the thread that
-        reads the connection. While a reconnect is under way, wait for it first (up to
-        the timeout)."""
+        reads the connection. With ``hold`` ask for a RECEIPT that comes after frames sent
+        later and add its waiter to ``hold``, for :meth:`await_receipts` or
+        :meth:`forget_receipts` (a transaction's SEND, whose RECEIPT RabbitMQ sends after
+        the COMMIT's). While a reconnect is under way, wait for it first (up to the
+        timeout)."""
         generation = self.generation
         if not self.connected and not self._back.is_set() and not self.closing:
             self._back.wait(self._timeout)
@@ -604,7 +611,7 @@ class StompTransport:
         if acknowledging and self.generation != generation:
             return  # for a delivery of the lost connection: the broker delivers it again
         try:
-            self._send(command, headers, body, confirm=confirm, later=later, done=done)
+            self._send(command, headers, body, confirm=confirm, later=later, done=done, hold=hold)
         except ConnectionFailedError:
             if acknowledging and self.reconnects and not confirm:
                 log.debug("STOMP %s lost with the connection to %s", command, self.address)
@@ -703,6 +710,7 @@ class StompTransport:
         confirm: bool,
         later: bool,
         done: SendDone | None = None,
+        hold: list[tuple[str, _Waiter]] | None = None,
     ) -> None:
         if not self.connected:
             raise ConnectionFailedError(
@@ -714,18 +722,18 @@ class StompTransport:
             except JMSException as exc:  # an earlier send's, not this one's: told, not raised
                 log.warning("STOMP %s: a send may be lost: %s", self.address, exc)
         waiter = None
-        if confirm or later:
+        if confirm or later or hold is not None:
             receipt = f"r{self.next_id()}"
             headers = {**headers, "receipt": receipt}
             what = command + (f" to {headers['destination']}" if "destination" in headers else "")
-            waiter = self._waiters[receipt] = _Waiter(what, done)
+            waiter = self._waiters[receipt] = _Waiter(what, done, after=hold is not None)
         errors_before = self._errors
         try:
             wire = self._wire
             if wire is not None and wire.writes:
                 frame = encode_frame(command, headers, body)
-                if waiter is None and command == "SEND" and self._streams():
-                    wire.hold(frame, self._send_batch)
+                if (waiter is None or hold is not None) and command == "SEND" and self._streams():
+                    wire.hold(frame, self._send_batch)  # (a held RECEIPT comes after more)
                 elif done is not None and waiter is not None and self._streams(ASYNC_STREAM_GAP):
                     # An asynchronous send streams too: nobody waits for its writing. A
                     # write that fails is told to ``done`` (_held_send_written), never
@@ -741,6 +749,7 @@ class StompTransport:
                     if (
                         waiter is not None
                         and not later
+                        and hold is None
                         and done is None  # sends that follow will carry it out
                         and command not in _NOT_PUSHED
                     ):
@@ -762,6 +771,9 @@ class StompTransport:
             ) from exc
         if later and waiter is not None:
             self._later.append(waiter)
+            return
+        if hold is not None and waiter is not None:
+            hold.append((headers["receipt"], waiter))
             return
         if done is not None:
             return
@@ -798,6 +810,29 @@ class StompTransport:
             )
         if waiter.error is not None:
             raise waiter.error
+
+    def await_receipts(self, held: list[tuple[str, _Waiter]]) -> None:
+        """Wait for the RECEIPTs of frames sent with ``hold`` (up to the timeout, for all
+        of them); raise the first failure, and forget the rest."""
+        deadline = time.monotonic() + self._timeout
+        try:
+            for _receipt, waiter in held:
+                if not waiter.event.wait(max(0.0, deadline - time.monotonic())):
+                    raise UnconfirmedError(
+                        f"STOMP broker {self.address} did not confirm {waiter.what} within "
+                        f"{self._timeout} s"
+                    )
+                if waiter.error is not None:
+                    raise waiter.error
+        finally:
+            self.forget_receipts(held)
+
+    def forget_receipts(self, held: list[tuple[str, _Waiter]]) -> None:
+        """Stop waiting for RECEIPTs asked for with ``hold`` (those of a transaction that
+        was aborted never come)."""
+        with self._lock:
+            for receipt, _waiter in held:
+                self._waiters.pop(receipt, None)
 
     def settle(self) -> None:
         """Wait for the RECEIPTs of every frame sent with ``later``; raise the first
