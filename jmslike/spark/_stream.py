@@ -247,8 +247,10 @@ class JmsStreamReader(DataSourceStreamReader):
             )
         self.options = options
         self._state = _StateDir(options.state_dir)
-        self._split = options.input_partitions()
-        """Input partitions a batch is split into by group (``_rows.py``)."""
+        self._split: int | None = None
+        """Input partitions a batch is split into by group (``_rows.py``); found on the
+        first ``partitions`` (driver-side: the readers Spark makes for ``read`` need no
+        factory)."""
         self._connection: Connection | None = None
         self._pending: list[_Pending] = []
         self._spooler: Spooler | None = None
@@ -367,6 +369,8 @@ class JmsStreamReader(DataSourceStreamReader):
         """One input partition per part of the split (``_rows.py``), empty ones too, so
         that Spark's partition id is the part's index (a destination partition's)."""
         first, last = int(start["seq"]), int(end["seq"])
+        if self._split is None:
+            self._split = self.options.input_partitions()
         parts = self._state.encoded_rows(first, last, self._split)
         return [_RowsPartition(first, index, text) for index, text in enumerate(parts)]
 
