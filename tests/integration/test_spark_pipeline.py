@@ -53,6 +53,13 @@ def artemis() -> str:
     return broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL").split("?")[0]
 
 
+def _on(*brokers: str) -> pytest.MarkDecorator:
+    """Parametrise a test over ``brokers`` (fixture names), each with its own marker."""
+    return pytest.mark.parametrize(
+        "broker", [pytest.param(name, marks=getattr(pytest.mark, name)) for name in brokers]
+    )
+
+
 def _queue(name: str) -> str:
     return f"queue://spark-{name}-{uuid.uuid4().hex[:8]}"
 
@@ -337,13 +344,7 @@ def _wait_rows(batches: list[tuple[int, list[Any]]], total: int, query: Any) -> 
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("artemis", marks=pytest.mark.artemis),
-    ],
-)
+@_on("activemq", "artemis")
 def test_streaming_read_acks_on_commit_and_reads_a_failed_batch_again(
     spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -395,13 +396,7 @@ def test_streaming_read_acks_on_commit_and_reads_a_failed_batch_again(
     assert _drain(url, queue) == []
 
 
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("artemis", marks=pytest.mark.artemis),
-    ],
-)
+@_on("activemq", "artemis")
 def test_streaming_read_stored_acks_once_on_disk_and_serves_a_failed_batch_from_it(
     spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -451,13 +446,7 @@ def rabbitmq() -> str:
     return broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
 
 
-@pytest.mark.parametrize(
-    "broker",
-    [
-        pytest.param("activemq", marks=pytest.mark.activemq),
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-    ],
-)
+@_on("activemq", "rabbitmq")
 def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_partition(
     spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
