@@ -27,14 +27,15 @@ from typing import Any
 from jmslike.partitions.layout import group_hash
 from jmslike.spark._mapping import READ_COLUMNS
 
-__all__ = ["decode", "encode", "split_lines", "split_rows"]
+__all__ = ["COLUMN", "decode", "encode", "split_lines", "split_rows"]
 
 _COLUMNS = len(READ_COLUMNS)
-_COLUMN = {name: index for index, (name, _kind) in enumerate(READ_COLUMNS)}
-_BODY_BYTES = _COLUMN["body_bytes"]
+COLUMN = {name: index for index, (name, _kind) in enumerate(READ_COLUMNS)}
+"""A column's place in a row, by name."""
+_BODY_BYTES = COLUMN["body_bytes"]
 """The binary body's place in a row: JSON holds it as base64."""
-_GROUP = _COLUMN["group"]
-_OFFSET = _COLUMN["offset"]
+_GROUP = COLUMN["group"]
+_OFFSET = COLUMN["offset"]
 
 
 def encode(row: tuple[Any, ...]) -> list[Any]:
@@ -54,15 +55,14 @@ def decode(row: list[Any]) -> tuple[Any, ...]:
     return tuple(row[:_COLUMNS])
 
 
-def _partition(key: str, offset: int, count: int) -> int:
-    return int(key) % count if key else offset % count
-
-
 def _row_partition(row: list[Any], count: int) -> int:
     if len(row) > _COLUMNS:
-        return _partition(row[_COLUMNS], row[_OFFSET], count)
-    group = row[_GROUP]
-    return _partition(str(group_hash(group)) if group else "", row[_OFFSET], count)
+        key = row[_COLUMNS]
+        if key:
+            return int(key) % count
+    elif group := row[_GROUP]:  # no key (an old row)
+        return group_hash(group) % count
+    return int(row[_OFFSET]) % count
 
 
 def _line_partition(line: str, count: int) -> int:
@@ -73,7 +73,7 @@ def _line_partition(line: str, count: int) -> int:
     if not key.startswith('"'):  # no key: the last value is the offset (an old row)
         return _row_partition(json.loads(line), count)
     key = key[1:-1]
-    return _partition(key, 0 if key else int(head.rpartition(",")[2]), count)
+    return int(key if key else head.rpartition(",")[2]) % count
 
 
 def split_lines(lines: list[str], count: int) -> list[list[str]]:

@@ -69,16 +69,16 @@ from jmslike.connection import Connection
 from jmslike.consumer import MessageConsumer
 from jmslike.errors import ConfigurationError
 from jmslike.session import Session
-from jmslike.spark._mapping import READ_COLUMNS, arrow_batches, message_row
+from jmslike.spark._mapping import arrow_batches, message_row
 from jmslike.spark._options import SparkOptions
-from jmslike.spark._rows import decode, encode, split_lines, split_rows
+from jmslike.spark._rows import COLUMN, decode, encode, split_lines, split_rows
 from jmslike.spark._spooler import Spooler
 
 __all__ = ["JmsStreamReader"]
 
 log = logging.getLogger("jmslike.spark")
 
-_MESSAGE_ID = [name for name, _kind in READ_COLUMNS].index("message_id")
+_MESSAGE_ID = COLUMN["message_id"]
 
 
 @dataclass
