@@ -181,6 +181,10 @@ class MessageConsumer:
             # ORD-18: nothing waits in this consumer's buffer that a take-over would
             # have to give back; one message at a time, as IBM's strict destinations.
             self._prefetch = self._max_ask = self._ask = 1
+            if self._connection.capabilities.exclusive_scope == "broker":
+                # One active consumer across processes (a partition of a partitioned
+                # queue, read by a Spark task, say): other processes cannot break a group.
+                self._warn_processes = False
         elif feed is not None or container:
             # A container's session asks for the message it handles next and no more
             # (ORD-17): one that asked for more would hold those messages' groups from

@@ -403,6 +403,7 @@ class AmqpConsumer(ProviderConsumer):
         connection = self._session.connection
         if self.own_connection:
             try:
+                self._detach_before_close()
                 for token in self.outstanding.values():
                     connection.counts.returned_unseen(token.key)
                 self.outstanding = {}
@@ -424,6 +425,19 @@ class AmqpConsumer(ProviderConsumer):
             )
         finally:
             self._release_claim()
+
+    def _detach_before_close(self) -> None:
+        """RabbitMQ: detach the link, its answer waited for, before the consumer's own
+        connection closes. RabbitMQ takes settled dispositions without answering, and a
+        connection closed right after them handed back what they accepted: a consumer of
+        a partition that acknowledged its 40 messages and closed at once had its last 7
+        come again, flagged redelivered, in 4 runs of 4. The detach is answered only
+        after them; what the link still holds goes back with it, as with the close."""
+        link = self._link
+        if link is None or self.transport.gone:
+            return
+        with contextlib.suppress(JMSException):
+            self.transport.close_link(link, wait=True, on_late=self._arrived_late)
 
     def _return_late(self) -> None:
         """On the connection's thread, as the link closes: deliveries that arrived after

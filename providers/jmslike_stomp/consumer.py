@@ -310,6 +310,7 @@ class StompConsumer(ProviderConsumer):
 
     def _give_back(self, held: Sequence[Any]) -> None:
         if self.own_connection:
+            self._unsubscribe_before_close()
             self._session.connection.close_transport(self._transport)
             return
         if self.dialect.release_by_nack:
@@ -320,6 +321,23 @@ class StompConsumer(ProviderConsumer):
             return  # detached from the inbox when it closed
         self._barrier()
         self._transport.unsubscribe(self.sub_id)
+
+    def _unsubscribe_before_close(self) -> None:
+        """RabbitMQ: an UNSUBSCRIBE, its RECEIPT waited for, before the consumer's own
+        connection closes. RabbitMQ answers an ACK's RECEIPT before the queue has taken the
+        ACKs written before it, and a connection closed right after hands back what they
+        acknowledged: a consumer of a partition that acknowledged its 40 messages
+        (acknowledge() returned, its RECEIPT came) and closed at once had its last 6-7
+        come again, flagged redelivered, in 5 of 6 runs. The UNSUBSCRIBE's answer comes
+        only after them (it keeps what is unacknowledged: the close gives that back).
+        A connection already lost or not answering is closed all the same."""
+        transport = self._transport
+        if not transport.connected or transport.lost:
+            return
+        try:
+            transport.unsubscribe(self.sub_id)
+        except JMSException as exc:
+            log.debug("STOMP %s: UNSUBSCRIBE before close: %s", transport.address, exc)
 
     def _barrier(self) -> None:
         """Where ``TCP_NODELAY`` is set, one round trip before the UNSUBSCRIBE, so that the

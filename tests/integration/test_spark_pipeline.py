@@ -446,6 +446,66 @@ def rabbitmq() -> str:
     return broker_url("JMSLIKE_TEST_RABBITMQ_STOMP_URL")
 
 
+def _four_partitions(broker: str, queue: str) -> dict[str, str]:
+    """The options (factory settings) that declare ``queue`` with 4 partitions."""
+    declared = {"partitioned_destinations": f"{queue}=4"}
+    if broker == "rabbitmq":  # single-active-consumer queues come from its management API
+        declared["managementUrl"] = broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")
+    return declared
+
+
+def _check_partitioned_rows(seen: list[tuple[int, int, str, int]], groups: int, per: int) -> None:
+    """(Spark partition, offset, group, step) rows of a 4-partition queue: each group's
+    rows in the Spark partition of its queue partition, in send order, every row once,
+    and more than one partition used."""
+    steps: dict[str, list[int]] = {}
+    for pid, _offset, group, step in seen:  # collect() keeps partition order
+        assert pid == partition_of(group, 4), (group, pid)
+        steps.setdefault(group, []).append(step)
+    assert steps == {f"g{g}": list(range(per)) for g in range(groups)}
+    assert len({pid for pid, _offset, _group, _step in seen}) > 1
+
+
+def _with_options(reader: Any, options: dict[str, str]) -> Any:
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader
+
+
+@_on("activemq", "rabbitmq")
+def test_batch_read_of_a_partitioned_queue_reads_each_partition_in_a_task(
+    spark: SparkSession, broker: str, request: pytest.FixtureRequest
+) -> None:
+    """A browse (where the broker has browsers: not RabbitMQ) and then a drain of a queue
+    declared with 4 partitions: Spark's partition i reads the queue's partition i, each
+    group in send order (ORD-9, ORD-20), offsets from 0 in each; the drain takes
+    everything."""
+    url = str(request.getfixturevalue(broker))
+    queue = _queue("batch-partitioned")
+    declared = _four_partitions(broker, queue)
+    groups, per_group = 12, 20
+    _send_groups(url, queue, groups, per_group, **declared)
+    reader = _with_options(
+        spark.read.format("jmslike").option("url", url).option("destination", queue), declared
+    ).option("receiveTimeout", "1")
+
+    def rows(frame: DataFrame) -> list[tuple[int, int, str, int]]:
+        return [
+            (r.pid, r.offset, r.group, int(r.properties["step"]))
+            for r in frame.withColumn("pid", spark_partition_id()).collect()
+        ]
+
+    reads = [] if broker == "rabbitmq" else [rows(reader.load())]
+    drain = reader.option("readMode", "drain")  # (option() changes the reader itself)
+    reads.append(rows(drain.load().cache()))
+    for seen in reads:
+        _check_partitioned_rows(seen, groups, per_group)
+        for pid in range(4):
+            offsets = [offset for p, offset, _group, _step in seen if p == pid]
+            assert offsets == list(range(len(offsets)))
+    assert drain.load().count() == 0
+
+
 @_on("activemq", "rabbitmq")
 def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_partition(
     spark: SparkSession, broker: str, request: pytest.FixtureRequest, tmp_path: Path
@@ -456,9 +516,7 @@ def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_pa
     is read once, and rows are seen in more than one Spark partition."""
     url = str(request.getfixturevalue(broker))
     queue = _queue("stream-partitioned")
-    declared: dict[str, str] = {"partitioned_destinations": f"{queue}=4"}
-    if broker == "rabbitmq":  # single-active-consumer queues come from its management API
-        declared["managementUrl"] = broker_url("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")
+    declared = _four_partitions(broker, queue)
     groups, per_group = 12, 20
     _send_groups(url, queue, groups, per_group, **declared)
     batches: list[tuple[int, list[tuple[int, int, str, int]]]] = []
@@ -469,9 +527,10 @@ def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_pa
             (batch_id, [(r.pid, r.offset, r.group, int(r.properties["step"])) for r in rows])
         )
 
-    reader = spark.readStream.format("jmslike").option("url", url).option("destination", queue)
-    for name, value in {**declared, "stateDir": str(tmp_path / "state")}.items():
-        reader = reader.option(name, value)
+    reader = _with_options(
+        spark.readStream.format("jmslike").option("url", url).option("destination", queue),
+        {**declared, "stateDir": str(tmp_path / "state")},
+    )
     query = (
         reader.option("receiveTimeout", "0.5")
         .load()
@@ -487,12 +546,7 @@ def test_streaming_read_of_a_partitioned_queue_runs_each_partition_as_a_spark_pa
     assert sorted(offset for _pid, offset, _group, _step in seen) == list(
         range(1, groups * per_group + 1)
     )
-    steps: dict[str, list[int]] = {}
-    for pid, _offset, group, step in seen:  # collect() keeps partition order
-        assert pid == partition_of(group, 4), (group, pid)
-        steps.setdefault(group, []).append(step)
-    assert steps == {f"g{g}": list(range(per_group)) for g in range(groups)}
-    assert len({pid for pid, _offset, _group, _step in seen}) > 1
+    _check_partitioned_rows(seen, groups, per_group)
 
 
 # ---------------------------------------------------------------------------- example

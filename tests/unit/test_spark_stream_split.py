@@ -1,9 +1,11 @@
-"""A streaming micro-batch split into Spark input partitions by group (ORD-9, ORD-17).
+"""Spark reads split into input partitions by group (ORD-9, ORD-17).
 
-The split itself (``jmslike/spark/_rows.py``) is checked property-based against its
-definition; ``JmsStreamReader`` is then driven as Spark's driver would drive it, on a
-real embedded broker with a partitioned queue (tests/integration/test_spark_pipeline.py
-runs the same read in a real Spark session on real brokers).
+A streaming micro-batch: the split itself (``jmslike/spark/_rows.py``) is checked
+property-based against its definition; ``JmsStreamReader`` is then driven as Spark's
+driver would drive it, on a real embedded broker with a partitioned queue. A batch read
+of a partitioned queue: ``JmsBatchReader`` reads each partition in a Spark partition of
+its own. (tests/integration/test_spark_pipeline.py runs both reads in a real Spark session
+on real brokers.)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from jmslike import ConfigurationError, ConnectionFactory
 from jmslike.partitions.layout import partition_of
 from jmslike.spark._mapping import READ_COLUMNS
 from jmslike.spark._options import parse_options
+from jmslike.spark._read import JmsBatchReader
 from jmslike.spark._rows import decode, encode, split_lines, split_rows
 from jmslike.spark._stream import JmsStreamReader
 
@@ -163,3 +166,66 @@ def test_num_partitions_is_checked(tmp_path: Path, raw: str) -> None:
         ConfigurationError, match=rf"numPartitions='{raw}': need an integer from 1 to 1024"
     ):
         _options("embedded://x", tmp_path, numPartitions=raw)
+
+
+# ------------------------------------------------------------------------- batch read
+
+
+@pytest.mark.parametrize("mode", ["browse", "drain"])
+@pytest.mark.parametrize(("extra", "count"), [({}, 4), ({"numPartitions": "1"}, 1)])
+def test_a_batch_read_of_a_partitioned_queue_reads_each_partition_in_a_task(
+    mode: str, extra: dict[str, str], count: int
+) -> None:
+    """Spark's partition i is the queue's partition i (numPartitions=1: one task reading
+    them all), each group whole and in order, offsets from 0 in each; a drain takes every
+    message, a browse leaves them."""
+    url = f"embedded://batch-split-{uuid.uuid4().hex}"
+    declared = {"partitioned_destinations": "queue://in=4"}
+    groups, per_group = 12, 25
+    with ConnectionFactory(url).create_connection():  # keeps the broker alive
+        _send(url, groups, per_group, **declared)
+        options = {"url": url, "destination": "queue://in", "readMode": mode, **declared}
+        reader = JmsBatchReader(parse_options({**options, "receiveTimeout": "0.3", **extra}))
+        parts = [
+            [(row[_COLUMNS.index("body")], row[_COLUMNS.index("group")]) for row in rows]
+            for rows in ([*reader.read(partition)] for partition in reader.partitions())
+        ]
+        offsets = [
+            [row[_COLUMNS.index("offset")] for row in reader.read(partition)]
+            for partition in reader.partitions()
+        ]
+    assert len(parts) == count
+    bodies = sorted(body for part in parts for body, _group in part)
+    assert bodies == sorted(
+        [f"g{g}:{n}" for g in range(groups) for n in range(per_group)]
+        + [f"-:{n}" for n in range(per_group)]
+    )
+    steps: dict[str, list[int]] = {}
+    for index, part in enumerate(parts):
+        for body, group in part:
+            if group is not None:
+                assert count == 1 or partition_of(group, 4) == index, (group, index)
+                steps.setdefault(group, []).append(int(body.split(":")[1]))
+    assert steps == {f"g{g}": list(range(per_group)) for g in range(groups)}
+    if count > 1:  # messages in no group go to the partitions in turn
+        assert all(any(group is None for _body, group in part) for part in parts)
+    # read again: a browse finds every message in its place, a drain left nothing
+    again = sum(len(part) for part in offsets)
+    assert again == (0 if mode == "drain" else len(bodies))
+    assert all(part == list(range(len(part))) for part in offsets)
+
+
+@pytest.mark.parametrize(
+    ("settings", "raw", "message"),
+    [
+        ({"partitioned_destinations": "queue://in=4"}, "3", "reads its 4 partitions"),
+        ({}, "2", "not partitioned, is one ordered line"),
+    ],
+)
+def test_num_partitions_of_a_batch_read_is_checked_on_the_driver(
+    settings: dict[str, str], raw: str, message: str
+) -> None:
+    options = {"url": "embedded://x", "destination": "queue://in", **settings}
+    reader = JmsBatchReader(parse_options({**options, "numPartitions": raw}))
+    with pytest.raises(ConfigurationError, match=rf"numPartitions={raw}: .*{message}"):
+        reader.partitions()
