@@ -212,6 +212,8 @@ class AmqpConsumer(ProviderConsumer):
             return link
 
         self._attach = attach
+        self._probe = (address, options) if self.own_connection else None
+        """Where ``_detach_before_close`` attaches its probe."""
         try:
             self._link: LinkHandle | None = (
                 None if self._standing_by and not hold_subscription else attach()
@@ -427,17 +429,29 @@ class AmqpConsumer(ProviderConsumer):
             self._release_claim()
 
     def _detach_before_close(self) -> None:
-        """RabbitMQ: detach the link, its answer waited for, before the consumer's own
-        connection closes. RabbitMQ takes settled dispositions without answering, and a
-        connection closed right after them handed back what they accepted: a consumer of
-        a partition that acknowledged its 40 messages and closed at once had its last 7
-        come again, flagged redelivered, in 4 runs of 4. The detach is answered only
-        after them; what the link still holds goes back with it, as with the close."""
-        link = self._link
-        if link is None or self.transport.gone:
+        """RabbitMQ, single-active-consumer queues (partitions, strict queues): before the
+        consumer's own connection closes, a receiver of the same queue, given no credit,
+        attached and detached again, its detach's answer waited for. RabbitMQ takes
+        settled dispositions without answering, and a connection closed right after them
+        handed back what they accepted: a consumer of a partition that acknowledged its
+        40 messages and closed at once had its last 7 come again, flagged redelivered,
+        in 4 runs of 4. The probe's detach is answered after the queue took them. Not
+        this link's own detach: that would let the queue hand its next messages to a
+        standby in another process before the close gives back what this link still
+        holds (ORD-11)."""
+        if (
+            self._link is None
+            or self.transport.gone
+            or self._probe is None
+            or self.destination.name not in self._session.connection.exclusive_queues
+        ):
             return
+        address, options = self._probe
         with contextlib.suppress(JMSException):
-            self.transport.close_link(link, wait=True, on_late=self._arrived_late)
+            probe = self.transport.open_receiver(
+                address, lambda _message, _number: None, options=options, restore=False
+            )
+            self.transport.close_link(probe, wait=True)
 
     def _return_late(self) -> None:
         """On the connection's thread, as the link closes: deliveries that arrived after

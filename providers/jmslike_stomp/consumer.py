@@ -310,7 +310,7 @@ class StompConsumer(ProviderConsumer):
 
     def _give_back(self, held: Sequence[Any]) -> None:
         if self.own_connection:
-            self._unsubscribe_before_close()
+            self._settle_before_close()
             self._session.connection.close_transport(self._transport)
             return
         if self.dialect.release_by_nack:
@@ -322,22 +322,33 @@ class StompConsumer(ProviderConsumer):
         self._barrier()
         self._transport.unsubscribe(self.sub_id)
 
-    def _unsubscribe_before_close(self) -> None:
-        """RabbitMQ: an UNSUBSCRIBE, its RECEIPT waited for, before the consumer's own
-        connection closes. RabbitMQ answers an ACK's RECEIPT before the queue has taken the
-        ACKs written before it, and a connection closed right after hands back what they
-        acknowledged: a consumer of a partition that acknowledged its 40 messages
-        (acknowledge() returned, its RECEIPT came) and closed at once had its last 6-7
-        come again, flagged redelivered, in 5 of 6 runs. The UNSUBSCRIBE's answer comes
-        only after them (it keeps what is unacknowledged: the close gives that back).
-        A connection already lost or not answering is closed all the same."""
+    def _settle_before_close(self) -> None:
+        """RabbitMQ, single-active-consumer queues (partitions, strict queues): before the
+        consumer's own connection closes, a second subscription to the queue, made and
+        ended again, its RECEIPT waited for. RabbitMQ answers an ACK's RECEIPT before
+        the queue has taken the ACKs written before it, and a connection closed right
+        after handed back what they acknowledged: a consumer of a partition that
+        acknowledged its 40 messages (acknowledge() returned, its RECEIPT came) and
+        closed at once had its last 6-7 come again, flagged redelivered, in 5 of 6 runs.
+        The second subscription's UNSUBSCRIBE is answered after the queue took them; it
+        gets nothing meanwhile, since the queue serves only its active consumer. Not an
+        UNSUBSCRIBE of this subscription: the queue would hand its next messages to a
+        standby in another process before the close gives back what this one still
+        holds (ORD-11)."""
         transport = self._transport
-        if not transport.connected or transport.lost:
+        connection = self._session.connection
+        if (
+            not transport.connected
+            or transport.lost
+            or self.destination.name not in connection.exclusive_queues
+        ):
             return
+        probe = f"{self.sub_id}-settled"
         try:
-            transport.unsubscribe(self.sub_id)
+            transport.subscribe(probe, dict(self._headers), lambda _headers, _body: None)
+            transport.unsubscribe(probe)
         except JMSException as exc:
-            log.debug("STOMP %s: UNSUBSCRIBE before close: %s", transport.address, exc)
+            log.debug("STOMP %s: a probe before the close: %s", transport.address, exc)
 
     def _barrier(self) -> None:
         """Where ``TCP_NODELAY`` is set, one round trip before the UNSUBSCRIBE, so that the

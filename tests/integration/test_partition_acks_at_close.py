@@ -7,10 +7,11 @@ partition of a 4-partition queue received its 40 messages, `acknowledge()` retur
 (over STOMP its last ACK's RECEIPT had come) and the connection closed at once; the next
 consumer got the last 6-7 of them again, flagged redelivered, in 5 runs of 6 over STOMP
 and 4 of 4 over AMQP 1.0. RabbitMQ answers before its quorum queue has taken the
-acknowledgements, and the close hands back what they acknowledged. jmslike now ends the
-subscription (an UNSUBSCRIBE over STOMP, a detach over AMQP, each waited for) before it
-closes such a consumer's connection. A round trip with a pause of 5 ms before the close
-showed no loss either; the test closes at once.
+acknowledgements, and the close hands back what they acknowledged. jmslike now makes a
+second subscription to the queue and ends it, waiting for the answer (STOMP: SUBSCRIBE and
+UNSUBSCRIBE with RECEIPTs; AMQP: a receiver with no credit attached and detached), before
+it closes such a consumer's connection. A pause of 5 ms before the close showed no loss
+either; the test closes at once.
 
 A partition's consumer is strictly ordered, one active consumer across processes, so
 on RabbitMQ it no longer warns that other processes could break its groups.
