@@ -31,7 +31,9 @@ suite's Artemis (1 GB heap) ran out of heap on them, so use ``--rows 200000`` th
 the Spark read, which then splits its micro-batches into N input partitions by group
 (``numPartitions``' default there; ``--read-option numPartitions=1`` for one).
 ``--row-sleep-us U`` gives each row U µs of waiting in its Spark task (the plain read
-does no such work), where input partitions in parallel count.
+does no such work), where input partitions in parallel count. ``--batch-read-rows N``
+times a batch drain (``spark.read``, ``readMode=drain``) of a queue of ``--partitions``
+partitions holding N rows, a task a partition beside ``numPartitions=1``.
 """
 
 from __future__ import annotations
@@ -115,6 +117,42 @@ def drain(url: str, queue: str, partitions: int = 0) -> None:
             pass
 
 
+def _count_rows(df: Any, row_sleep: float) -> int:
+    """The DataFrame's rows, each waiting ``row_sleep`` seconds in its Spark task."""
+    if not row_sleep:
+        return int(df.count())
+
+    def work(rows: Any) -> Any:
+        done = 0
+        for _row in rows:
+            time.sleep(row_sleep)
+            done += 1
+        yield done
+
+    return sum(df.rdd.mapPartitions(work).collect())
+
+
+def spark_batch_drain(
+    spark: Any, url: str, queue: str, rows: int, options: dict[str, str], row_sleep: float
+) -> float:
+    """Rows a second of a batch read that drains ``queue`` (``readMode=drain``), from the
+    call to the last row counted."""
+    start = time.perf_counter()
+    df = (
+        spark.read.format("jmslike")
+        .option("url", url)
+        .option("destination", queue)
+        .option("readMode", "drain")
+        .options(**options)
+        .load()
+    )
+    seen = _count_rows(df, row_sleep)
+    elapsed = time.perf_counter() - start
+    if seen != rows:
+        raise RuntimeError(f"batch drain of {queue}: {seen} rows of {rows}")
+    return rows / elapsed
+
+
 def spark_stream(
     spark: Any, url: str, queue: str, rows: int, options: dict[str, str], row_sleep: float = 0.0
 ) -> tuple[float, float]:
@@ -126,16 +164,9 @@ def spark_stream(
     seen = 0
     first: tuple[float, int] | None = None
 
-    def work(rows: Any) -> Any:
-        done = 0
-        for _row in rows:
-            time.sleep(row_sleep)
-            done += 1
-        yield done
-
     def count(df: Any, batch_id: int) -> None:
         nonlocal seen, first
-        seen += sum(df.rdd.mapPartitions(work).collect()) if row_sleep else df.count()
+        seen += _count_rows(df, row_sleep)
         if first is None and seen:
             first = (time.perf_counter(), seen)
 
@@ -195,6 +226,13 @@ def main() -> None:
         default=0,
         help="streaming read: each row waits this long in its Spark task (parallel tasks show)",
     )
+    parser.add_argument(
+        "--batch-read-rows",
+        type=int,
+        default=0,
+        help="batch read (drain) of a queue of --partitions partitions this many rows, "
+        "a task a partition beside numPartitions=1 (one task)",
+    )
     args = parser.parse_args()
     url = args.url or _default_url()
 
@@ -207,7 +245,10 @@ def main() -> None:
     try:
         if args.rows:
             write(spark, url, run, args)
-        stream(spark, url, run, args)
+        if args.stream_rows:
+            stream(spark, url, run, args)
+        if args.batch_read_rows:
+            batch_read(spark, url, run, args)
     finally:
         spark.stop()
 
@@ -304,6 +345,32 @@ def stream(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
     print(f"  ratio spark/plain, cold:      {cold[0] / read_rate:10.2f}")
     print(f"  ratio spark/plain, warm:      {start_rate / read_rate:10.2f}")
     print(f"    after the first batch:      {steady_rate / read_rate:10.2f}")
+
+
+def batch_read(spark: Any, url: str, run: str, args: argparse.Namespace) -> None:
+    """A batch drain of a partitioned queue: one task a partition (the default) beside
+    ``numPartitions=1``, alternating, each of its own freshly written queue, after an
+    untimed one of each; medians of ``--runs``."""
+    rows, parts = args.batch_read_rows, max(args.partitions, 1)
+    groups = min(1000, max(1, rows // 50))
+    rates: dict[str, list[float]] = {"split": [], "one": []}
+    for n in range(args.runs + 1):
+        for how, extra in (("split", {}), ("one", {"numPartitions": "1"})):
+            queue = f"queue://bench-batch-{how}{n}-{run}"
+            plain_write(url, queue, rows, groups, args.batch_size, parts)
+            options = {"receiveTimeout": "1", **_declared(queue, parts), **extra}
+            try:
+                rate = spark_batch_drain(spark, url, queue, rows, options, args.row_sleep_us / 1e6)
+            finally:
+                drain(url, queue, parts)
+            if n:  # the first of each warms Spark up
+                rates[how].append(rate)
+    split, one = (statistics.median(rates[how]) for how in ("split", "one"))
+    work = f", {args.row_sleep_us} µs of waiting a row" if args.row_sleep_us else ""
+    print(f"batch drain of {rows} rows in {groups} groups, a queue of {parts} partitions{work}")
+    print(f"  a task a partition (default): {split:10,.0f} rows/s")
+    print(f"  numPartitions=1 (one task):   {one:10,.0f} rows/s")
+    print(f"  ratio:                        {split / one:10.2f}")
 
 
 if __name__ == "__main__":
