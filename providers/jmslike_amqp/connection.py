@@ -138,6 +138,8 @@ class AmqpConnection(ProviderConnection):
         self._connect = connect
         self.transport = connect(None)
         self._extra_transports: set[AmqpTransport] = set()
+        self._closing_transports: weakref.WeakSet[AmqpTransport] = weakref.WeakSet()
+        """Consumers' own connections being closed: their loss is no news."""
         properties = self.transport.remote_properties()
         product = str((properties or {}).get("product", "")) if properties else ""
         lowered = product.lower()
@@ -465,9 +467,16 @@ class AmqpConnection(ProviderConnection):
         return transport
 
     def close_transport(self, transport: AmqpTransport) -> None:
+        self.closing_transport(transport)
+        transport.close()
+
+    def closing_transport(self, transport: AmqpTransport) -> None:
+        """A consumer's own connection is about to close: its loss from now on is no
+        news for the application (a probe before the close, refused because the queue
+        was deleted, may end it)."""
         with self._lock:
             self._extra_transports.discard(transport)
-        transport.close()
+            self._closing_transports.add(transport)
 
     def _transport_lost(self, transport: AmqpTransport, error: JMSException) -> None:
         """A transport is lost for good. When it is the connection's own, the consumers'
@@ -478,6 +487,9 @@ class AmqpConnection(ProviderConnection):
         application closed the connection (tests/integration/test_faults.py). Recent
         acknowledgements may not have reached the broker: counted first, before the
         application hears of the loss and connects again."""
+        with self._lock:
+            if transport in self._closing_transports:
+                return  # a consumer's own, closing (closing_transport)
         self._count_unconfirmed_acks()
         if transport is self.transport and self._extra_transports:
             threading.Thread(

@@ -447,6 +447,7 @@ class AmqpConsumer(ProviderConsumer):
         ):
             return
         address, options = self._probe
+        self._session.connection.closing_transport(self.transport)
         with contextlib.suppress(JMSException):
             probe = self.transport.open_receiver(
                 address, lambda _message, _number: None, options=options, restore=False

@@ -344,6 +344,7 @@ class StompConsumer(ProviderConsumer):
         ):
             return
         probe = f"{self.sub_id}-settled"
+        transport.quiet = True  # closed next: a refused probe (a deleted queue) is no news
         try:
             transport.subscribe(probe, dict(self._headers), lambda _headers, _body: None)
             transport.unsubscribe(probe)

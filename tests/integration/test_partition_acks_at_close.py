@@ -19,12 +19,13 @@ on RabbitMQ it no longer warns that other processes could break its groups.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 from brokercases import CASES, case_url, delete_rabbitmq_queues
 
-from jmslike import ConnectionFactory, Session
+from jmslike import ConnectionFactory, ConnectionFailedError, Session
 from jmslike.partitions.layout import partition_of
 
 GROUPS, PER_GROUP, PARTITIONS, ROUNDS = 12, 20, 4, 2
@@ -76,3 +77,35 @@ def test_what_a_partition_consumer_acknowledged_stays_gone_after_an_immediate_cl
     finally:
         delete_rabbitmq_queues(case, name)
     assert not [r for r in caplog.records if "keeps no ordering groups" in r.getMessage()]
+
+
+RABBITMQ = [case for case in CASES if case.id.startswith("rabbitmq")]
+
+
+@pytest.mark.parametrize("case", RABBITMQ)
+def test_closing_a_consumer_of_a_deleted_strict_queue_reports_no_lost_connection(
+    case: str,
+) -> None:
+    """The probe before the close (above) meets a queue deleted under the consumer:
+    RabbitMQ refuses it and drops the consumer's own connection, which is closing anyway,
+    so the application hears nothing of it (before the probe existed it heard nothing
+    either; with it, and before this was seen to, a ConnectionFailedError naming the
+    missing queue, over both protocols)."""
+    name = f"ackclose-del-{uuid.uuid4().hex[:8]}"
+    queue = f"queue://{name}"
+    errors: list[BaseException] = []
+    factory = ConnectionFactory(case_url(case), strictly_ordered=queue)
+    with factory.create_connection() as connection:
+        connection.exception_listener = errors.append
+        session = connection.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        session.create_producer(queue).send(session.create_text_message("x"))
+        message = consumer.receive(5.0)
+        assert message is not None
+        message.acknowledge()
+        delete_rabbitmq_queues(case, name)
+        time.sleep(0.5)  # the broker tells the consumer's connection
+        consumer.close()
+        time.sleep(0.5)  # a loss would be reported by now
+    assert not [e for e in errors if isinstance(e, ConnectionFailedError)], errors
