@@ -20,6 +20,7 @@ import uuid
 
 import pytest
 from brokercases import CASES
+from groupsends import send_grouped_texts
 
 from jmslike import ConnectionFactory, Message, MessageListenerContainer
 
@@ -33,12 +34,7 @@ def test_a_containers_held_acknowledgements_reach_the_broker_on_their_own(relay_
     url, direct, relay = relay_for
     queue = f"queue://held-acks-{uuid.uuid4().hex[:8]}"
     with ConnectionFactory(direct).create_connection() as connection:
-        session = connection.create_session()
-        for group in range(GROUPS):
-            producer = session.create_producer(queue)
-            producer.enable_ordering_group(f"g{group}")
-            for index in range(PER_GROUP):
-                producer.send(session.create_text_message(f"g{group}:{index}"))
+        send_grouped_texts(connection.create_session(), queue, GROUPS, PER_GROUP)
     total = GROUPS * PER_GROUP
     handled: list[str] = []
     done = threading.Event()

@@ -24,6 +24,7 @@ import uuid
 
 import pytest
 from brokercases import CASES, case_url, delete_rabbitmq_queues
+from groupsends import send_grouped_texts
 
 from jmslike import ConnectionFactory, ConnectionFailedError, Session
 from jmslike.partitions.layout import partition_of
@@ -46,12 +47,7 @@ def _drain(factory: ConnectionFactory, partition: str) -> list[tuple[str, bool]]
 
 def _send(factory: ConnectionFactory, queue: str, round_: int) -> None:
     with factory.create_connection() as connection:
-        session = connection.create_session()
-        for g in range(GROUPS):
-            producer = session.create_producer(queue)
-            producer.enable_ordering_group(f"r{round_}g{g}")
-            for n in range(PER_GROUP):
-                producer.send(session.create_text_message(f"r{round_}g{g}:{n}"))
+        send_grouped_texts(connection.create_session(), queue, GROUPS, PER_GROUP, f"r{round_}g")
 
 
 @pytest.mark.parametrize("case", CASES)
