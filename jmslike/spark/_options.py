@@ -17,7 +17,7 @@ from jmslike.connection import ConnectionFactory
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import ConfigurationError
 from jmslike.message import DeliveryMode
-from jmslike.partitions.layout import MAX_PARTITIONS
+from jmslike.partitions.layout import MAX_PARTITIONS, PartitionSpec
 
 __all__ = ["SparkOptions", "parse_options"]
 
@@ -86,12 +86,17 @@ class SparkOptions:
         settings: dict[str, Any] = dict(self.settings)
         return ConnectionFactory(self.url, user=self.user, password=self.password, **settings)
 
+    def partitioned(self) -> PartitionSpec | None:
+        """The destination's partitions where the factory's settings (the options, the
+        URL or jmslike.toml) declare it partitioned."""
+        return self.factory().settings.partitions_for(self.destination)
+
     def input_partitions(self) -> int:
-        """``numPartitions``, or else the partition count of a partitioned destination
-        (from the factory's settings: the option, the URL or jmslike.toml), or else 1."""
+        """``numPartitions``, or else the partition count of a partitioned destination,
+        or else 1."""
         if self.num_partitions is not None:
             return self.num_partitions
-        spec = self.factory().settings.partitions_for(self.destination)
+        spec = self.partitioned()
         return 1 if spec is None else spec.count
 
 

@@ -47,7 +47,7 @@ class JmsBatchReader(DataSourceReader):
         queue). Checked on the driver, so a bad ``numPartitions`` fails before any read."""
         options = self.options
         destination = options.destination
-        spec = options.factory().settings.partitions_for(destination)
+        spec = options.partitioned()
         wanted = options.num_partitions
         if spec is None or wanted == 1:
             if wanted not in (None, 1):

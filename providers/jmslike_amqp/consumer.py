@@ -213,7 +213,7 @@ class AmqpConsumer(ProviderConsumer):
 
         self._attach = attach
         self._probe = (address, options) if self.own_connection else None
-        """Where ``_detach_before_close`` attaches its probe."""
+        """Where ``_settle_before_close`` attaches its probe."""
         try:
             self._link: LinkHandle | None = (
                 None if self._standing_by and not hold_subscription else attach()
@@ -405,7 +405,7 @@ class AmqpConsumer(ProviderConsumer):
         connection = self._session.connection
         if self.own_connection:
             try:
-                self._detach_before_close()
+                self._settle_before_close()
                 for token in self.outstanding.values():
                     connection.counts.returned_unseen(token.key)
                 self.outstanding = {}
@@ -428,7 +428,7 @@ class AmqpConsumer(ProviderConsumer):
         finally:
             self._release_claim()
 
-    def _detach_before_close(self) -> None:
+    def _settle_before_close(self) -> None:
         """RabbitMQ, single-active-consumer queues (partitions, strict queues): before the
         consumer's own connection closes, a receiver of the same queue, given no credit,
         attached and detached again, its detach's answer waited for. RabbitMQ takes
