@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import socket
 import subprocess
 import time
@@ -148,6 +149,15 @@ class RestartableBrokers:
     def kill(self, broker: str) -> float:
         """``kill -9`` of the broker process; the store stays. Seconds it took."""
         return self._run("kill", broker)
+
+    def pid(self, broker: str) -> int:
+        """The broker's process id, looked up ahead of a kill that must follow an event
+        at once (``scripts/brokers.sh kill`` takes tens of milliseconds to find it)."""
+        self._run("status", broker)
+        found = re.search(r"running\s+pid (\d+)", self.log[-1])
+        if found is None:
+            raise RuntimeError(f"{broker} is not running: {self.log[-1]}")
+        return int(found.group(1))
 
     def env(self) -> dict[str, str]:
         """The ``JMSLIKE_TEST_*`` URLs of this set, from its own brokers.env (never the

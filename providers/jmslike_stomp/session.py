@@ -99,8 +99,8 @@ class StompSession(ProviderSession):
         delivery's count behind (``acknowledge``)."""
         self._tx: str | None = None
         self._tx_receipts: list[tuple[str, Any]] = []
-        """The open transaction's SENDs to RabbitMQ quorum queues whose RECEIPTs its
-        commit waits for (``_send``)."""
+        """The open transaction's SENDs whose RECEIPTs its commit waits for, on RabbitMQ:
+        those to quorum queues, and persistent ones (``_send``)."""
         if transacted:
             self._begin()
         self._postable: Destination | None = None
@@ -176,8 +176,11 @@ class StompSession(ProviderSession):
         # quorum queues have its sends (a transaction's last 50 of 50,000 sends were
         # gone when the connection closed right after): there each SEND asks for a
         # receipt, which RabbitMQ sends once the queue has it, and the commit waits.
+        # The same answer comes before a classic queue has stored a persistent send
+        # (``Dialect.commit_before_stored``): those are held too.
         unwaited = not persistent and self._tx is None
         quorum = headers["destination"].startswith("/amq/queue/")
+        held = quorum or (persistent and dialect.commit_before_stored)
         self._postable = None if quorum else destination
         if (
             unwaited
@@ -195,7 +198,7 @@ class StompSession(ProviderSession):
                 confirm=persistent and self._tx is None,
                 done=done,
                 later=unwaited and quorum,
-                hold=self._tx_receipts if quorum and self._tx is not None else None,
+                hold=self._tx_receipts if held and self._tx is not None else None,
             )
         except UnconfirmedError as exc:
             raise _in_doubt(destination, exc) from exc
@@ -583,8 +586,9 @@ class StompSession(ProviderSession):
         if unheld is not None:
             raise TransactionInDoubtError(
                 f"STOMP COMMIT to {self.transport.address} took effect, but the broker did "
-                f"not confirm that its queues hold all {len(held)} message(s) sent to "
-                f"quorum queues in it: some may be lost ({unheld})"
+                f"not confirm that its queues hold all {len(held)} message(s) it waits "
+                f"for (persistent ones, and all sent to quorum queues): some may be lost "
+                f"({unheld})"
             ) from unheld
 
     def _next_transaction(self) -> None:

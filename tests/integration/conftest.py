@@ -10,8 +10,18 @@ import pytest
 from brokercases import case_url
 from brokerenv import broker_url
 from faultproxy import Relay
+from restartable import RestartableBrokers
 
 from jmslike.spi import console
+
+
+@pytest.fixture(scope="session")
+def restartable() -> Iterator[RestartableBrokers]:
+    """The second set of brokers that tests may stop and kill (tests/restartable.py),
+    one for the whole session: each broker starts once, at the first test that asks."""
+    brokers = RestartableBrokers()
+    yield brokers
+    brokers.close()
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,13 +117,6 @@ BROKERS = [
     )
     for name in ("activemq", "rabbitmq", "artemis")
 ]
-
-
-@pytest.fixture(scope="session")
-def restartable() -> Iterator[RestartableBrokers]:
-    brokers = RestartableBrokers()
-    yield brokers
-    brokers.close()
 
 
 @dataclass

@@ -29,7 +29,7 @@ from groupsends import send_grouped_texts
 from jmslike import ConnectionFactory, ConnectionFailedError, Session
 from jmslike.partitions.layout import partition_of
 
-GROUPS, PER_GROUP, PARTITIONS, ROUNDS = 12, 20, 4, 2
+GROUPS, PER_GROUP, PARTITIONS, ROUNDS = 12, 20, 4, 1
 
 
 def _drain(factory: ConnectionFactory, partition: str, expected: int) -> list[tuple[str, bool]]:
