@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-__all__ = ["BROKER_PORTS", "RestartableBrokers"]
+__all__ = ["BROKER_PORTS", "RestartableBrokers", "url_in"]
 
 log = logging.getLogger("jmslike.tests.restartable")
 
@@ -42,6 +42,14 @@ BROKER_PORTS = {
 the first of RabbitMQ's CLI distribution ports."""
 
 _OFFSETS = range(1000, 3001, 100)
+
+
+def url_in(env: dict[str, str], broker: str, protocol: str) -> str:
+    """The URL of ``broker`` over ``protocol`` (``stomp``, ``amqp``) in a set's
+    :meth:`RestartableBrokers.env`."""
+    url = env[f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL"]
+    # RabbitMQ's AMQP 1.0 tests have a vhost of their own (scripts/brokers/rabbitmq.sh).
+    return url + "/jmslike-amqp" if broker == "rabbitmq" and protocol == "amqp" else url
 
 
 def _listening(port: int) -> bool:

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from restartable import RestartableBrokers
+from restartable import RestartableBrokers, url_in
 
 import jmslike
 from jmslike import ConnectionFactory, Session
@@ -89,14 +89,11 @@ class Route:
 
 
 def _stomp_failover(env: dict[str, str], broker: str) -> str:
-    base = env[f"JMSLIKE_TEST_{broker.upper()}_STOMP_URL"]
-    return f"failover:({base})?reconnectDelay=0.1&maxReconnectDelay=1"
+    return f"failover:({url_in(env, broker, 'stomp')})?reconnectDelay=0.1&maxReconnectDelay=1"
 
 
 def _amqp(env: dict[str, str], broker: str) -> str:
-    url = env[f"JMSLIKE_TEST_{broker.upper()}_AMQP_URL"]
-    # RabbitMQ's AMQP 1.0 tests have a vhost of their own (scripts/brokers/rabbitmq.sh).
-    return url + "/jmslike-amqp" if broker == "rabbitmq" else url
+    return url_in(env, broker, "amqp")
 
 
 def _amqp_failover(env: dict[str, str], broker: str) -> str:

@@ -27,7 +27,7 @@ import time
 import uuid
 
 import pytest
-from restartable import RestartableBrokers
+from restartable import RestartableBrokers, url_in
 
 from jmslike import ConnectionFactory, Session
 
@@ -44,12 +44,6 @@ CASES = [
     for broker in ("activemq", "rabbitmq", "artemis")
     for protocol in ("stomp", "amqp")
 ]
-
-
-def _url(env: dict[str, str], broker: str, protocol: str) -> str:
-    url = env[f"JMSLIKE_TEST_{broker.upper()}_{protocol.upper()}_URL"]
-    # RabbitMQ's AMQP 1.0 tests have a vhost of their own (scripts/brokers/rabbitmq.sh).
-    return url + "/jmslike-amqp" if broker == "rabbitmq" and protocol == "amqp" else url
 
 
 def _wait_gone(pid: int) -> None:
@@ -85,7 +79,7 @@ def test_a_committed_transaction_survives_a_kill_right_after_commit(
     restartable.start(broker)
     queue = f"killcommit-{uuid.uuid4().hex[:8]}"
     pid = restartable.pid(broker)
-    connection = ConnectionFactory(_url(restartable.env(), broker, protocol)).create_connection()
+    connection = ConnectionFactory(url_in(restartable.env(), broker, protocol)).create_connection()
     try:
         connection.exception_listener = lambda exc: None  # the kill, expected
         session = connection.create_session(True, Session.SESSION_TRANSACTED)
@@ -99,7 +93,7 @@ def test_a_committed_transaction_survives_a_kill_right_after_commit(
         connection.close()
     restartable.kill(broker)  # gone already: the script clears what the process left
     restartable.restart(broker)
-    kept = _count(_url(restartable.env(), broker, protocol), queue)
+    kept = _count(url_in(restartable.env(), broker, protocol), queue)
     assert kept == MESSAGES, (
         f"{MESSAGES} persistent sends committed, the broker killed at once: {kept} were "
         "there after the restart"
