@@ -3,9 +3,8 @@ transaction coordinator: RabbitMQ).
 
 They are made all at once and their outcomes waited for together, so a commit costs one
 round trip and one write of the broker's store for the lot. Made one at a time, each
-waiting for its outcome, they cost both per message: on RabbitMQ a commit of 100 sends
-ran at 1,623-2,023 msg/s, no faster than a commit of each (7,039-7,398 made at once;
-2026-12-06, docs/performance.md).
+waiting for its outcome, they cost both per message: 1,294 msg/s committing every
+message and 1,483 committing every 100 on RabbitMQ (2026-12-06, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from jmslike.errors import (
 )
 from jmslike.spi.provider import SendDone
 
-__all__ = ["Transfer", "send_kept"]
+__all__ = ["send_kept"]
 
 Transfer = Callable[[SendDone], None]
 """Makes one kept send, telling its outcome to the callable it is given; raises if the
@@ -49,10 +48,10 @@ class _Outcomes:
                 self.refused.append(error)
             self._lock.notify_all()
 
-    def snapshot(self) -> tuple[int, list[BaseException], list[BaseException]]:
-        """(accepted, refused, doubtful) now: late answers may still come."""
+    def snapshot(self) -> tuple[int, list[BaseException], int]:
+        """(accepted, refused, doubtful count) now: late answers may still come."""
         with self._lock:
-            return self.accepted, list(self.refused), list(self.doubtful)
+            return self.accepted, list(self.refused), len(self.doubtful)
 
     def wait(self, made: int, timeout: float) -> bool:
         """True once all ``made`` sends are answered, False if ``timeout`` came first."""
@@ -82,19 +81,19 @@ def send_kept(transfers: list[Transfer], timeout: float) -> None:
             break
         made += 1
     answered = outcomes.wait(made, timeout)
-    accepted, refused, doubtful = outcomes.snapshot()
-    if stopped is None and answered and not refused and not doubtful:
+    if stopped is None and answered and not outcomes.refused and not outcomes.doubtful:
         return
-    unknown = made - accepted - len(refused)  # lost with the connection, or no answer yet
+    accepted, refused, doubtful = outcomes.snapshot()
+    unanswered = made - accepted - len(refused) - doubtful
     counts = (
         f"of the transaction's {len(transfers)} sends {accepted} were confirmed stored "
-        f"(they stay), {len(refused)} refused, {unknown} in doubt, "
+        f"(they stay), {len(refused)} refused, {doubtful + unanswered} in doubt, "
         f"{len(transfers) - made} not made"
     )
-    if unknown:
-        cause = doubtful[0] if doubtful else None
+    if doubtful or unanswered:
+        cause = outcomes.doubtful[0] if doubtful else None
         raise TransactionInDoubtError(
-            f"commit: the outcome of {unknown} send(s) is unknown "
+            f"commit: the outcome of {doubtful + unanswered} send(s) is unknown "
             f"({cause or f'no answer within {timeout} s'}); they may or may not be "
             f"stored; {counts}"
         ) from cause
