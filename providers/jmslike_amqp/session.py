@@ -17,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
@@ -47,6 +48,7 @@ from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
 from jmslike_amqp.credit import Ring
 from jmslike_amqp.durability import EXISTING
+from jmslike_amqp.kept import send_kept
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
 from jmslike_amqp.transport import AT_ONCE_LOW, AT_ONCE_WINDOW
@@ -541,13 +543,10 @@ class AmqpSession(ProviderSession):
             # Every send confirmed, whatever its delivery mode: a failure must show
             # before anything consumed is accepted.
             pending, self._pending = self._pending, []
-            for done, (destination, message) in enumerate(pending):
-                try:
-                    self._transfer(destination, message, confirm=True)
-                except JMSException as exc:
-                    raise TransactionRolledBackError(
-                        f"commit failed after {done} of {len(pending)} sends: {exc}"
-                    ) from exc
+            send_kept(
+                [partial(self._kept_transfer, d, m) for d, m in pending],
+                self.connection.settings.request_timeout,
+            )
             self.acknowledge(tokens)
         else:
             txn = self._transaction()
@@ -564,6 +563,9 @@ class AmqpSession(ProviderSession):
                 self._coordinator, txn, fail=False, senders=list(self._senders.values())
             )
         self._detach_zombies(give_back=False)
+
+    def _kept_transfer(self, destination: Destination, message: Message, done: SendDone) -> None:
+        self._transfer(destination, message, confirm=True, done=done)
 
     def _detach_zombies(self, *, give_back: bool) -> None:
         """The transaction ended: consumers closed in it detach now, after giving back
