@@ -71,10 +71,34 @@ def _wait_gone(pid: int) -> None:
     raise AssertionError(f"pid {pid} survived kill -9")
 
 
-def _declare(url: str, queue: str) -> None:
-    with ConnectionFactory(url).create_connection() as connection:
-        session = connection.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        session.create_consumer(f"queue://{queue}").close()
+class _Queues:
+    """A queue a case. RabbitMQ's are declared before its first case and made durable
+    by a clean restart, once for both protocols (see the module's docstring)."""
+
+    def __init__(self, restartable: RestartableBrokers) -> None:
+        self._restartable = restartable
+        self._names = {
+            (broker, protocol): f"killcommit-{uuid.uuid4().hex[:8]}"
+            for broker in ("activemq", "rabbitmq", "artemis")
+            for protocol in ("stomp", "amqp")
+        }
+        self._durable = False
+
+    def for_case(self, broker: str, protocol: str) -> str:
+        if broker == "rabbitmq" and not self._durable:
+            for each in ("stomp", "amqp"):
+                url = url_in(self._restartable.env(), broker, each)
+                with ConnectionFactory(url).create_connection() as connection:
+                    session = connection.create_session(False, Session.AUTO_ACKNOWLEDGE)
+                    session.create_consumer(f"queue://{self._names[broker, each]}").close()
+            self._restartable.restart(broker)  # a clean stop writes the records out
+            self._durable = True
+        return self._names[broker, protocol]
+
+
+@pytest.fixture(scope="module")
+def queues(restartable: RestartableBrokers) -> _Queues:
+    return _Queues(restartable)
 
 
 def _count(url: str, queue: str) -> int:
@@ -91,13 +115,13 @@ def _count(url: str, queue: str) -> int:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(("broker", "protocol"), CASES)
 def test_a_committed_transaction_survives_a_kill_right_after_commit(
-    broker: str, protocol: str, restartable: RestartableBrokers
+    broker: str,
+    protocol: str,
+    restartable: RestartableBrokers,
+    queues: _Queues,
 ) -> None:
     restartable.start(broker)
-    queue = f"killcommit-{uuid.uuid4().hex[:8]}"
-    if broker == "rabbitmq":
-        _declare(url_in(restartable.env(), broker, protocol), queue)
-        restartable.restart(broker)  # a clean stop writes the queue's record out
+    queue = queues.for_case(broker, protocol)
     pid = restartable.pid(broker)
     connection = ConnectionFactory(url_in(restartable.env(), broker, protocol)).create_connection()
     try:
