@@ -20,14 +20,14 @@ to 1-2 s) gave the STOMP one's sends the time to be stored; it passed without th
 
 On RabbitMQ the queue is declared first and the broker restarted cleanly before the
 transaction: RabbitMQ (3.10) can lose a durable queue it created shortly before a
-``kill -9``, and with it every message it had confirmed into it. Seen here (2026-12-06):
-one confirmed persistent send, not in a transaction, to a queue the producer had just
+``kill -9``, and with it every message it had confirmed into it. Seen here (2026-12-06): one
+confirmed persistent send, not in a transaction, to a queue the producer had just
 created, killed 55 ms after the creation: 0 kept in 1 run of 4; a queue declared by a
-send and a receive 1 s before the transaction gone after the restart in 1 run of 10
-(the broker recovered one queue fewer). Its queue records live in Mnesia, whose
-transactions are not durable until its log is synced (erlang/otp#3975, #4392). That is
-the broker's, not the commit's: with the queue made durable first, the STOMP case still
-lost all 500 without the fix (3 runs of 3) and keeps them with it.
+send and a receive 1 s before the transaction gone after the restart in 1 run of 10 (the
+broker recovered one queue fewer). A likely cause: its queue records live in Mnesia,
+whose transactions are not durable until its log is synced (erlang/otp#3975, #4392).
+That is the broker's, not the commit's: with the queue made durable first, the STOMP
+case still lost all 500 without the fix (3 runs of 3) and keeps them with it.
 """
 
 from __future__ import annotations
