@@ -51,17 +51,10 @@ import uuid
 from typing import Any
 
 from jmslike import ConnectionFactory, Session
-from jmslike_bench.env import delete_queue, target_url
+from jmslike_bench.env import TARGETS, delete_queue, target_url
 from jmslike_bench.runners.raw_stomp import BODY, Broker, declare, raw_connection
 
-BROKER_TARGETS = (
-    "activemq/stomp",
-    "activemq/amqp",
-    "artemis/stomp",
-    "artemis/amqp",
-    "rabbitmq/stomp",
-    "rabbitmq/amqp",
-)
+BROKER_TARGETS = tuple(target for target in TARGETS if target != "embedded")
 TIMEOUT = 60.0
 
 
