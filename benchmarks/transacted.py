@@ -52,10 +52,9 @@ from typing import Any
 
 from jmslike import ConnectionFactory, Session
 from jmslike_bench.env import TARGETS, delete_queue, target_url
-from jmslike_bench.runners.raw_stomp import BODY, Broker, declare, raw_connection
+from jmslike_bench.runners.raw_stomp import BODY, TIMEOUT, Broker, declare, raw_connection
 
 BROKER_TARGETS = tuple(target for target in TARGETS if target != "embedded")
-TIMEOUT = 60.0
 
 
 def count_for(every: int) -> int:
@@ -84,9 +83,6 @@ def raw_stomp_run(broker: Broker, queue: str, count: int, every: int) -> float:
         # on RabbitMQ here). jmslike sets TCP_NODELAY; so does the raw side.
         conn.transport.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def waited(receipt: str) -> threading.Event:
-            return listener.expect(receipt)
-
         started = time.perf_counter()
         index = 0
         while index < count:
@@ -95,12 +91,12 @@ def raw_stomp_run(broker: Broker, queue: str, count: int, every: int) -> float:
             for _ in range(min(every, count - index)):
                 headers = {**broker.jms_headers(True, index), "transaction": tx}
                 if each_stored:
-                    pending.append(waited(f"s{index}"))
+                    pending.append(listener.expect(f"s{index}"))
                     conn.send(destination, BODY, headers=headers, receipt=f"s{index}")
                 else:
                     conn.send(destination, BODY, headers=headers)
                 index += 1
-            pending.append(waited(f"c{index}"))
+            pending.append(listener.expect(f"c{index}"))
             conn.commit(tx, receipt=f"c{index}")
             for event in pending:
                 if not event.wait(TIMEOUT) or listener.errors:
@@ -123,19 +119,12 @@ def _proton_child(url: str, broker: str, queue: str, count: int, every: int) -> 
     from proton.handlers import MessagingHandler, TransactionHandler
     from proton.reactor import Container
 
-    from jmslike_amqp.links import Capability, DurableNode
+    from jmslike_bench.runners.raw_proton import address_of, node_options
 
     parsed = urllib.parse.urlsplit(url)
     user = urllib.parse.unquote(parsed.username) if parsed.username else None
     password = urllib.parse.unquote(parsed.password) if parsed.password else None
-    address = {"rabbitmq": f"/queue/{queue}", "activemq": f"queue://{queue}"}.get(broker, queue)
-    # As jmslike attaches (and benchmarks/src/jmslike_bench/runners/raw_proton.py): a
-    # queue, and on RabbitMQ a durable one. Without the capability Artemis made a
-    # multicast address with no queue, which stored nothing (0.30 "ratio" at a commit
-    # of one, the raw side three times as fast).
-    options: Any = (
-        [Capability("queue"), DurableNode()] if broker == "rabbitmq" else Capability("queue")
-    )
+    address, options = address_of(broker, queue), node_options(broker)
     kept = broker == "rabbitmq"
 
     class Job(MessagingHandler, TransactionHandler):  # type: ignore[misc]
@@ -144,7 +133,6 @@ def _proton_child(url: str, broker: str, queue: str, count: int, every: int) -> 
             self.done = self.answered = self.batch = 0
             self.started = self.finished = 0.0
             self.sender: Any = None
-            self.transaction: Any = None
 
         def on_start(self, event: Any) -> None:
             self.container = event.container

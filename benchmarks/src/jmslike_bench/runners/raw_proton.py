@@ -36,7 +36,25 @@ from jmslike_bench.stats import percentile
 from jmslike_bench.targets import Target
 from jmslike_bench.workloads import Kind, Sizes, Workload
 
-__all__ = ["RawProtonRunner"]
+__all__ = ["RawProtonRunner", "address_of", "node_options"]
+
+
+def address_of(broker: str, queue: str) -> str:
+    """``queue``'s address as jmslike_amqp writes it: RabbitMQ's plugin wants /queue/x,
+    Classic announces the queue:// prefix in its open frame."""
+    if broker == "rabbitmq":
+        return f"/queue/{queue}"
+    return f"queue://{queue}" if broker == "activemq" else queue
+
+
+def node_options(broker: str) -> Any:
+    """A sender's or receiver's node options as jmslike attaches: a queue, and on RabbitMQ
+    a durable one (jmslike_amqp.durability), so both sides get the same guarantee and the
+    same disk writes for persistent messages. Without the queue capability Artemis makes
+    a multicast address without queues, which stores nothing."""
+    if broker == "rabbitmq":
+        return [Capability("queue"), DurableNode()]
+    return Capability("queue")
 
 
 class _Job(MessagingHandler):
@@ -92,11 +110,7 @@ class _Job(MessagingHandler):
 
     def on_start(self, event: Any) -> None:
         container = event.container
-        # On RabbitMQ, a durable queue, as jmslike declares it (jmslike_amqp.durability):
-        # the same guarantee, and the same disk writes for persistent messages.
-        kind: Any = (
-            [Capability("queue"), DurableNode()] if self.runner.rabbitmq else Capability("queue")
-        )
+        kind = node_options(self.runner.target.broker)
         self.started = time.perf_counter()
         for _ in range(self.receivers if self.to_receive else 0):
             receiver = container.create_receiver(
@@ -205,16 +219,8 @@ class RawProtonRunner(Runner):
     client = "raw"
     library = f"python-qpid-proton {'.'.join(map(str, proton.VERSION))}"
 
-    def __init__(self, target: Target, sizes: Sizes) -> None:
-        super().__init__(target, sizes)
-        self.rabbitmq = target.broker == "rabbitmq"
-
     def _address(self, queue: str) -> str:
-        # As jmslike_amqp addresses a queue: RabbitMQ's plugin wants /queue/x, Classic
-        # announces the queue:// prefix in its open frame.
-        if self.rabbitmq:
-            return f"/queue/{queue}"
-        return f"queue://{queue}" if self.target.broker == "activemq" else queue
+        return address_of(self.target.broker, queue)
 
     def _run(self, job: _Job) -> _Job:
         Container(job).run()  # on this thread, as the examples do; returns when closed
