@@ -155,9 +155,7 @@ def main() -> None:
             aio_runs: list[float] = []
             for _ in range(args.runs):
                 sync_runs.append(sync_job(ConnectionFactory(_url(url)), job, args.count))
-                aio_runs.append(
-                    asyncio.run(aio_job(ConnectionFactory(_url(url)), job, args.count))
-                )
+                aio_runs.append(asyncio.run(aio_job(ConnectionFactory(_url(url)), job, args.count)))
             s, a = statistics.median(sync_runs), statistics.median(aio_runs)
             target = redact_url(url.split("?")[0])
             print(f"| {target} | {job} | {s:,.0f} | {a:,.0f} | {a / s:.2f} |", flush=True)

@@ -11,6 +11,7 @@ from jmslike.connection import Connection, ConnectionFactory
 from jmslike.consumer import MessageConsumer, QueueBrowser
 from jmslike.container import MessageListenerContainer
 from jmslike.context import JMSContext
+from jmslike.declare import QueueDeclaration
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import (
     AcknowledgeInDoubtError,
@@ -82,6 +83,7 @@ __all__ = [
     "OrderingMode",
     "Queue",
     "QueueBrowser",
+    "QueueDeclaration",
     "QueueRequestor",
     "SendInDoubtError",
     "Session",

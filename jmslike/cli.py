@@ -2,7 +2,8 @@
 
 ``jmslike demo`` is the fastest way to see why ordering groups matter (the bookstore in
 :mod:`jmslike.demo`); ``send``, ``receive`` and ``browse`` are the small tools one wants
-while wiring an application to a broker; ``providers`` says which URL schemes this
+while wiring an application to a broker; ``declare`` makes queues ready at deploy time
+(:mod:`jmslike.declare`); ``providers`` says which URL schemes this
 installation can serve; ``config`` shows a factory's effective settings and where each
 came from, since ordering switched on by a file or a variable is invisible in the code.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import importlib
 import json
 import logging
@@ -201,6 +203,27 @@ def _build_parser() -> argparse.ArgumentParser:
     browse.add_argument("--selector", default=None)
     browse.add_argument("--json", action="store_true")
 
+    declare = add(
+        "declare",
+        help="make queues ready at the broker now, as their first use would (a deploy step)",
+        description="Make each queue ready at the broker as its first use would: its "
+        "partitions, or itself, held to one consumer across processes where the settings "
+        "(URL, config file) say so, else a durable queue. Run it when the application is "
+        "deployed, so that no queue is made in the first moments of production traffic. "
+        "Safe to repeat: an existing queue is kept.",
+    )
+    declare.add_argument("url", metavar="URL", nargs="?", help=_URL_HELP)
+    declare.add_argument(
+        "queues", metavar="QUEUE", nargs="+", help="queue://NAME, or just NAME; repeatable"
+    )
+    declare.add_argument(
+        "--factory",
+        metavar="NAME",
+        default=None,
+        help="a [factories.NAME] table of the config file, as from_config(NAME) reads it",
+    )
+    declare.add_argument("--json", action="store_true", help="one JSON object per queue")
+
     add("providers", help="list URL schemes and the embedded broker's capabilities")
 
     config = add(
@@ -258,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "send": _send,
         "receive": _receive,
         "browse": _browse,
+        "declare": _declare,
         "providers": _providers,
         "config": _config,
         "bench": _bench,
@@ -286,6 +310,15 @@ def _check_operands(args: argparse.Namespace) -> None:
         # No URL given: argparse filled URL from DESTINATION and DESTINATION from a TEXT.
         args.texts.insert(0, args.destination)
         args.url, args.destination = None, args.url
+    if args.command == "declare":
+        if args.url is not None and (_is_destination(args.url) or "://" not in args.url):
+            # No URL given: argparse filled URL from the first QUEUE.
+            args.queues.insert(0, args.url)
+            args.url = None
+        if args.factory is not None and args.url is not None:
+            args.command_parser.error(
+                "give a factory NAME (--factory, its url is in the file) or a URL, not both"
+            )
     if args.command == "config" and args.name is not None and args.url is not None:
         args.command_parser.error(
             "give a factory NAME (its url is in the file) or --url URL, not both"
@@ -494,6 +527,26 @@ def _browse(args: argparse.Namespace) -> int:
         with session.create_browser(queue, args.selector) as browser:
             for message in browser:
                 _print_message(message, args.json)
+    return EXIT_OK
+
+
+def _declare(args: argparse.Namespace) -> int:
+    """One line (or JSON object) per queue; the first refusal ends the command with its
+    error, after the lines of the queues declared before it."""
+    queues = [q if "://" in q else f"queue://{q}" for q in args.queues]
+    if args.factory is not None:
+        factory = ConnectionFactory.from_config(args.factory)
+        log.info("connecting to %s", factory.url)  # str() hides the secrets
+        connection = factory.create_connection()
+    else:
+        connection = _connect(args.url)
+    with connection:
+        for queue in queues:
+            done = connection.declare_queue(queue)
+            if args.json:
+                print(json.dumps(dataclasses.asdict(done)), flush=True)
+            else:
+                print(done, flush=True)
     return EXIT_OK
 
 

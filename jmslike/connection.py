@@ -25,6 +25,7 @@ from jmslike.config import (
     resolve_settings,
 )
 from jmslike.context import JMSContext
+from jmslike.declare import QueueDeclaration, declare_queue
 from jmslike.destination import Destination
 from jmslike.errors import (
     ConnectionFailedError,
@@ -310,6 +311,14 @@ class Connection:
         with self._lock:
             self._sessions.append(session)
         return session
+
+    def declare_queue(self, queue: Destination | str) -> QueueDeclaration:
+        """Make ``queue`` ready at the broker now, as its first use would (its partitions
+        or itself held to one consumer where the settings say so, else a durable queue):
+        a deploy step, so that no queue is made in the first moments of production
+        traffic (jmslike.declare says why). Safe to repeat; an existing queue is kept."""
+        self._check_open()
+        return declare_queue(self._provider, self._settings, queue)
 
     def delete_temporary(self, destination: Destination) -> None:
         """Delete a temporary queue or topic this connection made (JMS

@@ -16,6 +16,8 @@ from jmslike.aio._bridge import inside_listener
 from jmslike.aio.session import Session
 from jmslike.connection import Connection as SyncConnection
 from jmslike.connection import ConnectionFactory as SyncFactory
+from jmslike.declare import QueueDeclaration
+from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException
 from jmslike.session import Session as SyncSession
 from jmslike.spi.provider import Capabilities
@@ -120,6 +122,10 @@ class Connection:
         session = Session(sync, self, self._loop)
         self._sessions.append(session)
         return session
+
+    async def declare_queue(self, queue: Destination | str) -> QueueDeclaration:
+        """:meth:`jmslike.Connection.declare_queue`, on a worker thread."""
+        return await asyncio.to_thread(self.sync.declare_queue, queue)
 
     async def start(self) -> None:
         await asyncio.to_thread(self.sync.start)

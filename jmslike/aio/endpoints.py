@@ -32,6 +32,7 @@ def _set_done(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
 
+
 RECEIVE_SLICE = 0.05
 """Seconds a receive waits on the session's thread before it lets the session's other
 queued calls run (a send of another task, say) and waits again. A message that comes

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from jmslike.connection import Connection
     from jmslike.partitions.layout import PartitionSpec
 
-__all__ = ["PartitionedSession"]
+__all__ = ["PartitionedSession", "refuse_stranded", "require_broker_exclusivity"]
 
 _prepared: set[tuple[str, str]] = set()
 _checked: set[tuple[str, str, int]] = set()
@@ -121,14 +121,7 @@ class PartitionedSession(ProviderSession):
                 f"{destination} is partitioned: each of its partitions is already held to "
                 "one consumer at a time; do not also declare it strictly ordered"
             )
-        capabilities = self._provider_connection.capabilities
-        if not capabilities.exclusive_consumers or capabilities.exclusive_scope != "broker":
-            raise ConfigurationError(
-                f"{destination} is partitioned, but {capabilities.provider} "
-                f"({capabilities.broker}) cannot hold a partition to one consumer across "
-                f"processes (capability exclusive_scope={capabilities.exclusive_scope!r}); "
-                + str(capabilities.extra.get("exclusive_hint") or "see docs/partitions.md")
-            )
+        require_broker_exclusivity(self._provider_connection, destination)
         self._prepare(partitions)
         self._check_leftovers(partitions)
         factory = self._connection._factory
@@ -153,30 +146,12 @@ class PartitionedSession(ProviderSession):
         return consumer
 
     def _check_leftovers(self, spec: PartitionSpec) -> None:
-        """Once per process and queue: partitions beyond the count that still hold
-        messages were left by a larger count; nothing would ever consume them, so
-        refuse, naming them, rather than strand them silently. (Where the broker cannot
-        be asked, as ActiveMQ Classic over STOMP and AMQP, this check is not made.)"""
+        """Once per process and queue: :func:`refuse_stranded`."""
         key = (self._scope, spec.destination.key, spec.count)
         with _prepared_lock:
             if key in _checked:
                 return
-        base = spec.destination.name + ".p"
-        depths = self._provider_connection.queue_depths(base) or {}
-        stranded = {
-            name: count
-            for name, count in depths.items()
-            if count and name[len(base) :].isdigit() and int(name[len(base) :]) >= spec.count
-        }
-        if stranded:
-            listed = ", ".join(f"{name} ({count})" for name, count in sorted(stranded.items()))
-            raise ConfigurationError(
-                f"{spec.destination} is declared with partitions = {spec.count}, but "
-                f"partitions beyond that still hold messages: {listed}. They were sent with "
-                "a larger count and nothing would consume them now: consume them with the "
-                "old count first (partitions = the old number, in every process), then "
-                "change it; nothing was taken"
-            )
+        refuse_stranded(self._provider_connection, spec)
         with _prepared_lock:
             _checked.add(key)
 
@@ -254,3 +229,39 @@ class PartitionedSession(ProviderSession):
     def unsubscribe(self, name: str) -> None:
         with self.calls:
             self.inner.unsubscribe(name)
+
+
+def refuse_stranded(provider: ProviderConnection, spec: PartitionSpec) -> None:
+    """Partitions beyond the count that still hold messages were left by a larger count;
+    nothing would ever consume them, so refuse, naming them, rather than strand them
+    silently. (Where the broker cannot be asked, as ActiveMQ Classic over STOMP and AMQP,
+    this check is not made.)"""
+    base = spec.destination.name + ".p"
+    depths = provider.queue_depths(base) or {}
+    stranded = {
+        name: count
+        for name, count in depths.items()
+        if count and name[len(base) :].isdigit() and int(name[len(base) :]) >= spec.count
+    }
+    if stranded:
+        listed = ", ".join(f"{name} ({count})" for name, count in sorted(stranded.items()))
+        raise ConfigurationError(
+            f"{spec.destination} is declared with partitions = {spec.count}, but "
+            f"partitions beyond that still hold messages: {listed}. They were sent with "
+            "a larger count and nothing would consume them now: consume them with the "
+            "old count first (partitions = the old number, in every process), then "
+            "change it; nothing was taken"
+        )
+
+
+def require_broker_exclusivity(provider: ProviderConnection, destination: Destination) -> None:
+    """A partition needs the broker to hold it to one consumer across processes:
+    ConfigurationError, with the setting that would help, where it cannot."""
+    capabilities = provider.capabilities
+    if not capabilities.exclusive_consumers or capabilities.exclusive_scope != "broker":
+        raise ConfigurationError(
+            f"{destination} is partitioned, but {capabilities.provider} "
+            f"({capabilities.broker}) cannot hold a partition to one consumer across "
+            f"processes (capability exclusive_scope={capabilities.exclusive_scope!r}); "
+            + str(capabilities.extra.get("exclusive_hint") or "see docs/partitions.md")
+        )

@@ -166,6 +166,10 @@ class Exclusivity:
     """Delete the queue named so with its messages, through the management API (a
     temporary queue that jmslike made where the broker has none: RabbitMQ over AMQP);
     False if there is none; None: cannot."""
+    declare_durable: Callable[[str], str] | None = None
+    """Declare the queue named so durable at the broker now, through the management API
+    (``ProviderConnection.declare_queue``); returns how, in a few words. None: the
+    broker makes it at its first use."""
     artemis: ArtemisManagement | None = None
     """Artemis' management API, at ``managementUrl`` or found where ``artemis create``
     puts it (jmslike.spi.console), for the connection's other uses of it (browsing over
@@ -271,9 +275,15 @@ def exclusivity_for(
                 log.debug("RabbitMQ queue %s exists otherwise: used as it is", queue)
             rabbit.bind_to_topic(vhost, queue, topic)
 
+        def declare_durable(queue: str) -> str:
+            if rabbit.declare_queue(vhost, queue):
+                return "a durable queue, through RabbitMQ's management API"
+            return "exists with other arguments (RabbitMQ cannot change them): left as it is"
+
         return Exclusivity(
             "broker",
             lambda name: rabbit.declare_single_active(vhost, name),
+            declare_durable=declare_durable,
             declare_subscription_queue=declare_subscription_queue,
             depths=lambda prefix: rabbit.queue_depths(vhost, prefix),
             declare_subscription=declare_subscription,
@@ -300,6 +310,7 @@ def exclusivity_for(
             "broker",
             None,
             depths=artemis.queue_depths if artemis else None,
+            declare_durable=artemis.declare_queue if artemis else None,
             delete_subscription=artemis.delete_subscription_queue if artemis else None,
             artemis=artemis,
         )
@@ -308,6 +319,7 @@ def exclusivity_for(
             "broker",
             artemis.declare_exclusive,
             depths=artemis.queue_depths,
+            declare_durable=artemis.declare_queue,
             declare_topic=artemis.declare_exclusive_address,
             delete_subscription=artemis.delete_subscription_queue,
             artemis=artemis,

@@ -174,6 +174,29 @@ class ArtemisManagement(_Http):
         )
         log.info("Artemis queue %s made exclusive", queue)
 
+    def declare_queue(self, queue: str) -> str:
+        """Create the anycast queue ``queue``, durable, as an application's own (not
+        auto-created: Artemis deletes an auto-created queue once it has no consumer and
+        no message); a queue that exists already is left as it is."""
+        mbean = (
+            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
+            f'address={_quoted(queue)},subcomponent=queues,routing-type="anycast",'
+            f"queue={_quoted(queue)}"
+        )
+        if self._call({"type": "search", "mbean": mbean}):
+            return "exists already: left as it is"
+        config = {"name": queue, "address": queue, "routing-type": "ANYCAST", "durable": True}
+        self._call(
+            {
+                "type": "exec",
+                "mbean": f"org.apache.activemq.artemis:broker={self.broker_name()}",
+                "operation": "createQueue(java.lang.String,boolean)",
+                "arguments": [json.dumps(config), True],
+            }
+        )
+        log.info("Artemis queue %s created", queue)
+        return "a durable anycast queue, through Artemis' management API"
+
     def declare_exclusive_address(self, address: str) -> None:
         """Make every queue created on ``address`` from now on exclusive, whatever
         protocol creates it: a topic's subscription queues are made by the SUBSCRIBE or

@@ -441,6 +441,14 @@ class ProviderConnection(abc.ABC):
         find partitions left behind by a smaller partition count."""
         return None
 
+    def declare_queue(self, queue: Destination) -> str | None:
+        """Make ``queue`` exist at the broker now, durable, as its first use would
+        (``Connection.declare_queue``, ``jmslike declare``: a deploy step, since a broker
+        may lose a queue it made moments before a crash). Returns how, in a few words, or
+        None where nothing is done because the broker makes the queue at its first use
+        and keeps it (the default). A queue that exists already is left as it is."""
+        return None
+
     def create_temporary_queue(self) -> TemporaryQueue:
         raise IllegalStateError(f"{type(self).__name__} has no temporary queues")
 

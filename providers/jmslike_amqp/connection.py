@@ -507,6 +507,10 @@ class AmqpConnection(ProviderConnection):
             except JMSException as exc:
                 log.debug("AMQP %s: a consumer's connection: %s", transport.address, exc)
 
+    def declare_queue(self, queue: Destination) -> str | None:
+        declare = self.exclusivity.declare_durable
+        return declare(queue.name) if declare is not None else None
+
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``

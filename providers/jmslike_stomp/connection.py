@@ -120,6 +120,10 @@ class StompConnection(ProviderConnection):
         depths = self.exclusivity.depths
         return depths(prefix) if depths is not None else None
 
+    def declare_queue(self, queue: Destination) -> str | None:
+        declare = self.exclusivity.declare_durable
+        return declare(queue.name) if declare is not None else None
+
     def declare_exclusive_queue(self, queue: Destination, *, required: bool = True) -> bool:
         """Have the broker hold ``queue`` to one active consumer across processes (ORD-18,
         partitions), once per process; see jmslike.spi.exclusive. ``required=False``

@@ -62,6 +62,7 @@ EXPECTED_ALL = [
     "OrderingMode",
     "Queue",
     "QueueBrowser",
+    "QueueDeclaration",
     "QueueRequestor",
     "SendInDoubtError",
     "Session",

@@ -377,6 +377,34 @@ def test_capabilities_say_how_groups_hold_across_processes(connection) -> None:
     assert caps.as_dict()["groups_across_processes"] == expected
 
 
+def test_declaring_a_partitioned_queue_makes_its_partitions(
+    make_factory, unique, provider_case
+) -> None:
+    """``declare_queue`` (``jmslike declare``) makes every partition as the broker needs
+    it before anything uses the names: on RabbitMQ and Artemis each is there, empty,
+    before the first send (a Java producer that sends to a partition first would make an
+    ordinary queue). Declaring again changes nothing; the queue then works as before."""
+    queue = f"queue://{unique('parts')}"
+    name = queue.removeprefix("queue://")
+    factory = _partitioned(make_factory, queue, count=3)
+    with factory.create_connection() as conn:
+        declared = conn.declare_queue(queue)
+        assert declared.kind == "partitioned"
+        assert declared.broker_queues == (f"{name}.p0", f"{name}.p1", f"{name}.p2")
+        assert conn.declare_queue(queue) == declared
+        depths = conn._provider.queue_depths(name + ".p")
+        if provider_case.id.startswith(("rabbitmq", "artemis")):
+            assert depths == dict.fromkeys(declared.broker_queues, 0), depths
+        session = conn.create_session()
+        consumer = session.create_consumer(queue)
+        sent = _send(session, queue, groups=6, per_group=3)
+        conn.start()
+        got: list[str] = []
+        while len(got) < len(sent) and (message := consumer.receive(10.0)) is not None:
+            got.append(message.text)
+    assert sorted(got) == sorted(sent) and _in_group_order(got)
+
+
 def test_a_smaller_count_refuses_while_dropped_partitions_hold_messages(
     make_factory, unique, connection
 ) -> None:
@@ -401,6 +429,9 @@ def test_a_smaller_count_refuses_while_dropped_partitions_hold_messages(
                 conn.create_session().create_consumer(queue)
             text = str(info.value)
             assert "partitions = 2" in text and ".p2" in text and ".p3" in text
+            # The deploy step finds it first (jmslike declare).
+            with pytest.raises(ConfigurationError, match=r"partitions = 2.*\.p2.*\.p3"):
+                conn.declare_queue(queue)
         else:
             conn.create_session().create_consumer(queue).close()
     with old.create_connection() as conn:

@@ -16,9 +16,13 @@ Run: ``JMSLIKE_BROKERS_DIR=... .venv/bin/python -m pytest tests/interop/test_jav
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokerenv import broker_url
@@ -50,13 +54,19 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("deploy", [False, True], ids=["consumers-first", "declared-first"])
 @pytest.mark.parametrize("case", CASES)
 def test_java_producer_lands_groups_on_jmslike_partitions(
-    case: tuple[str, str, str, str], java_jar: Path
+    case: tuple[str, str, str, str], deploy: bool, java_jar: Path, tmp_path: Path
 ) -> None:
     """ORD-16 with Java: the documented hash, computed by java.util.zip.CRC32, puts each
     group on the partition jmslike chose for it; jmslike consumers get each group in
-    order, from that partition only."""
+    order, from that partition only.
+
+    ``declared-first`` is the deploy order docs/partitions.md gives: ``jmslike declare``
+    (its partition count from a config file, a process of its own) makes the partitions,
+    the Java producer sends everything before any jmslike consumer exists (on RabbitMQ it
+    could not send at all to partitions nobody declared), and the consumers come last."""
     variable, protocol, java_variable, prefix = case
     url = broker_url(variable)
     if variable.startswith("JMSLIKE_TEST_ARTEMIS"):
@@ -69,10 +79,34 @@ def test_java_producer_lands_groups_on_jmslike_partitions(
         partition_heartbeat=0.2,
         partition_timeout=0.8,
     )
+    endpoint = Endpoint(url, protocol, java_url(protocol, broker_url(java_variable)))
+
+    def produce() -> list[dict[str, Any]]:
+        return run_java(
+            java_jar, "produce", endpoint, "--queue", queue, "--run", run,
+            "--groups", str(GROUPS), "--per-group", str(PER_GROUP),
+            "--partitions", str(PARTITIONS), "--queue-prefix", prefix,
+        )  # fmt: skip
+
+    sent: list[dict[str, Any]] = []
+    if deploy:
+        config = tmp_path / "jmslike.toml"
+        config.write_text(f'[destinations."queue://{queue}"]\npartitions = {PARTITIONS}\n')
+        declared = subprocess.run(
+            [sys.executable, "-m", "jmslike", "declare", url, queue],
+            env={**os.environ, "JMSLIKE_CONFIG": str(config)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert declared.returncode == 0, declared.stderr
+        assert declared.stdout.startswith(f"queue://{queue} (partitioned: {queue}.p0, "), declared
+        sent = produce()
     with factory.create_connection() as connection:
         reports: list[Exception] = []
         connection.set_exception_listener(reports.append)
-        # The consumers come first: on RabbitMQ they declare the partitions
+        # Consumers first (without deploy): on RabbitMQ they declare the partitions
         # single-active-consumer queues, which a Java producer then addresses.
         consumers = [
             connection.create_session(False, Session.CLIENT_ACKNOWLEDGE).create_consumer(
@@ -81,12 +115,8 @@ def test_java_producer_lands_groups_on_jmslike_partitions(
             for _ in range(2)
         ]
         connection.start()
-        endpoint = Endpoint(url, protocol, java_url(protocol, broker_url(java_variable)))
-        sent = run_java(
-            java_jar, "produce", endpoint, "--queue", queue, "--run", run,
-            "--groups", str(GROUPS), "--per-group", str(PER_GROUP),
-            "--partitions", str(PARTITIONS), "--queue-prefix", prefix,
-        )  # fmt: skip
+        if not deploy:
+            sent = produce()
         assert len(sent) == GROUPS * PER_GROUP
         for record in sent:
             assert record["partition"] == partition_of(record["group"], PARTITIONS)

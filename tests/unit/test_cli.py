@@ -630,3 +630,50 @@ def test_logging_follows_stderr_after_main_returns(monkeypatch: pytest.MonkeyPat
     logging.getLogger("jmslike.test").warning("logged late")
     assert "WARNING jmslike.test: logged late" in second.getvalue()
     assert "Logging error" not in second.getvalue()
+
+
+# --------------------------------------------------------------------------- declare
+DECLARE_FILE = """\
+[factories.app]
+url = "embedded://cli-declare?nativeGroups=false"
+
+[destinations."queue://orders"]
+partitions = 3
+"""
+
+
+def test_declare_reads_partitions_from_the_config_file(
+    capsys: pytest.CaptureFixture[str], config_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The deploy step reads the settings a program would (here a named factory and a
+    destination table): one line a queue, or one JSON object with ``--json``."""
+    (tmp_path / "jmslike.toml").write_text(DECLARE_FILE, encoding="utf-8")
+    code, out, err = run(capsys, "declare", "--factory", "app", "orders", "queue://audit", "--json")
+    assert (code, err) == (0, ""), err
+    orders, audit = json_lines(out)
+    assert orders["queue"] == "queue://orders" and orders["kind"] == "partitioned"
+    assert orders["broker_queues"] == ["orders.p0", "orders.p1", "orders.p2"]
+    assert audit["kind"] == "plain" and audit["broker_queues"] == ["audit"]
+    # The file's destination tables serve every factory, one from a URL too.
+    code, out, _ = run(capsys, "declare", "embedded://cli-declare-2", "orders")
+    assert code == 0
+    assert out == (
+        "queue://orders (partitioned: orders.p0, orders.p1, orders.p2): made by the broker "
+        "at its first use and kept: nothing to declare\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["declare", "topic://prices"], 1, "cannot declare topic://prices"),
+        (["declare", "--factory", "app", "embedded://x", "orders"], 2, "not both"),
+        (["declare"], 2, "QUEUE"),
+    ],
+)
+def test_declare_refuses_bad_input(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, says: str
+) -> None:
+    got, out, err = run(capsys, *argv)
+    assert (got, out) == (code, "")
+    assert says in err

@@ -59,8 +59,10 @@ class JavaRunner(Runner):
 
     client = "java"
 
-    def __init__(self, target: Target, sizes: Sizes) -> None:
+    def __init__(self, target: Target, sizes: Sizes, *, idle: float = IDLE) -> None:
+        """``idle``: seconds a run waits for a message before the JVM calls it failed."""
         super().__init__(target, sizes)
+        self.idle = idle
         if target.java_protocol is None or target.java_url is None:
             raise ValueError(f"no Java client for {target.name}")
         self.protocol = target.java_protocol
@@ -205,6 +207,8 @@ class JavaRunner(Runner):
             str(workload.consumers),
             "--rate",
             str(sizes.rate),
+            "--idle-ms",
+            str(round(self.idle * 1000)),
         ]
         return self._ask(" ".join(words), f"java Bench {mode}")
 

@@ -39,13 +39,14 @@ import javax.jms.TextMessage;
  * <pre>
  * java -cp interop.jar jmslike.interop.Bench send|receive|sendrecv|groups|latency
  *      --protocol amqp|core|openwire --url URL [--user U --password P] --queue Q
- *      --count N [--size 1024] [--persistent true] [--groups G --consumers C] [--rate R]
+ *      --count N [--size 1024] [--persistent true] [--groups G --consumers C] [--rate R] [--idle-ms 20000]
  * java -cp interop.jar jmslike.interop.Bench serve --protocol P --url URL [--user U --password P]
  *      (then on stdin: MODE --queue Q --count N ...)
  * </pre>
  */
 public final class Bench {
-    private static final long IDLE_MS = 20_000;
+    /** How long a run waits for a message before it fails, unless the line says {@code --idle-ms}. */
+    private static final String IDLE_MS = "20000";
 
     private Bench() {}
 
@@ -118,6 +119,10 @@ public final class Bench {
 
     private record Job(ConnectionFactory factory, Map<String, String> args, int count, String body,
                        boolean persistent) {
+
+        long idleMs() {
+            return Long.parseLong(args.getOrDefault("idle-ms", IDLE_MS));
+        }
 
         Connection connect() throws JMSException {
             return args.containsKey("user")
@@ -198,7 +203,7 @@ public final class Bench {
                     own.createConsumer(queue(own)).setMessageListener(m -> done.countDown());
                 }
                 connection.start();
-                if (!done.await(IDLE_MS * 10, TimeUnit.MILLISECONDS)) {
+                if (!done.await(idleMs() * 10, TimeUnit.MILLISECONDS)) {
                     throw new IllegalStateException("received " + (count - done.getCount()) + " of " + count);
                 }
                 return rate(count, started);
@@ -237,7 +242,7 @@ public final class Bench {
                     message.setLongProperty("sentNanos", System.nanoTime());
                     producer.send(message);
                 }
-                if (!done.await(IDLE_MS, TimeUnit.MILLISECONDS)) {
+                if (!done.await(idleMs(), TimeUnit.MILLISECONDS)) {
                     throw new IllegalStateException("received " + seen.get() + " of " + count);
                 }
                 long elapsed = System.nanoTime() - started;
@@ -261,7 +266,7 @@ public final class Bench {
 
         static void take(MessageConsumer consumer, int count) throws JMSException {
             for (int i = 0; i < count; i++) {
-                Message message = consumer.receive(IDLE_MS);
+                Message message = consumer.receive(idleMs());
                 if (message == null) {
                     throw new IllegalStateException("received " + i + " of " + count);
                 }
