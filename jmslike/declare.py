@@ -8,8 +8,10 @@ poor time for it:
   (docs/reliability.md); a queue made at deploy time is long on disk when traffic comes.
 * The partitions of a partitioned queue and a strictly ordered queue must be made
   single-active-consumer (RabbitMQ) or exclusive (Artemis) before anything else uses the
-  name: a Java producer that sends to a partition first makes an ordinary queue, which
-  RabbitMQ cannot change afterwards (docs/partitions.md).
+  name. RabbitMQ over AMQP 1.0 drops, without an error, what a Java producer sends to
+  ``/amq/queue/<partition>`` before the queue exists; a producer that makes the queue
+  first makes an ordinary one, which RabbitMQ cannot change afterwards
+  (docs/partitions.md).
 * A partition count lowered on a queue whose higher partitions still hold messages is
   better refused by a deploy step than by the first consumer in production.
 

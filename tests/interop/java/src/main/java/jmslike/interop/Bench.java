@@ -264,7 +264,7 @@ public final class Bench {
             return producer;
         }
 
-        static void take(MessageConsumer consumer, int count) throws JMSException {
+        void take(MessageConsumer consumer, int count) throws JMSException {
             for (int i = 0; i < count; i++) {
                 Message message = consumer.receive(idleMs());
                 if (message == null) {
