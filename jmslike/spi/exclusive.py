@@ -271,14 +271,17 @@ def exclusivity_for(
             rabbit.bind_to_topic(vhost, queue, topic)
 
         def declare_subscription_queue(queue: str, topic: str, expires_ms: int | None) -> None:
-            if not rabbit.declare_queue(vhost, queue, expires_ms=expires_ms):
+            if rabbit.declare_queue(vhost, queue, expires_ms=expires_ms) == "differs":
                 log.debug("RabbitMQ queue %s exists otherwise: used as it is", queue)
             rabbit.bind_to_topic(vhost, queue, topic)
 
         def declare_durable(queue: str) -> str:
-            if rabbit.declare_queue(vhost, queue):
-                return "a durable queue, through RabbitMQ's management API"
-            return "exists with other arguments (RabbitMQ cannot change them): left as it is"
+            return {
+                "created": "a durable queue, through RabbitMQ's management API",
+                "existed": "exists already: left as it is",
+                "differs": "exists with other arguments (RabbitMQ cannot change them): "
+                "left as it is",
+            }[rabbit.declare_queue(vhost, queue)]
 
         return Exclusivity(
             "broker",

@@ -481,18 +481,18 @@ class RabbitManagement(_Http):
                 "start again"
             )
 
-    def declare_queue(self, vhost: str, queue: str, *, expires_ms: int | None = None) -> bool:
+    def declare_queue(self, vhost: str, queue: str, *, expires_ms: int | None = None) -> str:
         """Declare ``queue`` durable (as RabbitMQ's STOMP plugin declares a durable
         subscription's queue from jmslike's SUBSCRIBE headers, so that the two
         protocols' declarations agree); ``expires_ms``: deleted once nobody has used it
-        that long (``x-expires``). False, and nothing touched, if it exists otherwise (a
-        strictly ordered subscription's single-active-consumer queue, say): it is then
-        used as it is."""
+        that long (``x-expires``). Returns ``"created"``, ``"existed"`` (the same way), or
+        ``"differs"``, and nothing touched, if it exists otherwise (a strictly ordered
+        subscription's single-active-consumer queue, say): it is then used as it is."""
         path = f"api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}"
         arguments = {} if expires_ms is None else {"x-expires": expires_ms}
         body = {"durable": True, "auto_delete": False, "arguments": arguments}
         status, _reply = self._request("PUT", path, body, allow=(400,))
-        return status != 400
+        return {400: "differs", 201: "created"}.get(status, "existed")  # 204: it existed
 
     def bind_to_topic(self, vhost: str, queue: str, topic: str) -> None:
         """Bind ``queue`` to ``amq.topic`` with the routing key ``topic``, where RabbitMQ's

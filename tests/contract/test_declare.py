@@ -76,6 +76,8 @@ def test_a_declared_queue_is_there_before_its_first_use(connection, unique, prov
         assert record is not None and record["durable"] is True, record
     again = connection.declare_queue(queue)  # a deploy step runs again: nothing changes
     assert again.kind == "plain" and again.broker_queues == (name,)
+    if provider_case.id.startswith(MANAGED):
+        assert again.how == "exists already: left as it is", again
     _round_trip(connection, queue)
 
 
