@@ -21,9 +21,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from brokercases import CASES, case_url, delete_rabbitmq_queues
+from brokerenv import broker_url
 
 from jmslike import ConfigurationError, ConnectionFactory, ConnectionFailedError, JMSSecurityError
 
@@ -98,14 +100,16 @@ def test_management_api_faults_are_named(case: str, fault: str) -> None:
     """Bad input: Artemis and RabbitMQ hold a partition to one consumer only through
     their management API. Unreachable, or refusing the credentials, the first consumer
     and the first send each raise an error naming managementUrl and what to do; nothing
-    was sent."""
+    was sent. The deploy step (``declare_queue``, ``jmslike declare``) says the same."""
     url = case_url(case).split("?")[0]
     if fault == "unreachable":
         management = "http://127.0.0.1:9/console/jolokia"
         expected: type[Exception] = ConnectionFailedError
     else:
-        port = "8162/console/jolokia" if case.startswith("artemis") else "15672"
-        management = f"http://nobody:wrong@127.0.0.1:{port}"
+        # The broker's own API (its port moves with scripts/brokers.sh's offset), a wrong login.
+        broker = case.partition("-")[0].upper()
+        real = urlsplit(broker_url(f"JMSLIKE_TEST_{broker}_MANAGEMENT_URL"))
+        management = f"http://nobody:wrong@{real.hostname}:{real.port}{real.path}"
         expected = JMSSecurityError
     queue = f"queue://parts-{uuid.uuid4().hex[:8]}"
     factory = ConnectionFactory(url, managementUrl=management, partitioned_destinations={queue: 2})
@@ -118,3 +122,5 @@ def test_management_api_faults_are_named(case: str, fault: str) -> None:
         producer = session.create_producer(queue)
         with pytest.raises(expected):
             producer.send(session.create_text_message("x"))
+        with pytest.raises(expected, match="managementUrl"):
+            connection.declare_queue(queue)

@@ -31,7 +31,7 @@ from jmslike import ConnectionFactory
 
 pytestmark = [pytest.mark.spark, pytest.mark.stomp, pytest.mark.slow, pytest.mark.timeout(300)]
 
-GROUPS, PER_GROUP, BATCH = 8, 150, 200
+GROUPS, PER_GROUP, BATCH = 8, 250, 200
 
 CHILD = r"""
 import json, os, sys, time
