@@ -432,6 +432,8 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "started": "jmslike's own; JMS has no isStarted",
         "delete_temporary": "TemporaryQueue.delete() in Java; jmslike's temporary "
         "destinations are values that do not know their connection",
+        "declare_queue": "jmslike's own (queues made at deploy time); JMS leaves that to "
+        "the broker's tools",
     },
     Session: {
         "closed": "jmslike's own; JMS has no isClosed",
