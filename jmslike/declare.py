@@ -84,12 +84,13 @@ def declare_queue(
         how = HELD if hold is not None else FIRST_USE
         names = tuple(p.name for p in partitions)
         return QueueDeclaration(str(destination), "partitioned", names, how)
-    if settings.is_strictly_ordered(destination) and hold is not None:
+    strict = settings.is_strictly_ordered(destination)
+    if strict and hold is not None:
         how = HELD
         if not hold(destination):
             hint = provider.capabilities.extra.get("exclusive_hint") or ""
             how = f"held to one consumer within each process only: {hint}".rstrip(": ")
         return QueueDeclaration(str(destination), "strictly ordered", (destination.name,), how)
     how = provider.declare_queue(destination) or FIRST_USE
-    kind = "strictly ordered" if settings.is_strictly_ordered(destination) else "plain"
+    kind = "strictly ordered" if strict else "plain"
     return QueueDeclaration(str(destination), kind, (destination.name,), how)
