@@ -181,6 +181,11 @@ class MessageConsumer:
         self._kept: collections.deque[Message] = collections.deque()
         """Messages received for receives that were cancelled, oldest first; read and
         filled on the session's thread only."""
+        self._unkept: set[concurrent.futures.Future[Message | None]] = set()
+        """Cancelled receives still running on the session's thread: until each has put
+        what it brings in ``_kept``, a receive may not take a message at hand on the loop,
+        which would be a later one (seen: 11 before 10 on ActiveMQ over AMQP, since the
+        bridge turns idle in the callback that runs just before the one that keeps)."""
 
     @property
     def destination(self) -> Destination:
@@ -207,6 +212,7 @@ class MessageConsumer:
             (sync._buffer or sync._takes)
             and not sync.closed
             and not self._kept
+            and not self._unkept
             and sync._connection._delivery_chain is None
             and self._bridge.idle()
         ):
@@ -254,6 +260,7 @@ class MessageConsumer:
             raise
         except BaseException:
             # Cancelled while it ran: what it brings is this consumer's next message.
+            self._unkept.add(future)
             future.add_done_callback(self._keep)
             raise
 
@@ -263,11 +270,14 @@ class MessageConsumer:
         return self.sync.closed or self._bridge.session.closed
 
     def _keep(self, future: concurrent.futures.Future[Message | None]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        message = future.result()
-        if message is not None:
-            self._kept.appendleft(message)
+        try:
+            if future.cancelled() or future.exception() is not None:
+                return
+            message = future.result()
+            if message is not None:
+                self._kept.appendleft(message)
+        finally:
+            self._unkept.discard(future)  # only once the message is where a receive looks
 
     def __aiter__(self) -> AsyncIterator[Message]:
         return self._iterate()

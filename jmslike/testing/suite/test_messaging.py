@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -1072,7 +1073,12 @@ def test_unsubscribe_unknown_name(connection, unique, require, caplog) -> None:
             connection.create_session().unsubscribe(name)
         time.sleep(0.2)  # the broker's close of the look-up link comes after the answer
     assert name in str(info.value)
-    assert not [r.getMessage() for r in caplog.records if r.name.startswith("jmslike")]
+    # Only this connection's: a connection that another test left open may be reported
+    # lost meanwhile under its own name (seen once in CI: "jmslike-exceptions-<id>: STOMP
+    # connection to 127.0.0.1:61613 was lost" during this AMQP case).
+    others = re.compile(r"jmslike-exceptions-(?!" + re.escape(connection._id_prefix) + ")")
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("jmslike")]
+    assert not [m for m in logged if not others.match(m)]
 
 
 def test_shared_durable_subscription_needs_no_client_id(
