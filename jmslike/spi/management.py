@@ -174,15 +174,20 @@ class ArtemisManagement(_Http):
         )
         log.info("Artemis queue %s made exclusive", queue)
 
-    def declare_queue(self, queue: str) -> str:
-        """Create the anycast queue ``queue``, durable, as an application's own (not
-        auto-created: Artemis deletes an auto-created queue once it has no consumer and
-        no message); a queue that exists already is left as it is."""
-        mbean = (
+    def _anycast_queue(self, queue: str) -> str:
+        """The MBean name of the anycast queue ``queue`` on its own address (how jmslike's
+        queues are laid out), its name quoted so that ``*`` or ``"`` in it stays itself."""
+        return (
             f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
             f'address={_quoted(queue)},subcomponent=queues,routing-type="anycast",'
             f"queue={_quoted(queue)}"
         )
+
+    def declare_queue(self, queue: str) -> str:
+        """Create the anycast queue ``queue``, durable, as an application's own (not
+        auto-created: Artemis deletes an auto-created queue once it has no consumer and
+        no message); a queue that exists already is left as it is."""
+        mbean = self._anycast_queue(queue)
         if self._call({"type": "search", "mbean": mbean}):
             return "exists already: left as it is"
         config = {"name": queue, "address": queue, "routing-type": "ANYCAST", "durable": True}
@@ -246,10 +251,7 @@ class ArtemisManagement(_Http):
         from the queue meanwhile moves the later ones up, so one may be missed, and one
         seen twice is listed once. A broker without the paged operation is asked the
         old way."""
-        mbean = (
-            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
-            f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
-        )
+        mbean = self._anycast_queue(queue)
         entries: list[Any] = []
         seen: set[Any] = set()
         page = 1
@@ -309,10 +311,7 @@ class ArtemisManagement(_Http):
 
     def consumer_count(self, queue: str) -> int:
         """How many consumers the anycast queue ``queue`` has (0 if it does not exist)."""
-        mbean = (
-            f"org.apache.activemq.artemis:broker={self.broker_name()},component=addresses,"
-            f'address="{queue}",subcomponent=queues,routing-type="anycast",queue="{queue}"'
-        )
+        mbean = self._anycast_queue(queue)
         try:
             count = self._call({"type": "read", "mbean": mbean, "attribute": "ConsumerCount"})
         except JMSException as exc:
