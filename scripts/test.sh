@@ -62,10 +62,12 @@ if [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO_SPARK_FLOOR:-}" ]; the
     -e '.[all,dev]' "pyspark==$floor"
   # PySpark 4.0.5's DataFrame.collect leaves its socket to the JVM open (pyspark's
   # _load_from_socket); the suite turns that ResourceWarning into an error, so this run
-  # ignores unclosed sockets (the run above, on the newest PySpark, does not).
+  # ignores unclosed sockets (the run above, on the newest PySpark, does not). The
+  # killed-driver scenarios (80-90 s of this run's 150) stay with the run above: they kill
+  # Spark's driver and test jmslike's spool, not which Data Source API calls PySpark has.
   set +e
   .venv-spark-floor/bin/python -m pytest -q -m spark -p no:cacheprovider \
-    -W "ignore:unclosed <socket.socket:ResourceWarning" tests/integration
+    -W "ignore:unclosed <socket.socket:ResourceWarning" -k "not killed_driver" tests/integration
   status=$?
   set -e
   if [ "$status" -eq 5 ]; then
