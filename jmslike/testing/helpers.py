@@ -20,6 +20,7 @@ __all__ = [
     "drain_any",
     "drain_consumer",
     "receive_any",
+    "receive_count",
     "send_texts",
     "texts",
 ]
@@ -54,6 +55,29 @@ def drain_consumer(
             return out
         out.append(msg)
         wait = timeout
+
+
+def receive_count(
+    consumer: MessageConsumer, count: int, timeout: float = 5.0, after: float = 0.2
+) -> list[Message]:
+    """Receive ``count`` messages, waiting up to ``timeout`` for each, then whatever else
+    comes within ``after`` seconds.
+
+    For a scenario that knows how many messages it expects: it asserts on everything that
+    came, one too many included, without waiting out a drain's long quiet gap to be sure
+    nothing else comes (the messages it waits for are on the broker already, and one too
+    many would be right behind them). Returns fewer than ``count`` when one did not come
+    within ``timeout``.
+    """
+    out: list[Message] = []
+    for _ in range(count):
+        msg = consumer.receive(timeout)
+        if msg is None:
+            return out
+        out.append(msg)
+    while (msg := consumer.receive(after)) is not None:
+        out.append(msg)
+    return out
 
 
 def receive_any(

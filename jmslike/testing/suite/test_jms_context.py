@@ -23,11 +23,18 @@ MakeContext = Callable[..., JMSContext]
 
 @pytest.fixture
 def make_context(factory: ConnectionFactory) -> Iterator[MakeContext]:
-    """``make_context(session_mode)``: a context on this test's broker, closed at teardown."""
+    """``make_context(session_mode)``: a context on this test's broker, closed at teardown;
+    ``make_context(session_mode, parent=context)``: one that shares ``context``'s connection
+    (``create_context``), closed too, since the connection closes with its last context."""
     opened: list[JMSContext] = []
 
-    def make(session_mode: int = JMSContext.AUTO_ACKNOWLEDGE) -> JMSContext:
-        context = factory.create_context(session_mode)
+    def make(
+        session_mode: int = JMSContext.AUTO_ACKNOWLEDGE, parent: JMSContext | None = None
+    ) -> JMSContext:
+        if parent is None:
+            context = factory.create_context(session_mode)
+        else:
+            context = parent.create_context(session_mode)
         opened.append(context)
         return context
 
@@ -105,7 +112,9 @@ def test_jms_context_fluent_producer_settings_arrive(make_context: MakeContext, 
         producer.set_property("has space", 1)
 
 
-def test_jms_context_ordering_group_keeps_order(make_context: MakeContext, unique, drain_any):
+def test_jms_context_ordering_group_keeps_order(
+    make_context: MakeContext, unique, receive_any, drain_any
+):
     """ORD-5 through ``set_ordering_group``: each producer's messages carry JMSXGroupID and
     a JMSXGroupSeq counting from 1 (ORD-4), also when fluent code names the same group
     before every send; with two contexts competing for the queue, each group arrives in
@@ -118,12 +127,14 @@ def test_jms_context_ordering_group_keeps_order(make_context: MakeContext, uniqu
     for i in range(1, 6):
         joe.set_ordering_group("joe").send(queue, f"joe-{i}")
         ann.set_ordering_group("ann").send(queue, f"ann-{i}")
-    first = sender.create_context()
-    second = sender.create_context()
+    first = make_context(parent=sender)
+    second = make_context(parent=sender)
     consumers = [first.create_consumer(queue), second.create_consumer(queue)]
-    got = drain_any(consumers, 1.0)
+    # The ten sent, then anything more (none): no quiet second to wait out.
+    got = [receive_any(consumers, 5.0) for _ in range(10)] + drain_any(consumers, 0.2)
     seen: dict[str, list[tuple[str, int | None]]] = defaultdict(list)
     for _index, message in got:
+        assert message is not None, f"not all ten came within 5 s: {got}"
         assert message.ordering_group is not None
         seen[message.ordering_group].append((message.body, message.group_sequence))
     assert seen == {group: [(f"{group}-{i}", i) for i in range(1, 6)] for group in ("joe", "ann")}
@@ -132,8 +143,8 @@ def test_jms_context_ordering_group_keeps_order(make_context: MakeContext, uniqu
     assert not joe.property_exists("JMSXGroupID")
     joe.set_ordering_group(None).send(queue, "free")
     assert joe.get_ordering_group() is None
-    rest = drain_any(consumers, 1.0)
-    assert [(m.body, m.ordering_group) for _index, m in rest] == [("free", None)]
+    rest = [receive_any(consumers, 5.0), *drain_any(consumers, 0.2)]
+    assert [(m.body, m.ordering_group) for _index, m in rest if m] == [("free", None)]
 
 
 def test_jms_context_transacted_commit_and_rollback(make_context: MakeContext, unique) -> None:
@@ -146,7 +157,7 @@ def test_jms_context_transacted_commit_and_rollback(make_context: MakeContext, u
     producer.send(queue, "rolled back")
     sender.rollback()
     producer.send(queue, "kept-1").send(queue, "kept-2")
-    receiver = sender.create_context(JMSContext.SESSION_TRANSACTED)
+    receiver = make_context(JMSContext.SESSION_TRANSACTED, parent=sender)
     consumer = receiver.create_consumer(queue)
     assert consumer.receive(0.3) is None  # not committed yet
     sender.commit()
@@ -258,7 +269,7 @@ def test_jms_context_listener(make_context: MakeContext, unique) -> None:
     consumer = context.create_consumer(queue)
     consumer.set_message_listener(lambda message: got.append(message.body))
     assert consumer.get_message_listener() is not None
-    context.create_context().create_producer().send(queue, "one").send(queue, "two")
+    make_context(parent=context).create_producer().send(queue, "one").send(queue, "two")
     deadline = time.monotonic() + 5.0
     while len(got) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)

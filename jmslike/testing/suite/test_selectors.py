@@ -9,6 +9,7 @@ the values compared with them change on the way, never string literals or proper
 from __future__ import annotations
 
 from jmslike import DeliveryMode, InvalidSelectorError
+from jmslike.testing.helpers import receive_count
 
 # (body, status property, delivery mode) sent in this order.
 _SENT = [
@@ -30,7 +31,7 @@ def _send(session, queue: str) -> None:
 
 
 def test_selector_literals_that_look_like_header_values_are_kept(
-    connection, unique, require, drain
+    connection, unique, require
 ) -> None:
     """API message_selector: ``status = 'PERSISTENT'`` compares the property with that
     very string, however the broker spells JMSDeliveryMode's values, and a selector on
@@ -48,12 +49,15 @@ def test_selector_literals_that_look_like_header_values_are_kept(
     ]
     for selector, expected in cases:
         consumer = session.create_consumer(queue, message_selector=selector)
-        assert [m.text for m in drain(consumer, 0.5)] == expected, selector
+        assert [m.text for m in receive_count(consumer, len(expected))] == expected, selector
         consumer.close()
-    assert drain(session.create_consumer(queue), 0.2) == []
+    # Nothing else is left: a marker sent now is the first message there.
+    session.create_producer(queue).send(session.create_text_message("marker"))
+    consumer = session.create_consumer(queue)
+    assert [m.text for m in receive_count(consumer, 1, after=0.05)] == ["marker"]
 
 
-def test_selector_compares_a_header_with_a_property(connection, unique, require, drain) -> None:
+def test_selector_compares_a_header_with_a_property(connection, unique, require) -> None:
     """API message_selector: ``JMSDeliveryMode = status`` compares the delivery mode as JMS
     spells it with the property, though the broker may hold its own spelling (Artemis'
     ``AMQDurable`` is 'DURABLE': written as it stood, the selector matched nothing)."""
@@ -67,7 +71,7 @@ def test_selector_compares_a_header_with_a_property(connection, unique, require,
         ("last_JMSDeliveryMode <> JMSDeliveryMode", ["a", "b", "d"]),
     ]:
         consumer = session.create_consumer(queue, message_selector=selector)
-        assert [m.text for m in drain(consumer, 0.5)] == expected, selector
+        assert [m.text for m in receive_count(consumer, len(expected))] == expected, selector
         consumer.close()
 
 
@@ -81,7 +85,7 @@ _TYPED = [
 ]
 
 
-def test_selector_on_typed_properties(connection, unique, require, drain) -> None:
+def test_selector_on_typed_properties(connection, unique, require) -> None:
     """API message_selector on int, double and boolean properties: numbers compare as
     numbers, a decimal with an integer too, and a bare boolean property is a condition.
     Over STOMP every property reaches the broker as a string: written as it stood,
@@ -112,11 +116,11 @@ def test_selector_on_typed_properties(connection, unique, require, drain) -> Non
                 message.set_boolean_property("flag", flag)
             producer.send(message)
         consumer = session.create_consumer(queue, message_selector=selector)
-        assert [m.text for m in drain(consumer, 0.5)] == expected, selector
+        assert [m.text for m in receive_count(consumer, len(expected))] == expected, selector
         consumer.close()
 
 
-def test_selector_on_header_fields(connection, unique, require, drain) -> None:
+def test_selector_on_header_fields(connection, unique, require) -> None:
     """API message_selector on JMSPriority, JMSMessageID and JMSTimestamp, which some
     brokers hold values of their own for (jmslike keeps priority off the wire where the
     broker would let it reorder a group, and over STOMP the broker's message id and
@@ -143,7 +147,7 @@ def test_selector_on_header_fields(connection, unique, require, drain) -> None:
         assert got == expected, selector
     connection.start()
     consumer = session.create_consumer(queue, message_selector="JMSPriority >= 4")
-    assert sorted(m.text for m in drain(consumer, 0.5)) == ["m1", "m2"]
+    assert sorted(m.text for m in receive_count(consumer, 2)) == ["m1", "m2"]
 
 
 def test_selector_on_group_fields(connection, unique, require) -> None:
@@ -202,7 +206,7 @@ def test_browser_selector_literals_that_look_like_header_values_are_kept(
 
 
 def test_a_selector_the_broker_refuses_is_an_invalid_selector_error(
-    connection, unique, require, drain
+    connection, unique, require
 ) -> None:
     """API message_selector: JMS 2.0 (3.8.1.1) takes any Java identifier as a name, so
     ``größe`` is one, but ActiveMQ Classic's and Artemis' parsers take no letter outside
@@ -223,7 +227,7 @@ def test_a_selector_the_broker_refuses_is_an_invalid_selector_error(
     connection.start()
     try:
         consumer = session.create_consumer(queue, message_selector="größe = 'S'")
-        selected = [m.text for m in drain(consumer, 0.5)]
+        selected = [m.text for m in receive_count(consumer, 1)]
     except InvalidSelectorError as exc:
         assert "größe = 'S'" in str(exc), exc
         left = ["XL", "S"]
@@ -231,4 +235,4 @@ def test_a_selector_the_broker_refuses_is_an_invalid_selector_error(
         assert selected == ["S"]
         consumer.close()
         left = ["XL"]
-    assert [m.text for m in drain(session.create_consumer(queue), 0.5)] == left
+    assert [m.text for m in receive_count(session.create_consumer(queue), len(left))] == left
