@@ -45,9 +45,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    left = Counter(
-        test for connection, test in list(_opened_by.items()) if not connection.closed
-    )
+    left = Counter(test for connection, test in list(_opened_by.items()) if not connection.closed)
     if not left:
         return
     terminalreporter.section("connections left open")

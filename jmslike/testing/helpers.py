@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
-from jmslike import Message, MessageConsumer, Session
+from jmslike import Connection, Destination, Message, MessageConsumer, Session
 
 __all__ = [
     "FIRST_WAIT",
@@ -19,6 +20,7 @@ __all__ = [
     "GroupRecorder",
     "drain_any",
     "drain_consumer",
+    "left_on",
     "receive_any",
     "receive_count",
     "send_texts",
@@ -78,6 +80,33 @@ def receive_count(
     while (msg := consumer.receive(after)) is not None:
         out.append(msg)
     return out
+
+
+def left_on(
+    connection: Connection, queue: str | Destination, timeout: float = 5.0
+) -> list[Message]:
+    """What is still on ``queue``, found without waiting out a quiet gap: a marker sent to
+    it now comes after everything there (one producer's sends to a queue arrive in
+    order), so what a consumer gets before the marker is what was left, and an empty list
+    means nothing was. The marker is consumed; the connection is started. No other
+    consumer may be open on the queue: it could take the marker (or what was left).
+
+    Raises AssertionError when the marker does not come within ``timeout``.
+    """
+    session = connection.create_session()
+    try:
+        marker = f"jmslike-testing-marker-{uuid.uuid4().hex}"
+        session.create_producer(queue).send(session.create_text_message(marker))
+        consumer = session.create_consumer(queue)
+        connection.start()
+        left: list[Message] = []
+        while (msg := consumer.receive(timeout)) is not None:
+            if getattr(msg, "text", None) == marker:
+                return left
+            left.append(msg)
+        raise AssertionError(f"the marker sent to {queue} did not come back; before it: {left}")
+    finally:
+        session.close()
 
 
 def receive_any(

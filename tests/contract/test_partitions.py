@@ -175,9 +175,10 @@ def test_closing_a_consumer_hands_its_partitions_over_in_order(make_factory, uni
         assert second.receive(0.5) is None
         first.close()
         got = []
-        while (message := second.receive(3.0)) is not None:
+        while len(got) < 5 and (message := second.receive(5.0)) is not None:
             got.append((message.text, message.jms_redelivered))
             message.acknowledge()
+        assert second.receive(0.3) is None  # and nothing more
         assert [text for text, _r in got] == ["g0:1", "g0:2", "g0:3", "g0:4", "g0:5"]
         assert got[0][1] and got[1][1]
 
@@ -220,9 +221,10 @@ def test_a_delivery_during_the_hand_over_is_given_back(make_factory, unique, lat
         first.close()
         assert late_delivery == [0]
         got = []
-        while (message := second.receive(3.0)) is not None:
+        while len(got) < len(sent) and (message := second.receive(5.0)) is not None:
             got.append(message.text)
             message.acknowledge()
+        assert second.receive(0.3) is None  # and nothing more
         assert got == sent
 
 
@@ -438,8 +440,9 @@ def test_a_smaller_count_refuses_while_dropped_partitions_hold_messages(
         consumer = conn.create_session().create_consumer(queue)
         conn.start()
         got = []
-        while (message := consumer.receive(1.0)) is not None:
+        while len(got) < len(sent) and (message := consumer.receive(5.0)) is not None:
             got.append(message.text)
+        assert consumer.receive(0.3) is None  # and nothing more
     assert sorted(got) == sorted(sent)
 
 
