@@ -115,6 +115,22 @@ ALL_CAPABILITIES = frozenset(
     }
 )
 
+# What each broker lacks, as its connections report it (docs/providers.md says why).
+_NO_TIMING = frozenset({"delivery_delay", "priority"})
+"""None of the three real brokers, as the test brokers run them, has these two."""
+ACTIVEMQ_CAPABILITIES = ALL_CAPABILITIES - _NO_TIMING - {"shared_subscriptions"}
+ARTEMIS_CAPABILITIES = ALL_CAPABILITIES - _NO_TIMING
+RABBITMQ_CAPABILITIES = ALL_CAPABILITIES - _NO_TIMING - {"native_groups", "selectors", "browsers"}
+
+
+def _artemis_url(variable: str) -> str:
+    """Artemis' URL with ``managementUrl`` in the query: tests that build a factory from
+    the URL alone get Artemis' browsing and subscription checks, and its exclusive queues
+    (ORD-18 across processes, partitions), which are set through the management API."""
+    management = quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
+    return f"{broker_url(variable)}?managementUrl={management}"
+
+
 PROVIDER_CASES: list[ProviderCase] = [
     ProviderCase(
         id="embedded",
@@ -134,7 +150,7 @@ PROVIDER_CASES: list[ProviderCase] = [
         id="embedded-client-gate",
         url_factory=_embedded_gate_url,
         marks=(pytest.mark.embedded,),
-        capabilities_expected=ALL_CAPABILITIES - {"native_groups", "priority", "delivery_delay"},
+        capabilities_expected=ALL_CAPABILITIES - _NO_TIMING - {"native_groups"},
         cleanup=_embedded_cleanup,
     ),
     ProviderCase(
@@ -142,50 +158,15 @@ PROVIDER_CASES: list[ProviderCase] = [
         url_factory=lambda: broker_url("JMSLIKE_TEST_ACTIVEMQ_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.activemq),
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "native_groups",
-                "selectors",
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "temporary_destinations",
-                "browsers",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=ACTIVEMQ_CAPABILITIES,
     ),
     ProviderCase(
         id="artemis-stomp",
-        # managementUrl in the query too: tests that build a factory from the URL alone
-        # get Artemis' browsing and subscription checks as well.
-        url_factory=lambda: (
-            broker_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL")
-            + "?managementUrl="
-            + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
-        ),
+        url_factory=lambda: _artemis_url("JMSLIKE_TEST_ARTEMIS_STOMP_URL"),
         marks=(pytest.mark.stomp, pytest.mark.artemis),
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "native_groups",
-                "selectors",
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "shared_subscriptions",
-                "temporary_destinations",
-                "browsers",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=ARTEMIS_CAPABILITIES,
     ),
     ProviderCase(
         id="rabbitmq-stomp",
@@ -196,69 +177,22 @@ PROVIDER_CASES: list[ProviderCase] = [
         # host:15672, another broker when the test brokers run on a port offset.
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "shared_subscriptions",
-                "temporary_destinations",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=RABBITMQ_CAPABILITIES,
     ),
     ProviderCase(
         id="activemq-amqp",
         url_factory=lambda: broker_url("JMSLIKE_TEST_ACTIVEMQ_AMQP_URL"),
         marks=(pytest.mark.amqp, pytest.mark.activemq),
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "native_groups",
-                "selectors",
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "temporary_destinations",
-                "browsers",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=ACTIVEMQ_CAPABILITIES,
     ),
     ProviderCase(
         id="artemis-amqp",
-        # managementUrl as for artemis-stomp: exclusive queues (ORD-18 across processes,
-        # partitions) are set through Artemis' management API.
-        url_factory=lambda: (
-            broker_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL")
-            + "?managementUrl="
-            + quote(broker_url("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL"), safe="")
-        ),
+        url_factory=lambda: _artemis_url("JMSLIKE_TEST_ARTEMIS_AMQP_URL"),
         marks=(pytest.mark.amqp, pytest.mark.artemis),
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_ARTEMIS_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "native_groups",
-                "selectors",
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "shared_subscriptions",
-                "temporary_destinations",
-                "browsers",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=ARTEMIS_CAPABILITIES,
     ),
     ProviderCase(
         id="rabbitmq-amqp",
@@ -267,19 +201,7 @@ PROVIDER_CASES: list[ProviderCase] = [
         marks=(pytest.mark.amqp, pytest.mark.rabbitmq),
         settings={"managementUrl": _lazy_env("JMSLIKE_TEST_RABBITMQ_MANAGEMENT_URL")},
         prepare=empty_dead_letter_queue,
-        capabilities_expected=frozenset(
-            {
-                "transactions",
-                "time_to_live",
-                "no_local",
-                "durable_subscriptions",
-                "shared_subscriptions",
-                "temporary_destinations",
-                "delivery_count",
-                "dead_letter_queue",
-                "exclusive_consumers",
-            }
-        ),
+        capabilities_expected=RABBITMQ_CAPABILITIES,
     ),
 ]
 
