@@ -11,8 +11,8 @@ fixtures close theirs before the end and are not named.
 
 A connection the broker drops while no exception listener is set is not open at the end
 (nothing holds it any more), so its loss is noted when it is reported: the summary also
-names the test that opened each connection whose error was only logged, and the test
-that was running then."""
+names each connection error that was only logged (no exception listener) during a later
+test than the one that opened the connection, with both tests."""
 
 from __future__ import annotations
 
