@@ -79,13 +79,19 @@ class _HidePasscode(logging.Filter):
 class _StrayBytes(logging.Filter):
     """stomp.py warns once per line of whatever a non-STOMP peer sends (23 lines for
     ActiveMQ's OpenWire greeting); the connect error names the protocol instead
-    (``jmslike.spi.diagnose``), so those lines go to jmslike's DEBUG log only."""
+    (``jmslike.spi.diagnose``), so those lines go to jmslike's DEBUG log only. Its
+    warning that a connect attempt failed repeats the ``ConnectionFailedError`` the
+    caller gets (address and cause), and printed on its own line through logging's last
+    resort before the caller had the error: it goes to jmslike's INFO log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if str(record.msg).startswith(("unknown response frame type", "error sending frame")):
             # (A failed send raises the jmslike error that says why; stomp.py's own
             # traceback of it is noise.)
             log.debug("stomp.py: %s", record.getMessage())
+            return False
+        if str(record.msg).startswith("could not connect to host"):
+            log.info("stomp.py: %s", record.getMessage())
             return False
         return True
 

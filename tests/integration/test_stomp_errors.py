@@ -333,6 +333,21 @@ def test_closed_port_fails_fast_with_connection_failed() -> None:
     assert not problems, f"{describe(result, elapsed)}: " + "; ".join(problems)
 
 
+def test_closed_port_logs_no_warning_beside_the_error(caplog: pytest.LogCaptureFixture) -> None:
+    """stomp.py's "could not connect to host" warning repeated the error the caller gets,
+    on a line of its own (logging's last resort) for an application that set up no
+    logging; it is an INFO record of ``jmslike.stomp`` now, with the same words."""
+    url = f"stomp://127.0.0.1:{free_port()}"
+    with caplog.at_level(logging.DEBUG), pytest.raises(jmslike.ConnectionFailedError):
+        factory(url).create_connection()
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warnings, [f"{r.name}: {r.getMessage()}" for r in warnings]
+    assert any(
+        r.name == "jmslike.stomp" and "could not connect to host" in r.getMessage()
+        for r in caplog.records
+    ), [f"{r.name}: {r.getMessage()}" for r in caplog.records]
+
+
 def test_silent_peer_fails_within_request_timeout() -> None:
     """TCP connects but no CONNECTED ever comes: only request_timeout ends the wait."""
     with silent_server() as port:
