@@ -106,6 +106,26 @@ def test_unknown_setting_lists_the_allowed_ones() -> None:
     assert "enable_ordering_group" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("given", "guess"),
+    [
+        ("prefetsh", "prefetch"),  # a typo
+        ("maxPrefetsh", "max_prefetch"),  # camelCase, as a URL writes it
+        ("enable_ordering_grup", "enable_ordering_group"),
+        ("colour", None),  # nothing like it: no guess
+    ],
+)
+def test_unknown_setting_names_the_one_it_most_likely_misspells(given: str, guess: str | None):
+    with pytest.raises(ConfigurationError) as info:
+        ConnectionFactory(f"embedded://?{given}=1")
+    text = str(info.value)
+    assert f"unknown setting {given!r} in the query of URL" in text
+    if guess is None:
+        assert "did you mean" not in text
+    else:
+        assert f"(did you mean {guess!r}?); allowed: " in text
+
+
 def test_unknown_scheme_lists_known_ones() -> None:
     with pytest.raises(ConfigurationError) as info:
         ConnectionFactory("carrier-pigeon://coop")
