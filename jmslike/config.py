@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config
+from jmslike.configfile import FACTORY_KEYS, ConfigFile, closest_name, load_config
 from jmslike.destination import Destination, Queue, parse_destination
 from jmslike.errors import ConfigurationError, InvalidDestinationError
 from jmslike.placement import parse_thread_cpus
@@ -450,7 +450,7 @@ class FactorySettings:
             key = setting_name(raw_key, extra_names)
             if key is None:
                 names = sorted({*self.names(), *extra_names})
-                guess = _closest_setting(raw_key, names)
+                guess = closest_name(raw_key, names)
                 hint = f" (did you mean {guess!r}?)" if guess else ""
                 raise ConfigurationError(
                     f"unknown setting {raw_key!r} in {source}{hint}; allowed: {', '.join(names)}"
@@ -711,19 +711,6 @@ def _names_by_fold(provider_names: frozenset[str]) -> Mapping[str, str]:
     table = {_folded(name): name for name in sorted(provider_names)}
     table.update({_folded(name): name for name in FactorySettings.names()})
     return types.MappingProxyType(table)
-
-
-def _closest_setting(given: str, names: list[str]) -> str | None:
-    """The allowed name ``given`` most likely misspells, compared as the URL, a file and
-    code may spell it (``prefetch``, ``maxPrefetch``, ``max_prefetch``); None if none is
-    close. The list of every allowed name is long (forty-odd with a provider's)."""
-
-    def plain(name: str) -> str:
-        return name.replace("_", "").replace(".", "").lower()
-
-    by_plain = {plain(name): name for name in names}
-    close = difflib.get_close_matches(plain(given), list(by_plain), n=1, cutoff=0.75)
-    return by_plain[close[0]] if close else None
 
 
 def setting_name(key: str, provider_names: frozenset[str] = frozenset()) -> str | None:

@@ -25,6 +25,7 @@ sources apply, is :func:`jmslike.config.resolve_settings`'s business.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -44,6 +45,7 @@ __all__ = [
     "FILE_NAME",
     "TABLES",
     "ConfigFile",
+    "closest_name",
     "find_config",
     "load_config",
     "load_factory_config",
@@ -135,6 +137,20 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
 def _table_name(path: tuple[str, ...]) -> str:
     """``("destinations", "queue://orders")`` -> ``destinations."queue://orders"``."""
     return ".".join(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else f'"{p}"' for p in path)
+
+
+def closest_name(given: str, names: list[str]) -> str | None:
+    """The allowed name ``given`` most likely misspells, for an error to suggest: compared
+    as a URL, a file and code may spell it (``prefetch``, ``maxPrefetch``,
+    ``max_prefetch``); None if none is close. The lists of allowed names are long
+    (forty-odd settings with a provider's), and a guess reads faster."""
+
+    def plain(name: str) -> str:
+        return name.replace("_", "").replace(".", "").lower()
+
+    by_plain = {plain(name): name for name in names}
+    close = difflib.get_close_matches(plain(given), list(by_plain), n=1, cutoff=0.75)
+    return by_plain[close[0]] if close else None
 
 
 @dataclass(frozen=True)
@@ -230,7 +246,11 @@ class ConfigFile:
         for key, value in entry.items():
             where = self.where(table, key)
             if key not in DESTINATION_KEYS:
-                raise ConfigurationError(f"unknown key {key!r} in {where}; allowed: {allowed}")
+                guess = closest_name(key, list(DESTINATION_KEYS))
+                hint = f" (did you mean {guess!r}?)" if guess else ""
+                raise ConfigurationError(
+                    f"unknown key {key!r} in {where}{hint}; allowed: {allowed}"
+                )
             if key == "strictly_ordered" and not isinstance(value, bool):
                 raise ConfigurationError(
                     f"{where}: strictly_ordered = {value!r} must be true or false (bool)"

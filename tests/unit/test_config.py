@@ -378,6 +378,15 @@ def test_unit_of_order_setting_is_parsed_once_and_checked() -> None:
             "[factories.app]\nurl = 'embedded://'\ncolour = 'red'\n",
             ["unknown setting 'colour'", ":3 [factories.app]", "enable_ordering_group"],
         ),
+        # a likely misspelling is named
+        (
+            "[defaults]\nprefetsh = 1\n",
+            ["unknown setting 'prefetsh'", ":2 [defaults] (did you mean 'prefetch'?)"],
+        ),
+        (
+            '[destinations."queue://orders"]\npartition = 16\n',
+            ["unknown key 'partition'", "(did you mean 'partitions'?); allowed: unit_of_order"],
+        ),
         # a wrong type: the file, key and expected type
         (
             "[defaults]\n\nprefetch = 'many'\n",
