@@ -180,6 +180,8 @@ class Connection:
         self._lock = threading.RLock()
         self._start_cond = threading.Condition()
         self._started = False
+        self._ever_started = False
+        self._told_not_started = False
         self._closed = False
         self._failed: ConnectionFailedError | None = None
         """The provider's report that the connection is lost for good (after any
@@ -351,7 +353,7 @@ class Connection:
         with self._start_cond:
             if self._started:
                 return
-            self._started = True
+            self._started = self._ever_started = True
             self._start_cond.notify_all()
         self._provider.start()
         for session in list(self._sessions):
@@ -370,6 +372,21 @@ class Connection:
         for session in list(self._sessions):
             if session._dispatcher is not None:
                 session._dispatcher.wait_idle()
+
+    def _receive_before_start(self, destination: object) -> None:
+        """A receive() that waited and got nothing on a connection never started. JMS
+        delivers nothing before ``start()``, and forgetting it is the first hour's usual
+        mistake, which looked like an empty queue: said once per connection. Not after
+        ``stop()`` (a pause on purpose), nor for a receive that did not wait."""
+        if self._ever_started or self._told_not_started:
+            return
+        self._told_not_started = True
+        log.warning(
+            "receive() on %s waited and got nothing: its connection (%s) was never "
+            "started, and a connection delivers nothing before connection.start()",
+            destination,
+            self._factory.url,
+        )
 
     def _wait_started(self, timeout: float | None) -> bool:
         with self._start_cond:

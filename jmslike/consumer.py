@@ -516,6 +516,8 @@ class MessageConsumer:
                 else:
                     item = self._wait_for_item(deadline)
                 if item is None:
+                    if not connection._started and timeout != 0 and not self._closed:
+                        connection._receive_before_start(self.destination)
                     return None
                 if self._adaptive and not self._takes:
                     self._took()

@@ -520,6 +520,37 @@ def test_stop_pauses_delivery(connection, unique) -> None:
     assert arrived.wait(2.0) and got == ["l"]
 
 
+def test_receive_before_start_says_why_once(connection, unique, caplog) -> None:
+    """API/JMS: a connection delivers nothing before ``start()``, so a receive that waits
+    on one never started gets nothing; the first such receive of the connection logs one
+    warning naming ``connection.start()`` (forgetting it looked like an empty queue). A
+    receive that does not wait, and one after ``stop()`` (a pause on purpose), log none."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    _send_texts(session, queue, ["waiting"])
+    consumer = session.create_consumer(queue)
+
+    def told() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name.startswith("jmslike") and "connection.start()" in r.getMessage()
+        ]
+
+    with caplog.at_level("WARNING", logger="jmslike"):
+        assert consumer.receive_no_wait() is None
+        assert told() == []
+        assert consumer.receive(0.1) is None
+        assert consumer.receive(0.1) is None
+        assert len(told()) == 1 and queue in told()[0], told()
+        connection.start()
+        msg = consumer.receive(5.0)
+        assert msg is not None and msg.text == "waiting"
+        connection.stop()
+        assert consumer.receive(0.1) is None
+        assert len(told()) == 1, told()
+
+
 # ------------------------------------------------------------------------- listeners
 
 
