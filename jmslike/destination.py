@@ -18,6 +18,7 @@ __all__ = [
     "TemporaryQueue",
     "TemporaryTopic",
     "Topic",
+    "name_for",
     "parse_destination",
 ]
 
@@ -136,3 +137,26 @@ def parse_destination(value: Destination | str | None) -> Destination:
             f"invalid destination {value!r}: write 'queue://<name>' or 'topic://<name>'"
         )
     return cls(name)
+
+
+def name_for(kind: str, name: str) -> str:
+    """The broker name that ``session.create_queue(name)`` (``kind`` "queue") or
+    ``create_topic`` means.
+
+    JMS takes the bare name; jmslike's own string form of the same kind
+    (``queue://orders``) names the same queue, since producers, consumers and the docs
+    take that form everywhere, and it made a queue literally called ``queue://orders``.
+    The form of another kind (``topic://prices`` given to ``create_queue``) is refused:
+    which one was meant cannot be known. Names a broker sends (a reply-to address) do
+    not come through here.
+    """
+    if isinstance(name, str):
+        scheme, sep, rest = name.partition("://")
+        if sep and scheme in _KINDS:
+            if scheme == kind:
+                return rest
+            raise InvalidDestinationError(
+                f"create_{kind}({name!r}): that names a {scheme}; give create_{kind} the "
+                f"{kind}'s name alone, or pass {name!r} where a destination is taken"
+            )
+    return name

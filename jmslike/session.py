@@ -29,6 +29,7 @@ from jmslike.destination import (
     TemporaryQueue,
     TemporaryTopic,
     Topic,
+    name_for,
     parse_destination,
 )
 from jmslike.errors import (
@@ -168,12 +169,14 @@ class Session:
 
     # ------------------------------------------------------------- factories
     def create_queue(self, name: str) -> Queue:
+        """The queue of that name (``"orders"``; ``"queue://orders"`` names it too)."""
         self._check_open()
-        return Queue(name)
+        return Queue(name_for("queue", name))
 
     def create_topic(self, name: str) -> Topic:
+        """The topic of that name (``"prices"``; ``"topic://prices"`` names it too)."""
         self._check_open()
-        return Topic(name)
+        return Topic(name_for("topic", name))
 
     def create_temporary_queue(self) -> TemporaryQueue:
         self._check_open()

@@ -274,6 +274,24 @@ def test_destination_names_travel_as_written(connection, unique, name) -> None:
     assert published.jms_destination == topic
 
 
+def test_create_queue_and_topic_take_the_string_form_of_their_kind(connection, unique) -> None:
+    """API: ``create_queue("queue://q")`` is the queue ``q`` (it made a queue literally
+    named ``queue://q``), and so for topics; the string form of the other kind is
+    refused, naming the value, before anything is sent."""
+    session = connection.create_session()
+    name = unique("q")
+    assert session.create_queue(f"queue://{name}") == session.create_queue(name)
+    assert session.create_topic(f"topic://{name}") == session.create_topic(name)
+    for make, other in ((session.create_queue, "topic"), (session.create_topic, "queue")):
+        with pytest.raises(jmslike.InvalidDestinationError, match=re.escape(f"{other}://{name}")):
+            make(f"{other}://{name}")
+    session.create_producer(f"queue://{name}").send(session.create_text_message("one"))
+    connection.start()
+    got = session.create_consumer(session.create_queue(f"queue://{name}")).receive(5.0)
+    assert got is not None and got.text == "one"
+    assert got.jms_destination == jmslike.Queue(name)
+
+
 @pytest.mark.parametrize("shape", ["one 64 KiB property", "1,200 properties"])
 def test_large_properties_travel_or_are_refused_before_sending(connection, unique, shape) -> None:
     """API: a message with a large property, or very many, reaches the consumer as sent;
