@@ -516,7 +516,9 @@ class MessageConsumer:
                 else:
                     item = self._wait_for_item(deadline)
                 if item is None:
-                    if not connection._started and timeout != 0 and not self._closed:
+                    if timeout != 0 and not (
+                        connection._started or connection._closed or self._closed
+                    ):
                         connection._receive_before_start(self.destination)
                     return None
                 if self._adaptive and not self._takes:
