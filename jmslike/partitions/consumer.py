@@ -178,7 +178,15 @@ class PartitionedConsumer(ProviderConsumer):
         self._closed = False
         self._misrouted_seen = False
         self._partitions = {i: spec.partition(i) for i in range(spec.count)}
-        coordinator.register(self, report)
+        try:
+            coordinator.register(self, report)
+        except BaseException:
+            # Refused (a process disagrees on the partition count): the coordinator's
+            # thread may have attached partitions to it meanwhile, each a broker consumer
+            # (on RabbitMQ with a connection of its own), which outlived the
+            # application's connection when nobody closed them.
+            self.close([], [])
+            raise
 
     def __repr__(self) -> str:
         return f"<PartitionedConsumer {self.spec.destination} owns={sorted(self._parts)}>"

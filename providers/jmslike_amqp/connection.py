@@ -138,6 +138,9 @@ class AmqpConnection(ProviderConnection):
         self._connect = connect
         self.transport = connect(None)
         self._extra_transports: set[AmqpTransport] = set()
+        self._closed = False
+        """Closed by the application: a consumer's connection of its own opened from now
+        on (a partition attached by the coordinator's thread meanwhile) is closed again."""
         self._closing_transports: weakref.WeakSet[AmqpTransport] = weakref.WeakSet()
         """Consumers' own connections being closed: their loss is no news."""
         properties = self.transport.remote_properties()
@@ -463,7 +466,12 @@ class AmqpConnection(ProviderConnection):
         """Another connection to the same broker, for a consumer that needs its own."""
         transport = self._connect(None)
         with self._lock:
-            self._extra_transports.add(transport)
+            closed = self._closed
+            if not closed:
+                self._extra_transports.add(transport)
+        if closed:  # _close_extra has run: nobody would close this one
+            transport.close()
+            raise IllegalStateError(f"AMQP connection to {transport.address} is closed")
         return transport
 
     def close_transport(self, transport: AmqpTransport) -> None:
@@ -557,6 +565,8 @@ class AmqpConnection(ProviderConnection):
         self.client_id = client_id
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
         _DELETED_TEMPORARY.update(self._temporary)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
         self._close_extra()

@@ -84,6 +84,9 @@ class StompConnection(ProviderConnection):
         self._probes: dict[str, list[Any]] = {}
         """Temporary queue name -> [event, the broker's name for it], while its probe is out."""
         self._extra_transports: set[StompTransport] = set()
+        self._closed = False
+        """Closed by the application: a consumer's connection of its own opened from now
+        on (a partition attached by the coordinator's thread meanwhile) is closed again."""
         self.active_durables: set[str] = set()
         self.rabbit_durables: dict[str, dict[str, str]] = {}
         """RabbitMQ durable subscriptions made here: name -> their SUBSCRIBE headers."""
@@ -240,6 +243,9 @@ class StompConnection(ProviderConnection):
         broker's next message carries the TCP acknowledgement."""
         transport = self._connect(self.client_id, on_reconnect, on_reconnect, no_delay=False)
         self._extra_transports.add(transport)
+        if self._closed:  # set before close() looked at the set: it may not have seen this
+            self.close_transport(transport)
+            raise IllegalStateError(f"STOMP connection to {transport.address} is closed")
         return transport
 
     def close_transport(self, transport: StompTransport) -> None:
@@ -616,6 +622,7 @@ class StompConnection(ProviderConnection):
             delete_made_up(queues, self.management.delete_address)
 
     def close(self) -> None:
+        self._closed = True
         _DELETED_TEMPORARY.update(self.temporary_names)
         CLIENT_IDS.release(self.transport.address, self.client_id, self)
         self._close_extra()

@@ -18,6 +18,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -62,11 +63,20 @@ def test_processes_that_disagree_on_the_count_are_refused(
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         monkeypatch.setenv("JMSLIKE_CONFIG", str(_config(tmp_path, queue, 4)))
+        before = set(threading.enumerate())
         with ConnectionFactory(url).create_connection() as connection:
             with pytest.raises(ConfigurationError) as info:
                 connection.create_session().create_consumer(queue)
             text = str(info.value)
             assert "partitions = 4" in text and "8" in text and "jmslike.toml" in text
+        # Nothing of the refused consumer outlives the connection: the partitions the
+        # coordinator attached to it meanwhile (on RabbitMQ each with a connection of its
+        # own) kept their connections open, and a broker that dropped one later logged
+        # its loss in another test.
+        deadline = time.monotonic() + 5.0
+        while (left := _io_threads_since(before)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, f"connections' threads left running after close: {left}"
         deadline = time.monotonic() + 10.0
         reported = []
         while not reported and time.monotonic() < deadline:
@@ -89,6 +99,16 @@ def test_processes_that_disagree_on_the_count_are_refused(
                 pipe.close()
         with contextlib.suppress(Exception):
             delete_rabbitmq_queues(case, queue.removeprefix("queue://"))
+
+
+def _io_threads_since(before: set[threading.Thread]) -> list[str]:
+    """The connections' I/O threads started since ``before`` that still run."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t not in before
+        and (t.name.startswith(("jmslike-amqp-127", "jmslike-stomp-io")) or "__io_loop" in t.name)
+    ]
 
 
 MANAGED = [c for c in CASES if str(c.id).split("-")[0] in ("artemis", "rabbitmq")]
