@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from jmslike.configfile import FACTORY_KEYS, ConfigFile, closest_name, load_config
+from jmslike.configfile import FACTORY_KEYS, ConfigFile, load_config, misspelling_hint
 from jmslike.destination import Destination, Queue, parse_destination
 from jmslike.errors import ConfigurationError, InvalidDestinationError
 from jmslike.placement import parse_thread_cpus
@@ -450,8 +450,7 @@ class FactorySettings:
             key = setting_name(raw_key, extra_names)
             if key is None:
                 names = sorted({*self.names(), *extra_names})
-                guess = closest_name(raw_key, names)
-                hint = f" (did you mean {guess!r}?)" if guess else ""
+                hint = misspelling_hint(raw_key, names)
                 raise ConfigurationError(
                     f"unknown setting {raw_key!r} in {source}{hint}; allowed: {', '.join(names)}"
                 )

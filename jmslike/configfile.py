@@ -49,6 +49,7 @@ __all__ = [
     "find_config",
     "load_config",
     "load_factory_config",
+    "misspelling_hint",
 ]
 
 ENV_VAR = "JMSLIKE_CONFIG"
@@ -153,6 +154,13 @@ def closest_name(given: str, names: list[str]) -> str | None:
     return by_plain[close[0]] if close else None
 
 
+def misspelling_hint(given: str, names: list[str]) -> str:
+    """`` (did you mean 'prefetch'?)`` for an error about the unknown name ``given``, or
+    nothing when no allowed name is close (``closest_name``)."""
+    guess = closest_name(given, names)
+    return f" (did you mean {guess!r}?)" if guess else ""
+
+
 @dataclass(frozen=True)
 class ConfigFile:
     """A parsed, shape-checked ``jmslike.toml``; what each table holds, and where."""
@@ -246,8 +254,7 @@ class ConfigFile:
         for key, value in entry.items():
             where = self.where(table, key)
             if key not in DESTINATION_KEYS:
-                guess = closest_name(key, list(DESTINATION_KEYS))
-                hint = f" (did you mean {guess!r}?)" if guess else ""
+                hint = misspelling_hint(key, list(DESTINATION_KEYS))
                 raise ConfigurationError(
                     f"unknown key {key!r} in {where}{hint}; allowed: {allowed}"
                 )
