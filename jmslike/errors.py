@@ -9,6 +9,8 @@ The tree::
 
     JMSException                      (error_code, the Java JMSException's errorCode)
     +-- IllegalStateError             call on a closed object, or at the wrong time
+    |   +-- TransactionInProgressError  commit/rollback/recover that does not fit the
+    |                                   session mode (IllegalStateException in JMS)
     +-- InvalidArgumentError          an argument JMS does not allow (also a ValueError)
     |   +-- ConfigurationError        a URL, setting or config file that cannot be used
     +-- InvalidDestinationError       no destination, or one the broker rejects
@@ -21,7 +23,6 @@ The tree::
     +-- JMSSecurityError              credentials refused
     +-- TransactionRolledBackError    commit could not complete, so it rolled back
     +-- TransactionInDoubtError       commit sent, connection lost before the answer
-    +-- TransactionInProgressError    ack/commit/rollback that does not fit the session mode
     +-- InvalidOrderingGroupError     a group name that breaks ORD-1
     +-- OrderingError                 a send that would break group order (ORD-19)
     +-- ConnectionFailedError         broker unreachable, or the link to it broke
@@ -134,8 +135,12 @@ class TransactionInDoubtError(JMSException):
     """
 
 
-class TransactionInProgressError(JMSException):
-    """A transaction call on a session that has no transaction, or the reverse."""
+class TransactionInProgressError(IllegalStateError):
+    """A transaction call on a session that has no transaction, or the reverse.
+
+    An ``IllegalStateError`` too: JMS names IllegalStateException for ``commit()`` or
+    ``rollback()`` on a session that is not transacted and ``recover()`` on one that is,
+    so Java code ported with its ``catch`` blocks still catches these."""
 
 
 class InvalidOrderingGroupError(JMSException):

@@ -193,14 +193,15 @@ def test_client_session_close_returns_unacked(make_connection, unique, drain) ->
 
 def test_acknowledge_in_wrong_mode(connection) -> None:
     """errors.py TransactionInProgressError: commit/rollback outside a transaction and
-    recover inside one do not fit the session mode."""
+    recover inside one do not fit the session mode; each is also the IllegalStateError
+    JMS names for it, so a ported ``catch (IllegalStateException e)`` still catches it."""
     plain = connection.create_session()
-    with pytest.raises(jmslike.JMSException):
+    with pytest.raises(jmslike.IllegalStateError, match="not transacted"):
         plain.commit()
-    with pytest.raises(jmslike.JMSException):
+    with pytest.raises(jmslike.IllegalStateError, match="not transacted"):
         plain.rollback()
     tx = connection.create_session(True)
-    with pytest.raises(jmslike.JMSException):
+    with pytest.raises(jmslike.TransactionInProgressError, match="rollback"):
         tx.recover()
 
 
