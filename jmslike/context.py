@@ -173,6 +173,14 @@ class JMSContext:
     def get_transacted(self) -> bool:
         return self._session_mode == Session.SESSION_TRANSACTED
 
+    # The attribute spellings of Connection and Session, for code that writes
+    # ``context.autostart = False`` or reads ``context.transacted`` as it would there.
+    client_id = property(get_client_id, set_client_id)
+    exception_listener = property(get_exception_listener, set_exception_listener)
+    autostart = property(get_autostart, set_autostart)
+    session_mode = property(get_session_mode)
+    transacted = property(get_transacted)
+
     def commit(self) -> None:
         self._get_session().commit()
 

@@ -33,6 +33,10 @@ class JMSConsumer:
     (docs/threading.md).
     """
 
+    __slots__ = ("__weakref__", "_consumer")
+    """No other attribute: ``consumer.message_listnr = f`` raises instead of making an
+    attribute nothing reads (``message_listener`` below is the spelling that works)."""
+
     def __init__(self, consumer: MessageConsumer) -> None:
         self._consumer = consumer
 
@@ -106,6 +110,11 @@ class JMSConsumer:
 
     def get_message_selector(self) -> str | None:
         return self._consumer.message_selector
+
+    # The attribute spellings of MessageConsumer, for code that writes
+    # ``consumer.message_listener = handler`` as it would there.
+    message_listener = property(get_message_listener, set_message_listener)
+    message_selector = property(get_message_selector)
 
     # ------------------------------------------------------------------ close
     @property

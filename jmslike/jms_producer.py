@@ -8,8 +8,8 @@ and headers set on the producer, is written onto each message at send time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from jmslike.completion import CompletionListener, check_completion_listener
 from jmslike.destination import Destination, parse_destination
@@ -50,6 +50,16 @@ def as_message(body: object) -> Message:
     )
 
 
+def _attribute(get: Callable[[JMSProducer], Any], set_: Callable[[JMSProducer, Any], Any]) -> Any:
+    """A property over a fluent setter (which returns the producer, as no property
+    setter may)."""
+
+    def assign(producer: JMSProducer, value: Any) -> None:
+        set_(producer, value)
+
+    return property(get, assign)
+
+
 class JMSProducer:
     """Sends bodies or messages to any destination, with settings kept between sends.
 
@@ -57,6 +67,18 @@ class JMSProducer:
     ``producer.set_priority(7).set_property("region", "EU").send(queue, "hi")`` reads as
     in Java. It belongs to its context's thread (docs/threading.md).
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_completion_listener",
+        "_correlation_id",
+        "_producer",
+        "_properties",
+        "_reply_to",
+        "_type",
+    )
+    """No other attribute: ``producer.prioirty = 7`` raises instead of making an
+    attribute no send reads (the attribute spellings below are the ones that work)."""
 
     def __init__(self, producer: MessageProducer) -> None:
         self._producer = producer
@@ -212,6 +234,21 @@ class JMSProducer:
 
     def get_jms_reply_to(self) -> Destination | None:
         return self._reply_to
+
+    # The attribute spellings of MessageProducer and Message, for code that writes
+    # ``producer.priority = 7`` as it would there: the same checks as the setters.
+    delivery_mode = _attribute(get_delivery_mode, set_delivery_mode)
+    priority = _attribute(get_priority, set_priority)
+    time_to_live = _attribute(get_time_to_live, set_time_to_live)
+    delivery_delay = _attribute(get_delivery_delay, set_delivery_delay)
+    disable_message_id = _attribute(get_disable_message_id, set_disable_message_id)
+    disable_message_timestamp = _attribute(
+        get_disable_message_timestamp, set_disable_message_timestamp
+    )
+    ordering_group = _attribute(get_ordering_group, set_ordering_group)
+    jms_correlation_id = _attribute(get_jms_correlation_id, set_jms_correlation_id)
+    jms_type = _attribute(get_jms_type, set_jms_type)
+    jms_reply_to = _attribute(get_jms_reply_to, set_jms_reply_to)
 
 
 def _check_bool(name: str, value: object) -> bool:

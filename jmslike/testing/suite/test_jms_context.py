@@ -278,6 +278,37 @@ def test_jms_context_listener(make_context: MakeContext, unique) -> None:
     assert consumer.closed
 
 
+def test_jms_context_attribute_spellings_take_effect(make_context: MakeContext, unique) -> None:
+    """The attribute spellings of the classic API work on the JMS 2.0 objects too:
+    ``producer.priority = 7`` set nothing a send read, and ``consumer.message_listener =
+    f`` left messages unconsumed, each without an error. Now they are the setters (same
+    checks), and a misspelt attribute raises instead of being kept."""
+    context = make_context()
+    assert (context.session_mode, context.transacted) == (JMSContext.AUTO_ACKNOWLEDGE, False)
+    context.autostart = False
+    assert context.get_autostart() is False
+    queue = context.create_queue(unique("q"))
+    producer = context.create_producer()
+    producer.priority = 7
+    producer.time_to_live = 60.0
+    producer.jms_type = "OrderPlaced"
+    assert (producer.get_priority(), producer.get_jms_type()) == (7, "OrderPlaced")
+    with pytest.raises(jmslike.InvalidArgumentError, match="priority 10"):
+        producer.priority = 10
+    with pytest.raises(AttributeError):
+        producer.prioirty = 1  # type: ignore[attr-defined]
+    producer.send(queue, "one").send(queue, "two")
+    got: list[tuple[str, int, str | None]] = []
+    consumer = context.create_consumer(queue)
+    consumer.message_listener = lambda m: got.append((m.body, m.jms_priority, m.jms_type))
+    assert consumer.get_message_listener() is not None and consumer.message_selector is None
+    context.start()  # autostart is off
+    deadline = time.monotonic() + 5.0
+    while len(got) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert got == [("one", 7, "OrderPlaced"), ("two", 7, "OrderPlaced")]
+
+
 def test_jms_context_subscriptions_and_browser(
     make_context: MakeContext, connection: jmslike.Connection, unique
 ) -> None:
