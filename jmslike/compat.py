@@ -417,6 +417,8 @@ JAVA_NAMES: dict[type, dict[str, tuple[str, Kind]]] = {
 }
 """Java name -> (Python attribute, kind), per jmslike class; subclasses inherit entries."""
 
+_ATTRIBUTE_SPELLING = "Python attribute over get_x / set_x, which are ported"
+
 NOT_PORTED: dict[type, dict[str, str]] = {
     ConnectionFactory: {
         "url": "jmslike's parsed broker URL; a Java factory's URL is vendor configuration",
@@ -475,8 +477,32 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "failed": "jmslike's own counter",
         "strictly_ordered": "jmslike's own (ORD-18)",
     },
-    JMSContext: {"closed": "jmslike's own; JMS has no isClosed"},
-    JMSConsumer: {"closed": "jmslike's own; JMS has no isClosed"},
+    JMSContext: {
+        "closed": "jmslike's own; JMS has no isClosed",
+        **dict.fromkeys(
+            ("autostart", "client_id", "exception_listener", "session_mode", "transacted"),
+            _ATTRIBUTE_SPELLING,
+        ),
+    },
+    JMSProducer: dict.fromkeys(
+        (
+            "delivery_delay",
+            "delivery_mode",
+            "disable_message_id",
+            "disable_message_timestamp",
+            "jms_correlation_id",
+            "jms_reply_to",
+            "jms_type",
+            "ordering_group",
+            "priority",
+            "time_to_live",
+        ),
+        _ATTRIBUTE_SPELLING,
+    ),
+    JMSConsumer: {
+        "closed": "jmslike's own; JMS has no isClosed",
+        **dict.fromkeys(("message_listener", "message_selector"), _ATTRIBUTE_SPELLING),
+    },
     InvalidSelectorError: {
         "selector": "jmslike's own detail; Java puts it in the message",
         "position": "jmslike's own detail; Java puts it in the message",
