@@ -43,6 +43,10 @@ class MessageProducer:
     """Sends messages; ``await producer.send(message)`` returns as the synchronous
     ``send`` does (a persistent send once the broker has the message)."""
 
+    __slots__ = ("__weakref__", "_bridge", "_drained", "sync")
+    """No other attribute: a setting this class did not mirror (``disable_message_id``
+    was one) was kept on it and never reached the sends; now a misspelt one raises."""
+
     def __init__(self, sync: SyncProducer, bridge: SessionBridge) -> None:
         self.sync = sync
         """The synchronous producer, for settings this class does not mirror."""
@@ -85,6 +89,22 @@ class MessageProducer:
     @delivery_delay.setter
     def delivery_delay(self, value: float) -> None:
         self.sync.delivery_delay = value
+
+    @property
+    def disable_message_id(self) -> bool:
+        return self.sync.disable_message_id
+
+    @disable_message_id.setter
+    def disable_message_id(self, value: bool) -> None:
+        self.sync.disable_message_id = value
+
+    @property
+    def disable_message_timestamp(self) -> bool:
+        return self.sync.disable_message_timestamp
+
+    @disable_message_timestamp.setter
+    def disable_message_timestamp(self, value: bool) -> None:
+        self.sync.disable_message_timestamp = value
 
     def enable_ordering_group(self, name: str | None = None) -> str:
         """As the synchronous producer's (ORD-2): later sends carry the group."""
@@ -174,10 +194,15 @@ class MessageConsumer:
     consumer gives it back to the broker unseen, in every acknowledge mode.
     """
 
+    __slots__ = ("__weakref__", "_bridge", "_kept", "_listener", "_unkept", "sync")
+    """No other attribute: ``consumer.message_listener = f`` was kept on it and never
+    called; a misspelt attribute raises now, and that one says what to await."""
+
     def __init__(self, sync: SyncConsumer, bridge: SessionBridge) -> None:
         self.sync = sync
         """The synchronous consumer, for what this class does not mirror."""
         self._bridge = bridge
+        self._listener: AsyncListener | None = None
         self._kept: collections.deque[Message] = collections.deque()
         """Messages received for receives that were cancelled, oldest first; read and
         filled on the session's thread only."""
@@ -198,6 +223,19 @@ class MessageConsumer:
     @property
     def closed(self) -> bool:
         return self.sync.closed
+
+    @property
+    def message_listener(self) -> AsyncListener | None:
+        """The listener given to ``set_message_listener``; set through that coroutine,
+        which waits until the session's thread has it."""
+        return self._listener
+
+    @message_listener.setter
+    def message_listener(self, listener: AsyncListener | None) -> None:
+        raise AttributeError(
+            "an asyncio consumer's listener is set with "
+            "'await consumer.set_message_listener(listener)'"
+        )
 
     async def receive(self, timeout: float | None = None) -> Message | None:
         """The next message, waiting up to ``timeout`` seconds (None: until one comes).
@@ -299,6 +337,7 @@ class MessageConsumer:
             raise InvalidArgumentError(f"message listener {listener!r} is not callable")
         sync_listener = None if listener is None else self._bridge.listener(listener)
         await self._bridge.call(lambda: self.sync.set_message_listener(sync_listener))
+        self._listener = listener
 
     async def close(self) -> None:
         """Close; what it held unacknowledged goes back in order (ORD-10), with any
@@ -324,6 +363,8 @@ class MessageConsumer:
 
 class QueueBrowser:
     """Looks at a queue's messages without taking them (ORD-20)."""
+
+    __slots__ = ("__weakref__", "_bridge", "sync")
 
     def __init__(self, sync: SyncBrowser, bridge: SessionBridge) -> None:
         self.sync = sync

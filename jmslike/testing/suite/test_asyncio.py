@@ -340,6 +340,41 @@ def test_aio_bad_input_is_refused_before_anything_happens(make_factory, unique, 
     _run(scenario)
 
 
+def test_aio_settings_reach_the_sends_and_misspellings_raise(make_factory, unique) -> None:
+    """API: the asyncio producer's settings are the synchronous producer's
+    (``disable_message_id`` was kept on the asyncio object and never sent), a misspelt
+    attribute raises, and ``consumer.message_listener = f`` says to await
+    ``set_message_listener`` instead of keeping a listener nothing calls."""
+    queue = f"queue://{unique('q')}"
+
+    async def scenario() -> None:
+        factory = aio.ConnectionFactory(make_factory())
+        async with await factory.create_connection() as connection:
+            session = await connection.create_session()
+            producer = await session.create_producer(queue)
+            producer.disable_message_timestamp = True
+            producer.priority = 6
+            assert producer.sync.disable_message_timestamp and producer.sync.priority == 6
+            with pytest.raises(AttributeError):
+                producer.prioirty = 1  # type: ignore[attr-defined]
+            await producer.send(session.create_text_message("x"))
+            consumer = await session.create_consumer(queue)
+            with pytest.raises(AttributeError, match=r"await consumer\.set_message_listener"):
+                consumer.message_listener = print
+            await connection.start()
+            message = await consumer.receive(WAIT)
+            assert message is not None and message.text == "x"
+            assert (message.jms_timestamp, message.jms_priority) == (0, 6)
+
+            async def on_message(_message: jmslike.Message) -> None:
+                return None
+
+            await consumer.set_message_listener(on_message)
+            assert consumer.message_listener is on_message
+
+    _run(scenario)
+
+
 def test_aio_container_runs_groups_side_by_side_each_in_order(make_factory, unique) -> None:
     """ORD-17: a listener container with a coroutine handler and ``concurrency=3`` works
     on several groups at once, each group in send order and one message at a time; it
