@@ -472,6 +472,7 @@ NOT_PORTED: dict[type, dict[str, str]] = {
     TemporaryQueue: {"owner": "jmslike's own: the connection that created it"},
     TemporaryTopic: {"owner": "jmslike's own: the connection that created it"},
     MessageListenerContainer: {
+        "close": "stop() (ported as stop and shutdown) under the JMS objects' name",
         "connection": "jmslike's own; Spring containers do not expose their connection",
         "processed": "jmslike's own counter",
         "failed": "jmslike's own counter",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from jmslike._feed import Feed
 from jmslike.destination import Destination, parse_destination
-from jmslike.errors import InvalidArgumentError, JMSException
+from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException
 from jmslike.message import Message
 from jmslike.session import Session
 
@@ -194,6 +194,14 @@ class MessageListenerContainer:
         return listener
 
     def start(self) -> None:
+        """Start delivery (the constructor does, unless ``start=False``). A stopped
+        container does not start again: ``stop()`` closed its connection."""
+        if self._stopped:
+            raise IllegalStateError(
+                f"this listener container on {self.destination} is stopped, and a stopped "
+                "container does not start again (stop() drained it and closed its "
+                "connection): make a new MessageListenerContainer"
+            )
         self._connection.start()
 
     def stop(self) -> None:
@@ -213,6 +221,10 @@ class MessageListenerContainer:
             self._connection.stop()
         finally:
             self._connection.close()
+
+    def close(self) -> None:
+        """``stop()``, under the name every JMS object is closed by."""
+        self.stop()
 
     @property
     def running(self) -> bool:

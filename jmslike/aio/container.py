@@ -79,7 +79,12 @@ class MessageListenerContainer:
     async def start(self) -> None:
         """Open the container's connection and sessions and start delivery."""
         if self.sync is not None:
-            raise IllegalStateError("this listener container was started already")
+            raise IllegalStateError(
+                "this listener container was started already"
+                if self.sync.running
+                else "this listener container is stopped, and a stopped container does not "
+                "start again: make a new one"
+            )
         loop = asyncio.get_running_loop()
         handler = self._on_message
 

@@ -397,6 +397,8 @@ def test_aio_container_runs_groups_side_by_side_each_in_order(make_factory, uniq
         async with container:
             await asyncio.wait_for(log.done.wait(), WAIT)
         assert not container.running
+        with pytest.raises(jmslike.IllegalStateError, match="stopped container does not"):
+            await container.start()
         assert container.processed == groups * per_group
         assert log.most >= 2, f"at most {log.most} group(s) in progress at once"
         log.check(groups, per_group)

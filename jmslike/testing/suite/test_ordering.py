@@ -1532,6 +1532,9 @@ def test_ord17_container_stop_finishes_messages_in_hand(
     assert not stopper.is_alive()
     assert processed == ["g:1"]
     assert not container.running
+    with pytest.raises(jmslike.IllegalStateError, match="stopped container does not start"):
+        container.start()  # said so, not "connection is closed"
+    container.close()  # stop() under its JMS name: nothing left to do
     conn = make_connection()
     conn.start()
     rest = drain(conn.create_session().create_consumer(queue))
