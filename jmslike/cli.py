@@ -494,6 +494,7 @@ def _send(args: argparse.Namespace) -> int:
                 getattr(message, f"set_{jms_type}_property")(name, value)
             producer.send(message, delivery_mode=args.delivery_mode, priority=args.priority)
             print(message.jms_message_id, flush=True)
+        _warn_if_in_memory(connection, "send")
     return EXIT_OK
 
 
@@ -515,6 +516,8 @@ def _receive(args: argparse.Namespace) -> int:
             message.acknowledge()
             received += 1
         consumer.close()
+        if not received:
+            _warn_if_in_memory(connection, "receive")
     log.info("received %d message(s) from %s", received, destination)
     return EXIT_OK
 
@@ -525,8 +528,12 @@ def _browse(args: argparse.Namespace) -> int:
     with _connect(args.url) as connection:
         session = connection.create_session()
         with session.create_browser(queue, args.selector) as browser:
+            browsed = 0
             for message in browser:
                 _print_message(message, args.json)
+                browsed += 1
+        if not browsed:
+            _warn_if_in_memory(connection, "browse")
     return EXIT_OK
 
 
@@ -550,12 +557,36 @@ def _declare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_IN_MEMORY = {
+    "send": "what this command sent is gone now that it exits",
+    "receive": "it started empty, so nothing another command sent was there",
+    "browse": "it started empty, so nothing another command sent was there",
+}
+"""What an embedded broker without a file means for each command: every jmslike process
+has its own (``jmslike send queue://x hi`` then ``jmslike receive queue://x`` printed
+nothing, and said nothing)."""
+
+
 def _connect(url: str | None) -> Connection:
     """``None`` leaves the URL to ConnectionFactory, so $JMSLIKE_URL means what it means
     to a program."""
     log.info("connecting to %s", redact_url(default_url() if url is None else url))
     factory = ConnectionFactory() if url is None else ConnectionFactory(url)
     return factory.create_connection()
+
+
+def _warn_if_in_memory(connection: Connection, command: str) -> None:
+    """After a send, or a receive or browse that found nothing, on an embedded broker in
+    this process's memory: say why it may not be what the user meant (``_IN_MEMORY``)."""
+    url = connection._factory.url
+    if url.scheme == "embedded" and not connection.capabilities.persistent:
+        log.warning(
+            "%s is an embedded broker in this process's memory: %s. Give a broker URL "
+            "(or set $JMSLIKE_URL), or a file every command shares: "
+            "embedded:///path/to/broker.db",
+            url,
+            _IN_MEMORY[command],
+        )
 
 
 def _body(message: Message) -> Any:

@@ -579,6 +579,27 @@ def test_send_receive_browse_default_to_jmslike_url(store_url: str) -> None:
     assert browse_bodies(store_url, "queue://q") == []
 
 
+def test_an_in_memory_embedded_broker_is_named_as_such(store_url: str) -> None:
+    """Each CLI process has its own embedded broker: ``send`` then ``receive`` on the
+    default URL printed nothing and said nothing. Now the send, and a receive or browse
+    that found nothing, warn on stderr and name a shared file; with a file, or when a
+    receive got messages, nothing is said."""
+    sent = cli("send", "queue://q", "hello")
+    assert sent.returncode == 0, sent.stderr
+    assert "embedded:// is an embedded broker in this process's memory" in sent.stderr
+    assert "gone now that it exits" in sent.stderr and "embedded:///" in sent.stderr
+    for argv in (["receive", "queue://q", "--timeout", "0.2"], ["browse", "queue://q"]):
+        found = cli(*argv)
+        assert (found.returncode, found.stdout) == (0, ""), found.stderr
+        assert "nothing another command sent was there" in found.stderr
+    sent = cli("send", store_url, "queue://q", "kept")
+    assert sent.returncode == 0 and "memory" not in sent.stderr, sent.stderr
+    for argv in (["browse", store_url, "queue://q"], ["receive", store_url, "queue://q"]):
+        proc = cli(*argv, "--timeout", "0.2") if argv[0] == "receive" else cli(*argv)
+        assert proc.returncode == 0 and "'kept'" in proc.stdout, proc.stderr
+        assert "memory" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("command", ["send", "receive", "browse"])
 def test_help_names_jmslike_url(command: str) -> None:
     proc = cli(command, "--help")
