@@ -189,9 +189,10 @@ class ConfigFile:
         factories = self.data.get("factories", {})
         if name not in factories:
             known = ", ".join(self.factory_names())
+            hint = misspelling_hint(name, self.factory_names())
             raise ConfigurationError(
-                f"no factory {name!r} in {self.path} (expected a [factories.{name}] table); "
-                f"defined: {known or 'none'}"
+                f"no factory {name!r} in {self.path}{hint}: expected a [factories.{name}] "
+                f"table; defined: {known or 'none'}"
             )
         return dict(factories[name])
 
@@ -211,12 +212,15 @@ class ConfigFile:
                 line = self.lines.get((key,))
                 at = f"{self.path}:{line}" if line else str(self.path)
                 if isinstance(value, dict):
+                    guess = closest_name(key, list(TABLES))
+                    hint = f" (did you mean [{guess}]?)" if guess else ""
                     raise ConfigurationError(
-                        f"unknown table [{key}] in {at}: the file has the tables {tables}"
+                        f"unknown table [{key}] in {at}{hint}: a jmslike.toml has the tables "
+                        f"{tables}"
                     )
                 raise ConfigurationError(
                     f"unknown key {key!r} at the top of {at}: settings for every factory go "
-                    f"in a [defaults] table; the file has the tables {tables}"
+                    f"in a [defaults] table; a jmslike.toml has the tables {tables}"
                 )
             if not isinstance(value, dict):
                 raise ConfigurationError(f"{self.where((key,))}: {key} must be a table")

@@ -399,7 +399,7 @@ def test_unit_of_order_setting_is_parsed_once_and_checked() -> None:
         # a typo in a table name must not leave ordering off
         (
             "[default]\nenable_ordering_group = true\n",
-            ["unknown table [default]", ":1:", "[defaults]"],
+            ["unknown table [default]", ":1 (did you mean [defaults]?):", "[factories]"],
         ),
         (
             "enable_ordering_group = true\n",
