@@ -108,6 +108,19 @@ class _Held:
         return (self.consumer._gate_scope, self.group, self.message_id, self.sequence)
 
 
+def _not_transacted_flag(value: object) -> str:
+    """The error for a ``transacted`` that is not a bool; a session mode there is JMS
+    2.0's ``createSession(sessionMode)`` ported as it reads, so say how to write it."""
+    mode = Session._MODE_NAMES.get(value) if isinstance(value, int) else None
+    hint = (
+        f": JMS 2.0's createSession(sessionMode) is create_session(acknowledge_mode="
+        f"Session.{mode}) here, the first argument being transacted"
+        if mode is not None
+        else ""
+    )
+    return f"transacted must be a bool, not {value!r}{hint}"
+
+
 class Session:
     """A single-threaded context for producing and consuming (JMS Session)."""
 
@@ -130,7 +143,7 @@ class Session:
                 "CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE or SESSION_TRANSACTED"
             )
         if not isinstance(transacted, bool):
-            raise InvalidArgumentError(f"transacted must be a bool, not {transacted!r}")
+            raise InvalidArgumentError(_not_transacted_flag(transacted))
         transacted = transacted or acknowledge_mode == self.SESSION_TRANSACTED
         self._connection = connection
         self.transacted = transacted

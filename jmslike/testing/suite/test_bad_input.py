@@ -150,6 +150,11 @@ def test_transacted_must_be_bool(connection) -> None:
     with pytest.raises(jmslike.InvalidArgumentError) as info:
         connection.create_session("yes")
     assert "'yes'" in str(info.value)
+    # JMS 2.0's createSession(Session.CLIENT_ACKNOWLEDGE), ported as it reads: the error
+    # says how to write it here.
+    with pytest.raises(jmslike.InvalidArgumentError) as info:
+        connection.create_session(jmslike.Session.CLIENT_ACKNOWLEDGE)
+    assert "create_session(acknowledge_mode=Session.CLIENT_ACKNOWLEDGE)" in str(info.value)
 
 
 # ------------------------------------------------------------------- properties
