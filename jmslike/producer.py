@@ -220,6 +220,8 @@ class MessageProducer:
                 f"send to {destination or self.destination}: {connection._failed}"
             ) from connection._failed
         if message.__class__ not in _MESSAGE_CLASSES:  # else a subclass, or no message
+            if isinstance(delivery_mode, Message):
+                raise InvalidArgumentError(_java_order(message, delivery_mode))
             message = require_message(message)
         target = (
             self.destination
@@ -322,3 +324,12 @@ class MessageProducer:
         self._closed = True
         self._binding = None
         self._session._producers.discard(self)
+
+
+def _java_order(first: object, second: Message) -> str:
+    """The error for Java's ``send(destination, message)`` written as it reads: here
+    the message comes first (the destination is a keyword)."""
+    return (
+        f"send({first!r:.60}, <{type(second).__name__}>) is Java's order; write "
+        f"send(message, destination={first!r:.60}): the message comes first"
+    )

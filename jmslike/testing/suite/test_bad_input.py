@@ -277,6 +277,12 @@ def test_send_not_a_message(connection, unique) -> None:
         with pytest.raises(jmslike.MessageFormatError) as info:
             producer.send(bad)
         assert repr(bad)[:10] in str(info.value)
+    # Java's send(destination, message), ported as it reads: the error gives the order.
+    anonymous = session.create_producer(None)
+    for where in (queue, session.create_queue(unique("other"))):
+        with pytest.raises(jmslike.InvalidArgumentError, match="Java's order") as info:
+            anonymous.send(where, session.create_text_message("x"))  # type: ignore[arg-type]
+        assert f"send(message, destination={where!r}" in str(info.value)
     _assert_empty(connection, queue)
 
 
