@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jmslike.config import setting_name
+from jmslike.configfile import closest_name
 from jmslike.connection import ConnectionFactory
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import ConfigurationError
@@ -21,27 +23,29 @@ from jmslike.partitions.layout import MAX_PARTITIONS, PartitionSpec
 
 __all__ = ["SparkOptions", "parse_options"]
 
-_OWN = {
+_OWN_NAMES = (
     "url",
     "destination",
     "user",
     "password",
-    "groupcolumn",
-    "ordercolumn",
-    "bodycolumn",
-    "batchsize",
-    "deliverymode",
-    "duplicateids",
-    "readmode",
-    "receivetimeout",
-    "maxmessagesperbatch",
-    "maxbytesperbatch",
-    "statedir",
-    "drainackevery",
+    "groupColumn",
+    "orderColumn",
+    "bodyColumn",
+    "batchSize",
+    "deliveryMode",
+    "duplicateIds",
+    "readMode",
+    "receiveTimeout",
+    "maxMessagesPerBatch",
+    "maxBytesPerBatch",
+    "stateDir",
+    "drainAckEvery",
     "acknowledge",
-    "maxbatchesahead",
-    "numpartitions",
-}
+    "maxBatchesAhead",
+    "numPartitions",
+)
+"""The data source's own options, as docs/spark.md spells them."""
+_OWN = {name.lower() for name in _OWN_NAMES}
 _SPARK_KEYS = {"path", "checkpointlocation", "queryname"}
 """Keys Spark itself may pass along with the user's options: not factory settings."""
 
@@ -137,6 +141,21 @@ def _choice(options: Mapping[str, str], key: str, name: str, choices: tuple[str,
     return value
 
 
+def _check_misspelt_own(settings: Mapping[str, str]) -> None:
+    """An option that is no factory setting but close to one of the data source's own
+    (``groupColum``) is that one misspelt: say so, instead of the factory's error, which
+    lists its settings and not the data source's options."""
+    for key in settings:
+        if setting_name(key) is not None:
+            continue
+        guess = closest_name(key, list(_OWN_NAMES))
+        if guess is not None:
+            raise ConfigurationError(
+                f"unknown option {key!r} (did you mean {guess!r}?); the data source's "
+                f"options are {', '.join(_OWN_NAMES)}, and any ConnectionFactory setting"
+            )
+
+
 def parse_options(raw: Mapping[str, str]) -> SparkOptions:
     """Check every option; raises ``ConfigurationError`` naming the first bad one."""
     options = {str(k).lower(): str(v) for k, v in raw.items()}
@@ -151,6 +170,7 @@ def parse_options(raw: Mapping[str, str]) -> SparkOptions:
     destination = parse_destination(where)
     mode = _choice(options, "deliverymode", "deliveryMode", ("persistent", "non_persistent"))
     settings = {k: v for k, v in options.items() if k not in _OWN and k not in _SPARK_KEYS}
+    _check_misspelt_own(settings)
     acknowledge = _choice(options, "acknowledge", "acknowledge", ("stored", "commit"))
     parsed = SparkOptions(
         url=url,

@@ -206,6 +206,14 @@ def test_unmappable_schema_raises_before_any_message_is_sent(
         no_body.write.format("jmslike").option("url", activemq).option("destination", queue).mode(
             "append"
         ).save()
+    # A misspelt option of the data source's own is named as one (it was reported as an
+    # unknown ConnectionFactory setting, with the factory's list and not the options').
+    with pytest.raises(
+        SparkError, match=r"unknown option 'groupcolum' \(did you mean 'groupColumn'"
+    ):
+        df.drop("tags").write.format("jmslike").option("url", activemq).option(
+            "destination", queue
+        ).option("groupColum", "customer_id").mode("append").save()
     assert _count(activemq, queue) == 0
 
 
@@ -572,4 +580,13 @@ def test_options_are_checked_and_password_never_shown() -> None:
         {"url": "stomp://h:1", "destination": "queue://x", "password": "s3cret"}
     )
     assert "s3cret" not in repr(parsed)
+    with pytest.raises(
+        ConfigurationError, match=r"unknown option 'readmod' \(did you mean 'readMode'"
+    ):
+        jspark.parse_options({"url": "stomp://h:1", "destination": "queue://x", "readmod": "x"})
+    # A provider's setting is no misspelt option: it goes to the factory.
+    parsed = jspark.parse_options(
+        {"url": "stomp://h:1", "destination": "queue://x", "reconnectAttempts": "3"}
+    )
+    assert parsed.settings == {"reconnectattempts": "3"}
     assert isinstance(jmslike.JMSException, type)
