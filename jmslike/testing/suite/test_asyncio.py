@@ -364,7 +364,9 @@ def test_aio_settings_reach_the_sends_and_misspellings_raise(make_factory, uniqu
             await connection.start()
             message = await consumer.receive(WAIT)
             assert message is not None and message.text == "x"
-            assert (message.jms_timestamp, message.jms_priority) == (0, 6)
+            # (The timestamp is a hint JMS lets a provider ignore: ActiveMQ over STOMP
+            # stamps its own, so only the priority is checked on the wire.)
+            assert message.jms_priority == 6
 
             async def on_message(_message: jmslike.Message) -> None:
                 return None
