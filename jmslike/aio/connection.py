@@ -66,12 +66,23 @@ async def connect(url: str | None = None, **settings: Any) -> Connection:
 class Connection:
     """A JMS connection for coroutines; ``async with`` closes it."""
 
+    __slots__ = (
+        "__weakref__",
+        "_exception_listener",
+        "_listener_tasks",
+        "_loop",
+        "_sessions",
+        "sync",
+    )
+    """No other attribute: one assigned by mistake raises instead of being kept."""
+
     def __init__(self, sync: SyncConnection, loop: asyncio.AbstractEventLoop) -> None:
         self.sync = sync
         """The synchronous connection behind this one."""
         self._loop = loop
         self._sessions: list[Session] = []
         self._listener_tasks: set[asyncio.Future[Any]] = set()
+        self._exception_listener: Any = None
 
     def __repr__(self) -> str:
         return f"<aio {self.sync!r}>"
@@ -100,9 +111,11 @@ class Connection:
         call could raise (a lost connection, a listener that raised), on the event loop."""
         if listener is None:
             self.sync.set_exception_listener(None)
+            self._exception_listener = None
             return
         if not callable(listener):
             raise InvalidArgumentError(f"exception listener {listener!r} is not callable")
+        self._exception_listener = listener
         loop = self._loop
 
         def run(error: JMSException) -> None:
@@ -113,6 +126,16 @@ class Connection:
                 task.add_done_callback(self._listener_tasks.discard)
 
         self.sync.set_exception_listener(lambda error: loop.call_soon_threadsafe(run, error))
+
+    @property
+    def exception_listener(self) -> Any:
+        """The listener ``set_exception_listener`` was given; assigning it is that call
+        (the synchronous connection's attribute spelling)."""
+        return self._exception_listener
+
+    @exception_listener.setter
+    def exception_listener(self, listener: Any) -> None:
+        self.set_exception_listener(listener)
 
     async def create_session(
         self, transacted: bool = False, acknowledge_mode: int = SyncSession.AUTO_ACKNOWLEDGE

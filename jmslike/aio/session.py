@@ -37,6 +37,9 @@ class Session:
     DUPS_OK_ACKNOWLEDGE = SyncSession.DUPS_OK_ACKNOWLEDGE
     SESSION_TRANSACTED = SyncSession.SESSION_TRANSACTED
 
+    __slots__ = ("__weakref__", "_bridge", "connection", "sync")
+    """No other attribute: one assigned by mistake raises instead of being kept."""
+
     def __init__(
         self, sync: SyncSession, connection: Connection, loop: asyncio.AbstractEventLoop
     ) -> None:

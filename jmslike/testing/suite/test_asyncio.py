@@ -248,7 +248,9 @@ def test_aio_cancelled_receives_lose_and_reorder_nothing(make_factory, unique) -
 
 def test_aio_listener_errors_reach_the_exception_listener(make_factory, unique) -> None:
     """API: a coroutine listener that raises is reported to the connection's exception
-    listener (itself a coroutine, run on the loop) as ListenerError, and delivery goes on."""
+    listener (itself a coroutine, run on the loop, set as ``connection.exception_listener``,
+    which was kept on the asyncio object and never called) as ListenerError, and delivery
+    goes on."""
     queue = f"queue://{unique('q')}"
 
     async def scenario() -> None:
@@ -268,7 +270,9 @@ def test_aio_listener_errors_reach_the_exception_listener(make_factory, unique) 
                 if message.text == "after":
                     done.set()
 
-            connection.set_exception_listener(on_error)
+            # The synchronous connection's attribute spelling: set_exception_listener.
+            connection.exception_listener = on_error
+            assert connection.exception_listener is on_error
             session = await connection.create_session()
             await (await session.create_consumer(queue)).set_message_listener(on_message)
             await connection.start()
