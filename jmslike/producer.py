@@ -76,6 +76,25 @@ def _check_seconds(name: str, value: object) -> float:
 class MessageProducer:
     """Sends messages to a destination (JMS MessageProducer), optionally in a group."""
 
+    __slots__ = (
+        "__weakref__",
+        "_binding",
+        "_closed",
+        "_counter",
+        "_delivery_delay",
+        "_delivery_mode",
+        "_id_prefix",
+        "_priority",
+        "_provider",
+        "_session",
+        "_time_to_live",
+        "destination",
+        "disable_message_id",
+        "disable_message_timestamp",
+    )
+    """No other attribute: ``producer.time_to_life = 60`` (or Java's ``timeToLive``)
+    raises instead of being kept where no send reads it."""
+
     def __init__(self, session: Session, destination: Destination | None) -> None:
         self._session = session
         self._provider = session._provider

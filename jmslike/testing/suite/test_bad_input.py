@@ -327,6 +327,19 @@ def test_bad_producer_setting(connection, unique, attr, value) -> None:
     _assert_empty(connection, queue)
 
 
+@pytest.mark.parametrize("attr", ["time_to_life", "timeToLive", "deliveryMode", "prioirty"])
+def test_misspelt_producer_setting_raises(connection, unique, attr) -> None:
+    """API producer settings: a misspelt one, or Java's name, raises AttributeError
+    instead of being kept where no send reads it (a message then went out with the
+    default it was meant to change)."""
+    queue = f"queue://{unique('q')}"
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    with pytest.raises(AttributeError, match=attr):
+        setattr(producer, attr, 7)
+    _assert_empty(connection, queue)
+
+
 @pytest.mark.parametrize("attr", ["time_to_live", "delivery_delay"])
 def test_infinite_duration_is_refused_or_works(connection, unique, attr) -> None:
     """API: every error is a JMSException. An infinite time_to_live/delivery_delay must
