@@ -340,6 +340,26 @@ class Connection:
                     )
         self._provider.delete_temporary(destination)
 
+    def _check_durable_free(self, name: str) -> None:
+        """JMS 2.0: an unshared durable subscription has one active consumer at a time,
+        and a second must raise. Checked here, before the broker sees it: over AMQP 1.0
+        ActiveMQ Classic closed the whole connection (decode-error) and Artemis did after
+        30 s (a NullPointerException of its own), while Artemis over STOMP and RabbitMQ
+        took a second consumer, which then split the subscription's messages."""
+        with self._lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            for consumer in list(session._consumers):
+                if (
+                    consumer._unshared_durable
+                    and consumer.subscription_name == name
+                    and not consumer.closed
+                ):
+                    raise IllegalStateError(
+                        f"durable subscription {name!r} of client {self.client_id!r} already "
+                        "has an active consumer (use a shared durable subscription for several)"
+                    )
+
     def _forget_session(self, session: Session) -> None:
         with self._lock:
             if session in self._sessions:

@@ -102,6 +102,8 @@ class MessageConsumer:
         self.message_selector = selector
         self.no_local = no_local
         self.subscription_name = subscription
+        self._unshared_durable = durable and not shared
+        """One active consumer at a time (JMS 2.0): ``Connection._check_durable_free``."""
         self._buffer: deque[Buffered] = deque()
         # The hot paths (the sink, receive's credit) take the Condition's lock directly:
         # ``with self._cond`` costs two Python-level calls per message, the lock none.

@@ -339,6 +339,8 @@ class Session:
         """The four subscriber factories: check the topic and name, then attach."""
         destination = self._require_topic(topic, what)
         self._check_subscription_name(name)
+        if kinds.get("durable") and not kinds.get("shared"):
+            self._connection._check_durable_free(name)
         return self._add_consumer(destination, selector, no_local, subscription=name, **kinds)
 
     def unsubscribe(self, name: str) -> None:

@@ -1165,6 +1165,38 @@ def test_shared_durable_subscription_needs_no_client_id(
     session.unsubscribe(name)
 
 
+def test_durable_subscription_has_one_active_consumer(
+    make_connection, unique, drain, require
+) -> None:
+    """JMS 2.0: an unshared durable subscription has one active consumer at a time, and
+    creating a second raises a JMSException. Before, ActiveMQ Classic over AMQP closed
+    the whole connection, Artemis over AMQP did 30 s later, and Artemis over STOMP and
+    RabbitMQ took the second consumer, which split the subscription's messages. Refused
+    now before anything is sent; the first consumer and the connection go on, and once
+    the first is closed the subscription takes a consumer again, with what came meanwhile."""
+    conn = make_connection()
+    require(conn, "durable_subscriptions")
+    conn.client_id = unique("client")
+    topic = f"topic://{unique('t')}"
+    name = unique("sub")
+    session = conn.create_session()
+    first = session.create_durable_subscriber(topic, name)
+    for where in (session, conn.create_session()):
+        with pytest.raises(jmslike.IllegalStateError, match="already has an active consumer"):
+            where.create_durable_subscriber(topic, name)
+    conn.start()
+    pub = make_connection().create_session()
+    _send_texts(pub, topic, ["1"])
+    got = first.receive(5.0)
+    assert got is not None and got.text == "1"
+    first.close()
+    _send_texts(pub, topic, ["2"])
+    again = session.create_durable_subscriber(topic, name)
+    assert [m.text for m in drain(again)] == ["2"]
+    again.close()
+    session.unsubscribe(name)
+
+
 def test_unsubscribe_from_another_connection(make_connection, unique, drain, require) -> None:
     """JMS: a durable subscription is named by client id and name, not by the connection
     that made it, so the application started again (another connection, same client
