@@ -34,6 +34,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     InvalidDestinationError,
     JMSException,
+    not_callable,
 )
 from jmslike.middleware import (
     Interceptor,
@@ -287,7 +288,7 @@ class Connection:
         here, on a notifier thread of this connection."""
         self._check_open()
         if listener is not None and not callable(listener):
-            raise InvalidArgumentError(f"exception listener {listener!r} is not callable")
+            raise not_callable("exception listener", listener, "on_exception")
         self._notifier.listener = listener
 
     def get_exception_listener(self) -> ExceptionListener | None:

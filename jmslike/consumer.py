@@ -27,6 +27,7 @@ from jmslike.errors import (
     IllegalStateError,
     InvalidArgumentError,
     JMSException,
+    not_callable,
 )
 from jmslike.message import DELIVERY_COUNT, GROUP_ID, GROUP_SEQ, Message
 from jmslike.middleware import DeliveryContext
@@ -678,7 +679,7 @@ class MessageConsumer:
         """
         self._check_open()
         if listener is not None and not callable(listener):
-            raise InvalidArgumentError(f"message listener {listener!r} is not callable")
+            raise not_callable("message listener", listener, "on_message")
         if self._last is not None:
             self._session._finish_last(self)
         self._listener = listener

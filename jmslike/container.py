@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from jmslike._feed import Feed
 from jmslike.destination import Destination, parse_destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException
+from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException, not_callable
 from jmslike.message import Message
 from jmslike.session import Session
 
@@ -64,7 +64,7 @@ class MessageListenerContainer:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise InvalidArgumentError(f"concurrency {concurrency!r}: need an int >= 1")
         if not callable(on_message):
-            raise InvalidArgumentError(f"on_message {on_message!r} is not callable")
+            raise not_callable("on_message", on_message, "on_message")
         if not isinstance(strictly_ordered, bool):
             raise InvalidArgumentError(f"strictly_ordered={strictly_ordered!r}: need True or False")
         self.destination = parse_destination(destination)

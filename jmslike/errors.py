@@ -59,6 +59,7 @@ __all__ = [
     "TransactionInProgressError",
     "TransactionRolledBackError",
     "map_provider_errors",
+    "not_callable",
 ]
 
 
@@ -207,3 +208,13 @@ def map_provider_errors(
                 target = mapped
                 break
         raise target(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def not_callable(what: str, value: object, method: str) -> InvalidArgumentError:
+    """The error for a listener that is not callable. An object with the JMS interface's
+    method (``on_message``, Java's ``onMessage``) is what a ported listener class is:
+    the error says to pass that method."""
+    hint = ""
+    if callable(getattr(value, method, None)):
+        hint = f"; pass its {method} method (for example listener.{method})"
+    return InvalidArgumentError(f"{what} {value!r} is not callable{hint}")

@@ -18,7 +18,7 @@ from jmslike.connection import Connection as SyncConnection
 from jmslike.connection import ConnectionFactory as SyncFactory
 from jmslike.declare import QueueDeclaration
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException
+from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException, not_callable
 from jmslike.session import Session as SyncSession
 from jmslike.spi.provider import Capabilities
 
@@ -114,7 +114,7 @@ class Connection:
             self._exception_listener = None
             return
         if not callable(listener):
-            raise InvalidArgumentError(f"exception listener {listener!r} is not callable")
+            raise not_callable("exception listener", listener, "on_exception")
         self._exception_listener = listener
         loop = self._loop
 

@@ -19,7 +19,7 @@ from jmslike.aio.connection import ConnectionFactory
 from jmslike.connection import ConnectionFactory as SyncFactory
 from jmslike.container import MessageListenerContainer as SyncContainer
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException
+from jmslike.errors import IllegalStateError, JMSException, not_callable
 from jmslike.message import Message
 from jmslike.session import Session
 
@@ -49,7 +49,7 @@ class MessageListenerContainer:
         strictly_ordered: bool = False,
     ) -> None:
         if not callable(on_message):
-            raise InvalidArgumentError(f"on_message {on_message!r} is not callable")
+            raise not_callable("on_message", on_message, "on_message")
         self._factory = factory.sync if isinstance(factory, ConnectionFactory) else factory
         self._destination = destination
         self._on_message = on_message

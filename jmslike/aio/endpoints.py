@@ -15,7 +15,7 @@ from jmslike.consumer import MessageConsumer as SyncConsumer
 from jmslike.consumer import QueueBrowser as SyncBrowser
 from jmslike.consumer import wait_seconds
 from jmslike.destination import Destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError
+from jmslike.errors import IllegalStateError, not_callable
 from jmslike.message import Message
 from jmslike.producer import MessageProducer as SyncProducer
 from jmslike.spi.provider import AT_ONCE
@@ -334,7 +334,7 @@ class MessageConsumer:
         listener as ``ListenerError``, as for a synchronous listener.
         """
         if listener is not None and not callable(listener):
-            raise InvalidArgumentError(f"message listener {listener!r} is not callable")
+            raise not_callable("message listener", listener, "on_message")
         sync_listener = None if listener is None else self._bridge.listener(listener)
         await self._bridge.call(lambda: self.sync.set_message_listener(sync_listener))
         self._listener = listener

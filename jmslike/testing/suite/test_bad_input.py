@@ -525,6 +525,19 @@ def test_listeners_must_be_callable(connection, unique) -> None:
     with pytest.raises(jmslike.InvalidArgumentError):
         consumer.message_listener = 42
 
+    # A listener class ported from Java (MessageListener.onMessage, ExceptionListener
+    # .onException, snake_cased): the error says to pass its method.
+    class OrderListener:
+        def on_message(self, message: jmslike.Message) -> None: ...
+
+        def on_exception(self, error: jmslike.JMSException) -> None: ...
+
+    with pytest.raises(jmslike.InvalidArgumentError, match=r"listener\.on_message"):
+        consumer.message_listener = OrderListener()
+    with pytest.raises(jmslike.InvalidArgumentError, match=r"listener\.on_exception"):
+        connection.exception_listener = OrderListener()
+    consumer.message_listener = OrderListener().on_message  # as the error says
+
 
 def test_listener_cannot_stop_or_close_its_own_connection(connection, unique) -> None:
     """JMS 2.0 (Connection.stop/close, Session.close): a message listener may not stop or
