@@ -23,7 +23,9 @@ from jmslike.config import (
     effective_url,
     parse_url,
     resolve_settings,
+    setting_name,
 )
+from jmslike.configfile import misspelling_hint
 from jmslike.context import JMSContext
 from jmslike.declare import QueueDeclaration, declare_queue
 from jmslike.destination import Destination
@@ -92,19 +94,45 @@ class ConnectionFactory:
     ) -> None:
         """Resolve the provider and fold the settings from every source, in the order of
         jmslike.config; every error names where the bad value came from."""
-        self.url: ParsedURL = parse_url(url)
-        scheme = self.url.members[0].scheme if self.url.members else self.url.scheme
+        parsed = parse_url(url)
+        scheme = parsed.members[0].scheme if parsed.members else parsed.scheme
         self._provider: Provider = get_registry().provider_for(scheme)
-        self._provider.check_url(self.url)
-        self.settings: FactorySettings = resolve_settings(
-            self.url,
+        self._provider.check_url(parsed)
+        resolved = resolve_settings(
+            parsed,
             settings,
             provider_names=self._provider.setting_names,
             source=source,
             factory=factory,
             config_path=config_path,
         )
-        self._provider.check_settings(self.settings)
+        self._provider.check_settings(resolved)
+        # Past __setattr__, which refuses them to applications (see there).
+        object.__setattr__(self, "url", parsed)
+        object.__setattr__(self, "settings", resolved)
+
+    url: ParsedURL
+    settings: FactorySettings
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Only ``interceptors`` (and private names) may be assigned. A setting assigned
+        here, ``factory.enable_ordering_group = True`` as a Java factory's setter would
+        be, was kept where no connection read it: ordering stayed off, with no error."""
+        if name.startswith("_") or name == "interceptors":
+            object.__setattr__(self, name, value)
+            return
+        provider = self.__dict__.get("_provider")
+        names = provider.setting_names if provider is not None else frozenset()
+        if setting_name(name, names) is not None:
+            raise AttributeError(
+                f"{name!r} is a setting, fixed when the factory is made: "
+                f"ConnectionFactory(url, {name}=...), the URL's query or jmslike.toml "
+                "(a factory's settings do not change; make another factory)"
+            )
+        if name in ("url", "settings"):
+            raise AttributeError(f"a ConnectionFactory's {name} is read-only: make another")
+        hint = misspelling_hint(name, [*FactorySettings.names(), *names])
+        raise AttributeError(f"'ConnectionFactory' object has no attribute {name!r}{hint}")
 
     def __repr__(self) -> str:
         return f"<ConnectionFactory {self.url} provider={self._provider.name}>"

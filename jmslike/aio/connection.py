@@ -42,6 +42,15 @@ class ConnectionFactory:
             self.sync = SyncFactory(url, **settings) if url is not None else SyncFactory(**settings)
         """The synchronous factory behind this one."""
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Any attribute but ``sync`` is the synchronous factory's, which refuses a
+        setting assigned after the fact (``factory.enable_ordering_group = True`` was
+        kept here, and ordering stayed off) and takes ``interceptors``."""
+        if name == "sync":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.sync, name, value)
+
     @classmethod
     def from_config(cls, name: str, path: str | None = None) -> ConnectionFactory:
         """A named factory from ``jmslike.toml``, as ``jmslike.ConnectionFactory.from_config``."""

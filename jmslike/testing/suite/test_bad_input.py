@@ -134,6 +134,30 @@ def test_fractional_int_setting_rejected(provider_url, settings) -> None:
     assert key in str(info.value)
 
 
+@pytest.mark.parametrize("attr", ["enable_ordering_group", "enableOrderingGroup", "prefetch"])
+def test_factory_settings_are_not_assigned_afterwards(
+    factory, make_connection, unique, attr
+) -> None:
+    """API ConnectionFactory settings: given when the factory is made (keyword, URL,
+    jmslike.toml). Assigned afterwards, as a Java factory's setter would be,
+    ``factory.enable_ordering_group = True`` was kept where no connection read it:
+    ordering stayed off with no error. It raises AttributeError saying where a setting
+    goes, and the factory's settings are unchanged."""
+    before = factory.settings
+    with pytest.raises(AttributeError, match=rf"'{attr}' is a setting.*ConnectionFactory\(url"):
+        setattr(factory, attr, True)
+    with pytest.raises(AttributeError, match="did you mean 'prefetch'"):
+        factory.prefetsh = 5
+    assert factory.settings is before
+    queue = f"queue://{unique('q')}"
+    conn = make_connection(factory)
+    session = conn.create_session()
+    session.create_producer(queue).send(session.create_text_message("plain"))
+    conn.start()
+    got = session.create_consumer(queue).receive(5.0)
+    assert got is not None and got.ordering_group is None  # ordering was not switched on
+
+
 # ------------------------------------------------------------- sessions and modes
 
 
