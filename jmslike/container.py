@@ -67,12 +67,12 @@ class MessageListenerContainer:
             raise not_callable("on_message", on_message, "on_message")
         if not isinstance(strictly_ordered, bool):
             raise InvalidArgumentError(f"strictly_ordered={strictly_ordered!r}: need True or False")
-        self.destination = parse_destination(destination)
-        self.strictly_ordered = strictly_ordered or factory.settings.is_strictly_ordered(
-            self.destination
+        self._destination = parse_destination(destination)
+        self._strictly_ordered = strictly_ordered or factory.settings.is_strictly_ordered(
+            self._destination
         )
-        self.concurrency = concurrency
-        self.acknowledge_mode = acknowledge_mode
+        self._concurrency = concurrency
+        self._acknowledge_mode = acknowledge_mode
         self._on_message = on_message
         self._lock = threading.Lock()
         self.processed = 0
@@ -112,7 +112,7 @@ class MessageListenerContainer:
                     self.destination,
                     concurrency,
                 )
-                self.concurrency = 1
+                self._concurrency = 1
         try:
             if exception_listener is not None:
                 self._connection.set_exception_listener(exception_listener)
@@ -144,7 +144,7 @@ class MessageListenerContainer:
     def _limit_to_one(self) -> None:
         """ORD-18: a strictly ordered destination runs at concurrency 1; one warning if
         more was asked for (as IBM overrides an MDB's concurrency and logs it)."""
-        self.strictly_ordered = True
+        self._strictly_ordered = True
         if self.concurrency > 1:
             log.warning(
                 "listener container on %s: the destination is strictly ordered (ORD-18), "
@@ -152,7 +152,7 @@ class MessageListenerContainer:
                 self.destination,
                 self.concurrency,
             )
-            self.concurrency = 1
+            self._concurrency = 1
 
     def __repr__(self) -> str:
         return (
@@ -165,6 +165,24 @@ class MessageListenerContainer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # Read-only: fixed when the container is made (its sessions and consumers are made
+    # then); ``container.concurrency = 8`` afterwards was kept and changed nothing.
+    @property
+    def destination(self) -> Destination:
+        return self._destination
+
+    @property
+    def concurrency(self) -> int:
+        return self._concurrency
+
+    @property
+    def acknowledge_mode(self) -> int:
+        return self._acknowledge_mode
+
+    @property
+    def strictly_ordered(self) -> bool:
+        return self._strictly_ordered
 
     @property
     def connection(self) -> Connection:

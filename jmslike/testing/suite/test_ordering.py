@@ -1523,6 +1523,8 @@ def test_ord17_container_stop_finishes_messages_in_hand(
 
     container = MessageListenerContainer(factory, queue, on_message, concurrency=2)
     assert entered.wait(2.0)
+    with pytest.raises(AttributeError, match="concurrency"):
+        container.concurrency = 8  # fixed when made: this was kept and changed nothing
     stopper = threading.Thread(target=container.stop)
     stopper.start()
     stopper.join(0.2)
