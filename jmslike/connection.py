@@ -369,7 +369,7 @@ class Connection:
                     )
         self._provider.delete_temporary(destination)
 
-    def _check_durable_free(self, name: str) -> None:
+    def _check_durable_free(self, name: str, topic: Destination) -> None:
         """JMS 2.0: an unshared durable subscription has one active consumer at a time,
         and a second must raise. Checked here, before the broker sees it: over AMQP 1.0
         ActiveMQ Classic closed the whole connection (decode-error) and Artemis did after
@@ -383,10 +383,12 @@ class Connection:
                     consumer._unshared_durable
                     and consumer.subscription_name == name
                     and not consumer.closed
+                    and not consumer.strictly_ordered  # ORD-18 has its own refusal
                 ):
                     raise IllegalStateError(
-                        f"durable subscription {name!r} of client {self.client_id!r} already "
-                        "has an active consumer (use a shared durable subscription for several)"
+                        f"durable subscription {name!r} of client {self.client_id!r} on "
+                        f"{topic} already has an active consumer (use a shared durable "
+                        "subscription for several)"
                     )
 
     def _forget_session(self, session: Session) -> None:

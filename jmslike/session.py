@@ -339,8 +339,14 @@ class Session:
         """The four subscriber factories: check the topic and name, then attach."""
         destination = self._require_topic(topic, what)
         self._check_subscription_name(name)
-        if kinds.get("durable") and not kinds.get("shared"):
-            self._connection._check_durable_free(name)
+        if (
+            kinds.get("durable")
+            and not kinds.get("shared")
+            and not kinds.get("standby")
+            and not kinds.get("strictly_ordered")
+            and not self._settings.is_strictly_ordered(destination)
+        ):  # a strictly ordered one takes standbys, and refuses others itself (ORD-18)
+            self._connection._check_durable_free(name, destination)
         return self._add_consumer(destination, selector, no_local, subscription=name, **kinds)
 
     def unsubscribe(self, name: str) -> None:
