@@ -233,7 +233,7 @@ async def _send_past_the_window(url: str, queue: Queue, count: int) -> tuple[int
         session = await connection.create_session()
         producer = await session.create_producer(queue)
         producer.delivery_mode = NON_PERSISTENT
-        call, wake = producer._bridge.call, producer._wake
+        call, wake = producer._bridge.call, type(producer)._wake
         provider = session.sync._provider
         asked = provider.wake_when_at_once
 
@@ -242,10 +242,10 @@ async def _send_past_the_window(url: str, queue: Queue, count: int) -> tuple[int
             handed += 1
             return await call(fn)
 
-        def counted_wake() -> None:
+        def counted_wake(self: Any) -> None:
             nonlocal wakes
             wakes += 1
-            wake()
+            wake(self)
 
         def counted_ask(*args: Any) -> bool:
             nonlocal waits
@@ -254,10 +254,14 @@ async def _send_past_the_window(url: str, queue: Queue, count: int) -> tuple[int
             return waiting
 
         producer._bridge.call = counted  # type: ignore[method-assign]
-        producer._wake = counted_wake  # type: ignore[method-assign]
+        # On the class: the producer keeps no attribute of its own (__slots__).
+        type(producer)._wake = counted_wake  # type: ignore[method-assign]
         provider.wake_when_at_once = counted_ask
-        for number in range(count):
-            await producer.send(session.create_text_message(str(number)))
+        try:
+            for number in range(count):
+                await producer.send(session.create_text_message(str(number)))
+        finally:
+            type(producer)._wake = wake  # type: ignore[method-assign]
     return handed, waits, wakes
 
 
