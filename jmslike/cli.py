@@ -578,7 +578,7 @@ def _connect(url: str | None) -> Connection:
 def _warn_if_in_memory(connection: Connection, command: str) -> None:
     """After a send, or a receive or browse that found nothing, on an embedded broker in
     this process's memory: say why it may not be what the user meant (``_IN_MEMORY``)."""
-    url = connection._factory.url
+    url = connection.url
     if url.scheme == "embedded" and not connection.capabilities.persistent:
         log.warning(
             "%s is an embedded broker in this process's memory: %s. Give a broker URL "

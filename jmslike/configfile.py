@@ -31,7 +31,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,11 +154,12 @@ def closest_name(given: str, names: list[str]) -> str | None:
     return by_plain[close[0]] if close else None
 
 
-def misspelling_hint(given: str, names: list[str]) -> str:
+def misspelling_hint(given: str, names: list[str], show: Callable[[str], str] = repr) -> str:
     """`` (did you mean 'prefetch'?)`` for an error about the unknown name ``given``, or
-    nothing when no allowed name is close (``closest_name``)."""
+    nothing when no allowed name is close (``closest_name``); ``show`` writes the guess
+    as the error writes names (``[defaults]`` for a table)."""
     guess = closest_name(given, names)
-    return f" (did you mean {guess!r}?)" if guess else ""
+    return f" (did you mean {show(guess)}?)" if guess else ""
 
 
 @dataclass(frozen=True)
@@ -212,8 +213,7 @@ class ConfigFile:
                 line = self.lines.get((key,))
                 at = f"{self.path}:{line}" if line else str(self.path)
                 if isinstance(value, dict):
-                    guess = closest_name(key, list(TABLES))
-                    hint = f" (did you mean [{guess}]?)" if guess else ""
+                    hint = misspelling_hint(key, list(TABLES), show="[{}]".format)
                     raise ConfigurationError(
                         f"unknown table [{key}] in {at}{hint}: a jmslike.toml has the tables "
                         f"{tables}"

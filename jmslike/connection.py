@@ -273,6 +273,12 @@ class Connection:
         return self._provider.capabilities
 
     @property
+    def url(self) -> ParsedURL:
+        """The broker URL this connection was made from; its ``str()`` hides the password,
+        so it is safe to log."""
+        return self._factory.url
+
+    @property
     def client_id(self) -> str | None:
         return self._client_id
 

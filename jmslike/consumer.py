@@ -856,7 +856,7 @@ def _warn_single_process(connection: Connection, destination: Destination) -> No
     """ORD-16: once per process, broker and queue, where grouped messages arrive from a
     broker that ignores groups on a queue that is not partitioned."""
     capabilities = connection.capabilities
-    key = (str(capabilities.extra.get("gate_scope") or connection._factory.url), destination.key)
+    key = (str(capabilities.extra.get("gate_scope") or connection.url), destination.key)
     if key in _warned_single_process:
         return
     _warned_single_process.add(key)

@@ -14,6 +14,7 @@ from typing import Any
 
 from jmslike.aio._bridge import inside_listener
 from jmslike.aio.session import Session
+from jmslike.config import ParsedURL
 from jmslike.connection import Connection as SyncConnection
 from jmslike.connection import ConnectionFactory as SyncFactory
 from jmslike.declare import QueueDeclaration
@@ -99,6 +100,10 @@ class Connection:
     @property
     def capabilities(self) -> Capabilities:
         return self.sync.capabilities
+
+    @property
+    def url(self) -> ParsedURL:
+        return self.sync.url
 
     @property
     def client_id(self) -> str | None:

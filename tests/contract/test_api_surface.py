@@ -172,6 +172,7 @@ def test_connection_with_credentials(factory: ConnectionFactory) -> None:
     with factory.create_connection("user", "secret") as connection:
         connection.create_session().close()
         assert "secret" not in repr(connection)
+        assert connection.url == factory.url  # what a log line may name; str() hides secrets
     if factory.url.user is None:
         return  # a broker without logins (embedded, the test ActiveMQ): nothing to refuse
     with pytest.raises(jmslike.JMSSecurityError) as info:

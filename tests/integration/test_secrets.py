@@ -359,6 +359,7 @@ def test_no_management_login_or_other_secret_in_logs_errors_reprs_config_or_span
         with factory.create_connection() as connection:
             session = connection.create_session()
             texts += [repr(factory.settings), repr(connection), repr(session)]
+            texts += [str(connection.url), repr(connection.url)]
             if managed:
                 with pytest.raises(jmslike.JMSSecurityError) as denied:
                     session.create_consumer(queues[4])

@@ -95,6 +95,7 @@ def test_aio_send_then_receive_in_order(make_factory, unique) -> None:
     async def scenario() -> None:
         factory = aio.ConnectionFactory(make_factory())
         async with await factory.create_connection() as connection:
+            assert connection.url == connection.sync.url  # the URL it was made from
             session = await connection.create_session()
             await _send_texts(session, queue, bodies)
             consumer = await session.create_consumer(queue)
