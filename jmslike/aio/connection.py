@@ -13,6 +13,7 @@ import inspect
 from typing import Any
 
 from jmslike.aio._bridge import inside_listener
+from jmslike.aio._synced import Synced
 from jmslike.aio.session import Session
 from jmslike.config import ParsedURL
 from jmslike.connection import Connection as SyncConnection
@@ -97,25 +98,15 @@ class Connection:
     def __repr__(self) -> str:
         return f"<aio {self.sync!r}>"
 
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.sync.capabilities
+    capabilities: Synced[Capabilities] = Synced()
 
-    @property
-    def url(self) -> ParsedURL:
-        return self.sync.url
+    url: Synced[ParsedURL] = Synced()
 
-    @property
-    def client_id(self) -> str | None:
-        return self.sync.client_id
+    client_id: Synced[str | None] = Synced()
 
-    @property
-    def closed(self) -> bool:
-        return self.sync.closed
+    closed: Synced[bool] = Synced()
 
-    @property
-    def started(self) -> bool:
-        return self.sync.started
+    started: Synced[bool] = Synced()
 
     async def set_client_id(self, client_id: str) -> None:
         await asyncio.to_thread(self.sync.set_client_id, client_id)

@@ -11,6 +11,7 @@ import functools
 from collections.abc import AsyncIterator
 
 from jmslike.aio._bridge import AsyncListener, SessionBridge
+from jmslike.aio._synced import Synced
 from jmslike.consumer import MessageConsumer as SyncConsumer
 from jmslike.consumer import QueueBrowser as SyncBrowser
 from jmslike.consumer import wait_seconds
@@ -54,57 +55,14 @@ class MessageProducer:
         self._drained: asyncio.Future[None] | None = None
         """What a send held back by the provider's window waits for (``_wake``)."""
 
-    @property
-    def destination(self) -> Destination | None:
-        return self.sync.destination
+    destination: Synced[Destination | None] = Synced()
 
-    @property
-    def delivery_mode(self) -> int:
-        return self.sync.delivery_mode
-
-    @delivery_mode.setter
-    def delivery_mode(self, value: int) -> None:
-        self.sync.delivery_mode = value
-
-    @property
-    def priority(self) -> int:
-        return self.sync.priority
-
-    @priority.setter
-    def priority(self, value: int) -> None:
-        self.sync.priority = value
-
-    @property
-    def time_to_live(self) -> float:
-        return self.sync.time_to_live
-
-    @time_to_live.setter
-    def time_to_live(self, value: float) -> None:
-        self.sync.time_to_live = value
-
-    @property
-    def delivery_delay(self) -> float:
-        return self.sync.delivery_delay
-
-    @delivery_delay.setter
-    def delivery_delay(self, value: float) -> None:
-        self.sync.delivery_delay = value
-
-    @property
-    def disable_message_id(self) -> bool:
-        return self.sync.disable_message_id
-
-    @disable_message_id.setter
-    def disable_message_id(self, value: bool) -> None:
-        self.sync.disable_message_id = value
-
-    @property
-    def disable_message_timestamp(self) -> bool:
-        return self.sync.disable_message_timestamp
-
-    @disable_message_timestamp.setter
-    def disable_message_timestamp(self, value: bool) -> None:
-        self.sync.disable_message_timestamp = value
+    delivery_mode: Synced[int] = Synced(settable=True)
+    priority: Synced[int] = Synced(settable=True)
+    time_to_live: Synced[float] = Synced(settable=True)
+    delivery_delay: Synced[float] = Synced(settable=True)
+    disable_message_id: Synced[bool] = Synced(settable=True)
+    disable_message_timestamp: Synced[bool] = Synced(settable=True)
 
     def enable_ordering_group(self, name: str | None = None) -> str:
         """As the synchronous producer's (ORD-2): later sends carry the group."""
@@ -113,9 +71,7 @@ class MessageProducer:
     def disable_ordering_group(self) -> None:
         self.sync.disable_ordering_group()
 
-    @property
-    def ordering_group(self) -> str | None:
-        return self.sync.ordering_group
+    ordering_group: Synced[str | None] = Synced()
 
     async def send(
         self,
@@ -212,17 +168,11 @@ class MessageConsumer:
         which would be a later one (seen: 11 before 10 on ActiveMQ over AMQP, since the
         bridge turns idle in the callback that runs just before the one that keeps)."""
 
-    @property
-    def destination(self) -> Destination:
-        return self.sync.destination
+    destination: Synced[Destination] = Synced()
 
-    @property
-    def message_selector(self) -> str | None:
-        return self.sync.message_selector
+    message_selector: Synced[str | None] = Synced()
 
-    @property
-    def closed(self) -> bool:
-        return self.sync.closed
+    closed: Synced[bool] = Synced()
 
     @property
     def message_listener(self) -> AsyncListener | None:
@@ -370,9 +320,7 @@ class QueueBrowser:
         self.sync = sync
         self._bridge = bridge
 
-    @property
-    def queue(self) -> Destination:
-        return self.sync.queue
+    queue: Synced[Destination] = Synced()
 
     async def get_enumeration(self) -> list[Message]:
         """A snapshot of the waiting messages, in the order they will be delivered."""

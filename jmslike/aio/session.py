@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from jmslike.aio._bridge import SessionBridge, inside_listener
+from jmslike.aio._synced import Synced
 from jmslike.aio.endpoints import MessageConsumer, MessageProducer, QueueBrowser
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.errors import IllegalStateError
@@ -51,17 +52,11 @@ class Session:
     def __repr__(self) -> str:
         return f"<aio {self.sync!r}>"
 
-    @property
-    def transacted(self) -> bool:
-        return self.sync.transacted
+    transacted: Synced[bool] = Synced()
 
-    @property
-    def acknowledge_mode(self) -> int:
-        return self.sync.acknowledge_mode
+    acknowledge_mode: Synced[int] = Synced()
 
-    @property
-    def closed(self) -> bool:
-        return self.sync.closed
+    closed: Synced[bool] = Synced()
 
     # ------------------------------------------------- no broker involved: plain calls
     def create_queue(self, name: str) -> Queue:
