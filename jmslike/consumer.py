@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike._feed import Member
 from jmslike.destination import Destination
+from jmslike.durations import warn_if_milliseconds
 from jmslike.errors import (
     ConnectionFailedError,
     IllegalStateError,
@@ -71,11 +72,14 @@ is taken back: an idle consumer asks for ``prefetch`` again, as if it never grew
 
 
 def wait_seconds(timeout: float, what: str) -> float | None:
-    """A wait given in seconds, checked: ``inf`` is for ever (``None``)."""
+    """A wait given in seconds, checked: ``inf`` is for ever (``None``); Java's
+    milliseconds are warned about (``durations``)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
         raise InvalidArgumentError(
             f"{what} timeout {timeout!r}: need seconds >= 0, or None to wait for ever"
         )
+    if type(timeout) is int:  # the name is built only then: receive(1.0) is the hot path
+        warn_if_milliseconds(f"{what} timeout", timeout)
     return None if math.isinf(timeout) else timeout
 
 

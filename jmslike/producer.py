@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.completion import CompletionListener, check_completion_listener
 from jmslike.destination import Destination, parse_destination
+from jmslike.durations import warn_if_milliseconds
 from jmslike.errors import (
     ConnectionFailedError,
     IllegalStateError,
@@ -70,6 +71,7 @@ def _check_seconds(name: str, value: object) -> float:
         or not 0 <= value < _MAX_SECONDS
     ):
         raise InvalidArgumentError(f"{name} {value!r}: need finite seconds >= 0 (0 means none)")
+    warn_if_milliseconds(name, value)
     return float(value)
 
 
