@@ -5,8 +5,10 @@ jmslike takes float seconds wherever Java JMS takes milliseconds (``receive``,
 or ``producer.delivery_delay = 30000``, is valid input that means something else: a
 receive on an empty queue waits 83 minutes, a delayed message comes the next day. Nothing
 fails, so nothing would tell the porter; this module logs one warning per kind of
-duration and process when the value looks like Java's: an int of 1000 or more. A float
-(``5000.0``) says seconds were meant, and is never warned about.
+duration and process when the value looks like Java's: an int that is a whole number of
+thousands (``5000``, ``60_000``). Seconds as Python code writes them rarely are
+(``3600``, ``86400``); a float (``5000.0``) says seconds were meant, and is never warned
+about.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ __all__ = ["MILLISECONDS_LOOK", "warn_if_milliseconds"]
 log = logging.getLogger("jmslike.durations")
 
 MILLISECONDS_LOOK = 1000
-"""The smallest int taken for milliseconds: Java code waits and delays in thousands."""
+"""Ints that are multiples of this are taken for milliseconds: Java code waits and delays
+in whole seconds written as thousands."""
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -28,7 +31,7 @@ _lock = threading.Lock()
 def warn_if_milliseconds(what: str, value: object) -> None:
     """Log once per ``what`` when ``value`` looks like Java's milliseconds; cheap enough
     for the send path (one type check and one comparison when it does not)."""
-    if type(value) is not int or value < MILLISECONDS_LOOK:
+    if type(value) is not int or value < MILLISECONDS_LOOK or value % MILLISECONDS_LOOK:
         return
     with _lock:
         if what in _warned:

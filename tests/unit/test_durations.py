@@ -48,7 +48,7 @@ def test_java_milliseconds_are_warned_about_once_each(caplog: pytest.LogCaptureF
     ]
 
 
-@pytest.mark.parametrize("value", [5000.0, 999, 0, 60.5])
+@pytest.mark.parametrize("value", [5000.0, 999, 0, 60.5, 3600, 86400, 1001])
 def test_floats_and_small_values_are_seconds(
     caplog: pytest.LogCaptureFixture, value: float
 ) -> None:
