@@ -430,6 +430,7 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "client_id": "property twin of get_client_id/set_client_id (getClientID/setClientID)",
         "exception_listener": "property twin of get/set_exception_listener",
         "capabilities": "jmslike's own (what the broker does natively); unlike getMetaData",
+        "url": "jmslike's own (the broker URL, password hidden in str); JMS has none",
         "closed": "jmslike's own; JMS has no isClosed",
         "started": "jmslike's own; JMS has no isStarted",
         "delete_temporary": "TemporaryQueue.delete() in Java; jmslike's temporary "

@@ -96,12 +96,16 @@ class GroupBinding:
     (ORD-4, ORD-20).
     """
 
-    __slots__ = ("_last_expiration", "_next_seq", "name")
+    __slots__ = ("_last_expiration", "_next_seq", "lock", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._next_seq = 1
         self._last_expiration = 0
+        self.lock = threading.RLock()
+        """Held by a send from stamping to handing the message to the provider, so that
+        threads sharing the producer send in sequence order; re-entrant for an
+        interceptor that sends through the same producer."""
 
     def stamp(self, message: Message) -> None:
         """Put the group and the next sequence number on ``message`` (ORD-4, ORD-7).

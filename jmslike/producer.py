@@ -283,14 +283,21 @@ class MessageProducer:
             None if self.disable_message_id else f"{self._id_prefix}{next(self._counter)}"
         )
         if binding is not None:
+            # Stamped and sent as one step: threads sharing a grouped producer
+            # (docs/threading.md) then send the group in its sequence numbers' order.
+            binding.lock.acquire()
             binding.stamp(message)
-        chain = connection._send_chain
-        if completion_listener is not None:
-            self._send_async(target, message, completion_listener)
-        elif chain is None:
-            self._provider.send(target, message)
-        else:
-            chain(SendContext(connection, session, target, message))
+        try:
+            chain = connection._send_chain
+            if completion_listener is not None:
+                self._send_async(target, message, completion_listener)
+            elif chain is None:
+                self._provider.send(target, message)
+            else:
+                chain(SendContext(connection, session, target, message))
+        finally:
+            if binding is not None:
+                binding.lock.release()
         connection._sent_done = time.monotonic()
 
     def _send_async(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -87,6 +88,11 @@ class AmqpSession(ProviderSession):
         self.client_acknowledge = acknowledge_mode == CLIENT_ACKNOWLEDGE and not transacted
         self._senders: OrderedDict[str, LinkHandle] = OrderedDict()
         """Sender links by address, least recently used first (bounded: ``SENDERS_KEPT``)."""
+        self._senders_lock = threading.Lock()
+        """Held while a send finds (or attaches) its link: threads that share the session
+        for sends (docs/threading.md) must get one link an address. Two links attached
+        at once by two threads' first sends let Artemis read their messages out of each
+        thread's order."""
         self._last_sent: tuple[Destination, str, LinkHandle] | None = None
         """The destination this session last sent to, its address and sender link
         (:meth:`sends_at_once`)."""
@@ -209,18 +215,19 @@ class AmqpSession(ProviderSession):
         (or handing it to ``done``)."""
         connection = self.connection
         address = connection.address_of(destination)
-        sender = self._senders.get(address)
-        if sender is None:
-            sender = self._senders[address] = connection.transport.open_sender(
-                address, options=connection.node_options(destination, address)
-            )
-            if len(self._senders) > SENDERS_KEPT and not self.transacted:
-                _old, oldest = self._senders.popitem(last=False)
-                with contextlib.suppress(JMSException):
-                    connection.transport.close_link(oldest)
-        else:
-            self._senders.move_to_end(address)
-        self._last_sent = (destination, address, sender)
+        with self._senders_lock:
+            sender = self._senders.get(address)
+            if sender is None:
+                sender = self._senders[address] = connection.transport.open_sender(
+                    address, options=connection.node_options(destination, address)
+                )
+                if len(self._senders) > SENDERS_KEPT and not self.transacted:
+                    _old, oldest = self._senders.popitem(last=False)
+                    with contextlib.suppress(JMSException):
+                        connection.transport.close_link(oldest)
+            else:
+                self._senders.move_to_end(address)
+            self._last_sent = (destination, address, sender)
         reply_to = message.jms_reply_to
         outgoing = encode(
             message,

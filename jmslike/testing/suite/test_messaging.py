@@ -88,6 +88,86 @@ def test_burst_of_non_persistent_sends_then_close_loses_nothing(make_connection,
     assert len(receive_count(consumer, 3000, after=0.3)) == 3000
 
 
+def _send_from_threads(producer, session, threads: int, count: int, **kwargs) -> list[str]:
+    """``threads`` threads send ``count`` texts ``"k-i"`` each through ``producer``, all
+    starting at once; returns what any of them raised."""
+    start = threading.Barrier(threads)
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            start.wait(10.0)
+            for i in range(count):
+                producer.send(session.create_text_message(f"{k}-{i}"), **kwargs)
+        except Exception as exc:  # reported by the test, not lost with the thread
+            errors.append(repr(exc))
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60.0)
+    return errors
+
+
+@pytest.mark.parametrize("mode", ["non-persistent", "persistent"])
+def test_sends_from_several_threads_keep_each_threads_order(make_connection, unique, mode) -> None:
+    """docs/threading.md: sends through one session (one producer, here) may come from
+    several threads at once, as Java clients allow: each thread's messages arrive in
+    the order it sent them, none lost or doubled. Each round is a new queue whose first
+    sends race (seen: AMQP 1.0 attached a sender link a thread, and Artemis read the
+    links' messages out of each thread's order)."""
+    persistent = mode == "persistent"
+    threads, count = 4, 10 if persistent else 1000
+    connection = make_connection()
+    session = connection.create_session()
+    producer = session.create_producer(None)
+    delivery = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
+    queues = [f"queue://{unique('threads')}" for _ in range(2 if persistent else 3)]
+    for queue in queues:
+        errors = _send_from_threads(
+            producer, session, threads, count, destination=queue, delivery_mode=delivery
+        )
+        assert errors == []
+    connection.start()
+    for queue in queues:
+        consumer = connection.create_session().create_consumer(queue)
+        got = [m.text for m in receive_count(consumer, threads * count)]
+        by_thread = {
+            k: [int(t.split("-")[1]) for t in got if t.startswith(f"{k}-")] for k in range(threads)
+        }
+        assert len(got) == threads * count, f"{len(got)} of {threads * count} arrived"
+        assert by_thread == {k: list(range(count)) for k in range(threads)}, queue
+        consumer.close()
+
+
+def test_a_grouped_producer_shared_by_threads_numbers_its_group_in_send_order(
+    make_connection, unique
+) -> None:
+    """ORD-4, ORD-20 with docs/threading.md: a producer bound to a group and shared by
+    threads stamps each message's JMSXGroupSeq and sends it as one step, so the group
+    arrives numbered 1, 2, 3... in order, each thread's messages in its own order."""
+    threads, count = 4, 50
+    queue = f"queue://{unique('threads-group')}"
+    connection = make_connection()
+    session = connection.create_session()
+    producer = session.create_producer(queue)
+    producer.enable_ordering_group("shared")
+    assert (
+        _send_from_threads(
+            producer, session, threads, count, delivery_mode=DeliveryMode.NON_PERSISTENT
+        )
+        == []
+    )
+    consumer = connection.create_session().create_consumer(queue)
+    connection.start()
+    got = receive_count(consumer, threads * count)
+    assert [m.group_sequence for m in got] == list(range(1, threads * count + 1))
+    texts = [m.text for m in got]
+    for k in range(threads):
+        assert [int(t.split("-")[1]) for t in texts if t.startswith(f"{k}-")] == list(range(count))
+
+
 # --------------------------------------------------------------------------- topics
 
 
