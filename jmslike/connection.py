@@ -13,7 +13,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jmslike._dispatch import ExceptionNotifier
 from jmslike.config import (
@@ -36,6 +36,7 @@ from jmslike.errors import (
     InvalidClientIDError,
     InvalidDestinationError,
     JMSException,
+    java_name_error,
     not_callable,
 )
 from jmslike.middleware import (
@@ -67,6 +68,12 @@ class ConnectionFactory:
     :class:`jmslike.config.FactorySettings` (``enable_ordering_group``, ``client_id``,
     ``prefetch``, ``max_redeliveries``...); they override the same keys in the URL query.
     """
+
+    if not TYPE_CHECKING:  # else a type checker would take every unknown name
+
+        def __getattr__(self, name: str) -> object:
+            """Only for names the object lacks: Java's say what they are here."""
+            raise java_name_error(self, name)
 
     def __init__(
         self,

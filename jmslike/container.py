@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING
 
 from jmslike._feed import Feed
 from jmslike.destination import Destination, parse_destination
-from jmslike.errors import IllegalStateError, InvalidArgumentError, JMSException, not_callable
+from jmslike.errors import (
+    IllegalStateError,
+    InvalidArgumentError,
+    JMSException,
+    java_name_error,
+    not_callable,
+)
 from jmslike.message import Message
 from jmslike.session import Session
 
@@ -47,6 +53,12 @@ class MessageListenerContainer:
     CLIENT_ACKNOWLEDGE acknowledges after a successful return and recovers after a raise;
     SESSION_TRANSACTED commits after a successful return and rolls back after a raise.
     """
+
+    if not TYPE_CHECKING:  # else a type checker would take every unknown name
+
+        def __getattr__(self, name: str) -> object:
+            """Only for names the object lacks: Java's say what they are here."""
+            raise java_name_error(self, name)
 
     def __init__(
         self,

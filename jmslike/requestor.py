@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.consumer import wait_seconds
 from jmslike.destination import Destination, Queue, Topic, parse_destination
-from jmslike.errors import IllegalStateError, InvalidDestinationError
+from jmslike.errors import IllegalStateError, InvalidDestinationError, java_name_error
 
 if TYPE_CHECKING:
     from jmslike.message import Message
@@ -137,6 +137,12 @@ class QueueRequestor(_Requestor):
 
     _kind = Queue
 
+    if not TYPE_CHECKING:  # else a type checker would take every unknown name
+
+        def __getattr__(self, name: str) -> object:
+            """Only for names the object lacks: Java's say what they are here."""
+            raise java_name_error(self, name)
+
     def _temporary(self, session: Session) -> Destination:
         return session.create_temporary_queue()
 
@@ -149,6 +155,12 @@ class TopicRequestor(_Requestor):
     is made."""
 
     _kind = Topic
+
+    if not TYPE_CHECKING:  # else a type checker would take every unknown name
+
+        def __getattr__(self, name: str) -> object:
+            """Only for names the object lacks: Java's say what they are here."""
+            raise java_name_error(self, name)
 
     def _temporary(self, session: Session) -> Destination:
         return session.create_temporary_topic()
