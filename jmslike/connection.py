@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jmslike._at_exit import track
 from jmslike._dispatch import ExceptionNotifier
 from jmslike.config import (
     UNSET_URL,
@@ -245,6 +246,8 @@ class Connection:
                 # ActiveMQ then refused every new STOMP connection.
                 self.close()
                 raise
+        if not internal:
+            track(self)  # closed at the interpreter's exit if the application did not
 
     def _plugin_interceptors(self) -> list[Interceptor]:
         """What ``jmslike_middleware`` implementations contribute, asked once."""
