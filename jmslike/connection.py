@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jmslike._at_exit import track
 from jmslike._dispatch import ExceptionNotifier
+from jmslike._process import track
 from jmslike.config import (
     UNSET_URL,
     FactorySettings,
@@ -236,6 +237,9 @@ class Connection:
         contract scenario ``test_receive_no_wait_takes_a_message_the_queue_holds`` on
         Artemis over STOMP, once in a CI run)."""
         self._used = False
+        self._pid = os.getpid()
+        self._forked = False
+        """True in a child of ``os.fork()``: the connection is the parent's (``_process``)."""
         self._client_id: str | None = None
         if self._settings.client_id:
             try:
@@ -478,10 +482,28 @@ class Connection:
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError("connection is closed")
+        if self._forked and self._failed is not None:
+            raise self._failed
+
+    def _inherited_by_fork(self, pid: int) -> None:
+        """In the child ``pid`` of ``os.fork()`` (``jmslike._process``): the connection is
+        the parent's. Marked lost, so that sends and receives raise at once, saying what
+        to do, where they waited for ever (the I/O threads stayed in the parent)."""
+        self._forked = True
+        self._failed = ConnectionFailedError(
+            f"this connection to {self.url} was made in process {self._pid}, and process "
+            f"{pid} is a child of it made by os.fork(): the child has none of the "
+            "connection's threads and shares its socket with the parent, so it cannot use "
+            "it. Make a connection in each process, after the fork (with multiprocessing, "
+            "or use its 'spawn' start method)"
+        )
 
     def close(self) -> None:
         """Close sessions (giving back unfinished messages, ORD-10) and the connection."""
         if self._closed:
+            return
+        if self._forked:  # the parent's connection: let go of it without a word to the broker
+            self._closed = True
             return
         if self._in_own_listener():
             raise IllegalStateError(

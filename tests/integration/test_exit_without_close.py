@@ -1,5 +1,5 @@
 """A process that sends and exits without closing its connection loses nothing it sent,
-on every broker x protocol (``jmslike._at_exit``), tested with real OS processes.
+on every broker x protocol (``jmslike._process``), tested with real OS processes.
 
 Seen before the fix, 2,000 non-persistent sends and then the end of the script: over AMQP
 1.0 every message was lost (Artemis, ActiveMQ Classic, RabbitMQ), over STOMP to ActiveMQ
@@ -89,7 +89,7 @@ def test_non_persistent_sends_of_a_process_that_exits_without_close_arrive(case:
 
 @pytest.mark.parametrize("case", CASES[:1] + CASES[4:5])
 def test_a_listener_that_never_returns_holds_the_exit_a_bounded_time(case: str) -> None:
-    from jmslike._at_exit import EXIT_CLOSE_WAIT
+    from jmslike._process import EXIT_CLOSE_WAIT
 
     began = time.monotonic()
     done = _run(STUCK, case_url(case), f"queue://jmslike-exit-stuck-{uuid.uuid4().hex[:8]}")

@@ -1,23 +1,32 @@
-"""Connections still open when the interpreter exits are closed, within a bound.
+"""The connections of this process, at its exit and across ``os.fork()``.
 
-A script that sent and ended without closing its connection lost its last non-persistent
-messages: over AMQP 1.0 all of them (1 of 1, 2,000 of 2,000, on Artemis, ActiveMQ
-Classic and RabbitMQ), over STOMP to ActiveMQ Classic 15 of 2,000. They were still in the
-connection's outgoing buffer, or written to a socket the process's end reset, and a
-non-persistent send returns before the broker has the message. Closing says goodbye to
-the broker the way ``close()`` does (STOMP's DISCONNECT and its receipt, AMQP's close),
-which the broker answers only once it has read everything before it.
+**Exit.** A script that sent and ended without closing its connection lost its last
+non-persistent messages: over AMQP 1.0 all of them (1 of 1, 2,000 of 2,000, on Artemis,
+ActiveMQ Classic and RabbitMQ), over STOMP to ActiveMQ Classic 15 of 2,000. They were
+still in the connection's outgoing buffer, or written to a socket the process's end
+reset, and a non-persistent send returns before the broker has the message. Closing says
+goodbye to the broker the way ``close()`` does (STOMP's DISCONNECT and its receipt, AMQP's
+close), which the broker answers only once it has read everything before it. Only
+connections the application made are tracked (not the internal ones jmslike opens for
+partitions and the like: their owner closes them). The close runs on a thread of its own
+and is waited for at most ``EXIT_CLOSE_WAIT`` seconds in all, so a listener that never
+returns (``close()`` waits for the one in progress) cannot hold the exit.
 
-Only connections the application made are tracked (not the internal ones jmslike opens
-for partitions and the like: their owner closes them). The close runs on a thread of its
-own and is waited for at most ``EXIT_CLOSE_WAIT`` seconds in all, so a listener that
-never returns (``close()`` waits for the one in progress) cannot hold the exit.
+**Fork.** A child made by ``os.fork()`` (multiprocessing's default start method on
+Linux, gunicorn's workers of a preloaded app) inherits the parent's connections without
+their threads: a send there waited for ever (AMQP; over STOMP it waited after writing on
+the parent's socket), and on an in-memory embedded broker it went to the child's copy of
+the broker, lost. In the child each inherited connection is marked lost with an error
+that says to connect after the fork, so sends and receives raise it at once, and
+``close()`` there lets go of the connection without a word to the broker (the socket is
+the parent's, which goes on using it). Nor does the child's exit close them.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import weakref
 from typing import TYPE_CHECKING
@@ -82,3 +91,16 @@ def close_left_open(wait: float | None = None) -> list[Connection]:
     if closer.is_alive():
         log.warning("gave up closing connections at exit after %s s", wait)
     return left
+
+
+def _after_fork_in_child() -> None:
+    """Runs in the child of ``os.fork()``: the parent's connections are not the child's."""
+    global _lock
+    _lock = threading.Lock()  # held by another thread of the parent, maybe: not here
+    inherited = list(_open)
+    _open.clear()
+    for connection in inherited:
+        connection._inherited_by_fork(os.getpid())
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
