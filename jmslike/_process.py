@@ -1,8 +1,9 @@
 """The connections of this process, at its exit and across ``os.fork()``.
 
 **Exit.** A script that sent and ended without closing its connection lost its last
-non-persistent messages: over AMQP 1.0 all of them (1 of 1, 2,000 of 2,000, on Artemis,
-ActiveMQ Classic and RabbitMQ), over STOMP to ActiveMQ Classic 15 of 2,000. They were
+non-persistent messages: of 2,000, over AMQP 1.0 all on Artemis and RabbitMQ and 1,999
+on ActiveMQ Classic (a lone send too on Artemis and Classic), over STOMP to ActiveMQ
+Classic 15. They were
 still in the connection's outgoing buffer, or written to a socket the process's end
 reset, and a non-persistent send returns before the broker has the message. Closing says
 goodbye to the broker the way ``close()`` does (STOMP's DISCONNECT and its receipt, AMQP's
