@@ -14,7 +14,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jmslike._dispatch import ExceptionNotifier
 from jmslike._process import track
@@ -37,8 +37,8 @@ from jmslike.errors import (
     InvalidArgumentError,
     InvalidClientIDError,
     InvalidDestinationError,
+    JavaNames,
     JMSException,
-    java_name_error,
     not_callable,
 )
 from jmslike.middleware import (
@@ -62,7 +62,7 @@ log = logging.getLogger("jmslike.connection")
 ExceptionListener = Callable[[JMSException], object]
 
 
-class ConnectionFactory:
+class ConnectionFactory(JavaNames):
     """Creates connections to one broker URL with one set of settings (JMS ConnectionFactory).
 
     ``ConnectionFactory("embedded://")`` needs no server; ``stomp://``, ``amqp://`` and
@@ -70,12 +70,6 @@ class ConnectionFactory:
     :class:`jmslike.config.FactorySettings` (``enable_ordering_group``, ``client_id``,
     ``prefetch``, ``max_redeliveries``...); they override the same keys in the URL query.
     """
-
-    if not TYPE_CHECKING:  # else a type checker would take every unknown name
-
-        def __getattr__(self, name: str) -> object:
-            """Only for names the object lacks: Java's say what they are here."""
-            raise java_name_error(self, name)
 
     def __init__(
         self,

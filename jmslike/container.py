@@ -26,8 +26,8 @@ from jmslike.destination import Destination, parse_destination
 from jmslike.errors import (
     IllegalStateError,
     InvalidArgumentError,
+    JavaNames,
     JMSException,
-    java_name_error,
     not_callable,
 )
 from jmslike.message import Message
@@ -45,7 +45,7 @@ FEED_WINDOW = 16
 """Messages per session the broker may have out to a container's feed (at least)."""
 
 
-class MessageListenerContainer:
+class MessageListenerContainer(JavaNames):
     """Runs ``on_message`` for every message of a destination, ``concurrency`` at a time.
 
     Finishing follows ``acknowledge_mode``: AUTO/DUPS_OK finish when ``on_message``
@@ -53,12 +53,6 @@ class MessageListenerContainer:
     CLIENT_ACKNOWLEDGE acknowledges after a successful return and recovers after a raise;
     SESSION_TRANSACTED commits after a successful return and rolls back after a raise.
     """
-
-    if not TYPE_CHECKING:  # else a type checker would take every unknown name
-
-        def __getattr__(self, name: str) -> object:
-            """Only for names the object lacks: Java's say what they are here."""
-            raise java_name_error(self, name)
 
     def __init__(
         self,

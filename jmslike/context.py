@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.consumer import QueueBrowser
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
-from jmslike.errors import IllegalStateError, InvalidArgumentError, java_name_error
+from jmslike.errors import IllegalStateError, InvalidArgumentError, JavaNames
 from jmslike.jms_consumer import JMSConsumer
 from jmslike.jms_producer import JMSProducer
 from jmslike.message import BytesMessage, MapMessage, MapValue, Message, TextMessage
@@ -60,7 +60,7 @@ class _SharedConnection:
             self.connection.close()
 
 
-class JMSContext:
+class JMSContext(JavaNames):
     """A connection and one session, as one object (JMS 2.0 JMSContext).
 
     Made by ``ConnectionFactory.create_context(session_mode)``; a context manager. Its
@@ -71,12 +71,6 @@ class JMSContext:
     AUTO_ACKNOWLEDGE = Session.AUTO_ACKNOWLEDGE
     CLIENT_ACKNOWLEDGE = Session.CLIENT_ACKNOWLEDGE
     DUPS_OK_ACKNOWLEDGE = Session.DUPS_OK_ACKNOWLEDGE
-
-    if not TYPE_CHECKING:  # else a type checker would take every unknown name
-
-        def __getattr__(self, name: str) -> object:
-            """Only for names the object lacks: Java's say what they are here."""
-            raise java_name_error(self, name)
 
     def __init__(self, shared: _SharedConnection, session_mode: int) -> None:
         if isinstance(session_mode, bool) or session_mode not in Session._MODE_NAMES:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 __all__ = [
     "AcknowledgeInDoubtError",
@@ -265,3 +266,15 @@ def java_name_error(obj: object, name: str) -> AttributeError:
     if java:
         hint += " (import jmslike.compat to give jmslike's objects Java's names)"
     return AttributeError(f"{text}: {hint}", name=name, obj=obj)
+
+
+class JavaNames:
+    """Base of the classes whose missing attributes raise :func:`java_name_error`."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:  # else a type checker would take every unknown name
+
+        def __getattr__(self, name: str) -> object:
+            """Only for names the object lacks: Java's say what they are here."""
+            raise java_name_error(self, name)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from jmslike.consumer import wait_seconds
 from jmslike.destination import Destination, Queue, Topic, parse_destination
-from jmslike.errors import IllegalStateError, InvalidDestinationError, java_name_error
+from jmslike.errors import IllegalStateError, InvalidDestinationError, JavaNames
 
 if TYPE_CHECKING:
     from jmslike.message import Message
@@ -49,7 +49,7 @@ _ABANDONED = 1_000
 """Message ids of timed-out requests remembered, to drop their late replies."""
 
 
-class _Requestor:
+class _Requestor(JavaNames):
     """One temporary destination for replies, one producer, one consumer on it."""
 
     _kind: type[Destination]
@@ -137,12 +137,6 @@ class QueueRequestor(_Requestor):
 
     _kind = Queue
 
-    if not TYPE_CHECKING:  # else a type checker would take every unknown name
-
-        def __getattr__(self, name: str) -> object:
-            """Only for names the object lacks: Java's say what they are here."""
-            raise java_name_error(self, name)
-
     def _temporary(self, session: Session) -> Destination:
         return session.create_temporary_queue()
 
@@ -155,12 +149,6 @@ class TopicRequestor(_Requestor):
     is made."""
 
     _kind = Topic
-
-    if not TYPE_CHECKING:  # else a type checker would take every unknown name
-
-        def __getattr__(self, name: str) -> object:
-            """Only for names the object lacks: Java's say what they are here."""
-            raise java_name_error(self, name)
 
     def _temporary(self, session: Session) -> Destination:
         return session.create_temporary_topic()
