@@ -277,52 +277,64 @@ class MessageConsumer:
         Where the broker ignores groups, a grouped delivery first passes the client gate
         (ORD-16), which may park it until its group is free for this session.
         """
-        gate = self._gate
-        if gate is not None:
-            group = message._properties.get(GROUP_ID)
-            if isinstance(group, str):
-                self._grouped = True
-                if self._warn_processes:
-                    self._warn_processes = False
-                    _warn_single_process(self._connection, self.destination)
-                with self._cond:
-                    if self._credit > 0:
-                        self._credit -= 1
-                key = (self._gate_scope, group)
-                sequence = message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
-                through = gate.arrive(
-                    key,
-                    self._session,
-                    message.jms_message_id,
-                    (self, message, token),
-                    sequence if isinstance(sequence, int) else None,
-                    message._group_prev_expiration,
-                )
-                if through:  # _accept wakes whoever waits, as below
-                    return
-                # Parked, the credit is spent all the same: wake whoever waits on this
-                # consumer so it asks for more, and other groups flow past (ORD-9).
-                with self._cond:
-                    self._cond.notify()
-                if self._listener is not None:
-                    self._session._wake(self)
-                return
-        if self._adaptive and GROUP_ID in message._properties:
-            self._grouped = True
-        mutex = self._mutex  # acquire/try/release: cheaper than "with" once per message
-        mutex.acquire()
+        # An interrupt (Ctrl-C in a thread that dispatches, an embedded broker's) says
+        # whether it came after the delivery was taken: the broker gives back the others.
+        taken = False
         try:
-            # A delivery nobody asked for (a STOMP window's, or one a provider fetched
-            # to unblock a queue) leaves no debt behind.
-            if self._credit > 0:
-                self._credit -= 1
-            self._buffer.append((message, token, 0.0))
-            if self._sleeping:
-                self._cond.notify()
-        finally:
-            mutex.release()
-        if self._listener is not None:
-            self._session._wake(self)
+            gate = self._gate
+            if gate is not None:
+                group = message._properties.get(GROUP_ID)
+                if isinstance(group, str):
+                    self._grouped = True
+                    if self._warn_processes:
+                        self._warn_processes = False
+                        _warn_single_process(self._connection, self.destination)
+                    with self._cond:
+                        if self._credit > 0:
+                            self._credit -= 1
+                    key = (self._gate_scope, group)
+                    sequence = (
+                        message._properties.get(GROUP_SEQ) if self._gate_by_sequence else None
+                    )
+                    through = gate.arrive(
+                        key,
+                        self._session,
+                        message.jms_message_id,
+                        (self, message, token),
+                        sequence if isinstance(sequence, int) else None,
+                        message._group_prev_expiration,
+                    )
+                    taken = True
+                    if through:  # _accept wakes whoever waits, as below
+                        return
+                    # Parked, the credit is spent all the same: wake whoever waits on this
+                    # consumer so it asks for more, and other groups flow past (ORD-9).
+                    with self._cond:
+                        self._cond.notify()
+                    if self._listener is not None:
+                        self._session._wake(self)
+                    return
+            if self._adaptive and GROUP_ID in message._properties:
+                self._grouped = True
+            mutex = self._mutex  # acquire/try/release: cheaper than "with" once per message
+            mutex.acquire()
+            try:
+                # A delivery nobody asked for (a STOMP window's, or one a provider fetched
+                # to unblock a queue) leaves no debt behind.
+                if self._credit > 0:
+                    self._credit -= 1
+                self._buffer.append((message, token, 0.0))
+                taken = True
+                if self._sleeping:
+                    self._cond.notify()
+            finally:
+                mutex.release()
+            if self._listener is not None:
+                self._session._wake(self)
+        except BaseException as exc:
+            if taken:
+                exc._jmslike_taken = True  # type: ignore[attr-defined]
+            raise
 
     def _accept(self, message: Message, token: Any) -> None:
         """A delivery the client gate let through (its credit was counted on arrival)."""
@@ -341,7 +353,17 @@ class MessageConsumer:
         if not self._window_open:
             self._requested_at = time.monotonic()
             self._window_open = self._provider.fixed_window
-        self._provider.flow(credit)
+        try:
+            self._provider.flow(credit)
+        except (KeyboardInterrupt, SystemExit):
+            self._unask(credit)
+            raise
+
+    def _unask(self, credit: int) -> None:
+        """Ctrl-C came before the request for ``credit`` reached the provider: uncount
+        it, or the next receive would wait for messages nobody asked for."""
+        with self._mutex:
+            self._credit = max(0, self._credit - credit)
 
     def _withdraw(self) -> None:
         """Stop asking: a consumer nobody is waiting on must not take a group (ORD-9)."""
@@ -530,28 +552,32 @@ class MessageConsumer:
                     return None
                 if self._adaptive and not self._takes:
                     self._took()
-            message, token = item[0], item[1]
-            item = None
-            # Only a redelivery (a count above 1) can be past the limit: the check's call
-            # is skipped for every first delivery.
-            count = message._properties.get(DELIVERY_COUNT)
-            if (
-                not isinstance(count, int)
-                or count <= 1
-                or not session._past_redelivery_limit(self, message, token)
-            ):
-                message = session._deliver(self, message, token)
-                if self._closing:  # another thread is closing this consumer
-                    kept = session._handed_out_while_closing(self, message)
-                    if kept is None:
-                        return None
-                chain = self._connection._delivery_chain
-                if chain is not None:
-                    context = DeliveryContext(
-                        self._connection, session, self, self.destination, message
-                    )
-                    chain(context)
-                return message
+            taken, item = item, None
+            message, token = taken[0], taken[1]
+            try:
+                # Only a redelivery (a count above 1) can be past the limit: the check's
+                # call is skipped for every first delivery.
+                count = message._properties.get(DELIVERY_COUNT)
+                if (
+                    not isinstance(count, int)
+                    or count <= 1
+                    or not session._past_redelivery_limit(self, message, token)
+                ):
+                    message = session._deliver(self, message, token)
+                    if self._closing:  # another thread is closing this consumer
+                        kept = session._handed_out_while_closing(self, message)
+                        if kept is None:
+                            return None
+                    chain = self._connection._delivery_chain
+                    if chain is not None:
+                        context = DeliveryContext(
+                            self._connection, session, self, self.destination, message
+                        )
+                        chain(context)
+                    return message
+            except (KeyboardInterrupt, SystemExit):
+                session._unreturned(self, taken)
+                raise
 
     def _finish_and_ask(self) -> None:
         """AUTO/DUPS_OK receive() with nothing buffered or asked for: finish the last
@@ -564,7 +590,11 @@ class MessageConsumer:
             self._credit += ask
         finally:
             mutex.release()
-        self._session._finish_last(self, self._provider, ask)
+        try:
+            self._session._finish_last(self, self._provider, ask)
+        except (KeyboardInterrupt, SystemExit):
+            self._unask(ask)
+            raise
 
     def receive_no_wait(self) -> Message | None:
         """A message if one can be had at once, else None."""

@@ -951,6 +951,21 @@ class Session:
         self._acknowledge(finished)
         consumer._shutdown([] if self.transacted else mine)
 
+    def _unreturned(self, consumer: MessageConsumer, taken: Buffered) -> None:
+        """Ctrl-C (KeyboardInterrupt) or ``sys.exit`` from a signal handler came between
+        taking ``taken`` from the buffer and returning it: the application never had it,
+        so it goes back to the front of the buffer, not held. Otherwise an AUTO/DUPS_OK
+        close would acknowledge a message nobody saw, and a program that goes on after
+        the interrupt (a notebook, a REPL) would get the next message in its place."""
+        message = taken[0]
+        held = consumer._last
+        if held is not None and held.message is message:
+            consumer._last = None
+        with self._lock:
+            for held in [h for h in self._held if h.message is message]:
+                del self._held[held]
+        consumer._buffer.appendleft(taken)
+
     def _handed_out_while_closing(
         self, consumer: MessageConsumer, message: Message
     ) -> Message | None:

@@ -22,14 +22,38 @@ source "$(dirname "$0")/_venv.sh"
 # roots (., providers/, plugins/) from them. New modules need this install again.
 .venv/bin/python -m pip install --quiet --config-settings editable_mode=strict -e '.[all,dev]'
 
+spark_floor=
+[ -n "${JMSLIKE_NO_BROKERS:-}" ] || [ -n "${JMSLIKE_NO_SPARK_FLOOR:-}" ] ||
+  spark_floor=${JMSLIKE_PYSPARK_FLOOR:-4.0.5}
+proton_floor=
+[ -n "${JMSLIKE_NO_BROKERS:-}" ] || [ -n "${JMSLIKE_NO_PROTON_FLOOR:-}" ] ||
+  proton_floor=${JMSLIKE_PROTON_FLOOR:-0.39.0}
+
+# The brokers start (JVMs and an Erlang VM, about a minute) and the floor venvs install
+# (below; Proton 0.39.0 is built from source) while ruff, mypy and the docs run: none of
+# them needs another, and CI's budget is an hour. Their output is shown once they end.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 if [ -z "${JMSLIKE_NO_BROKERS:-}" ]; then
-  echo "== brokers"
-  bash "$(dirname "$0")/brokers.sh" start
-  set -a
-  # shellcheck source=/dev/null
-  . "${JMSLIKE_BROKERS_DIR:-.brokers}/brokers.env"
-  set +a
+  bash "$(dirname "$0")/brokers.sh" start >"$logs/brokers" 2>&1 &
+  brokers_job=$!
 fi
+install_floors() {
+  if [ -n "$spark_floor" ]; then
+    [ -x .venv-spark-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-spark-floor
+    .venv-spark-floor/bin/python -m pip install --quiet --upgrade pip
+    .venv-spark-floor/bin/python -m pip install --quiet --config-settings editable_mode=strict \
+      -e '.[all,dev]' "pyspark==$spark_floor"
+  fi
+  if [ -n "$proton_floor" ]; then
+    [ -x .venv-proton-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-proton-floor
+    .venv-proton-floor/bin/python -m pip install --quiet --upgrade pip
+    .venv-proton-floor/bin/python -m pip install --quiet --config-settings editable_mode=strict \
+      -e '.[stomp,amqp,dev]' "python-qpid-proton==$proton_floor"
+  fi
+}
+install_floors >"$logs/floors" 2>&1 &
+floors_job=$!
 
 echo "== ruff"
 .venv/bin/ruff check .
@@ -39,6 +63,24 @@ echo "== docs"
 docs_site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
 rm -rf "$docs_site"
+
+if [ -z "${JMSLIKE_NO_BROKERS:-}" ]; then
+  echo "== brokers"
+  brokers_status=0
+  wait "$brokers_job" || brokers_status=$?
+  cat "$logs/brokers"
+  [ "$brokers_status" -eq 0 ] || exit "$brokers_status"
+  set -a
+  # shellcheck source=/dev/null
+  . "${JMSLIKE_BROKERS_DIR:-.brokers}/brokers.env"
+  set +a
+fi
+echo "== floor venvs (PySpark ${spark_floor:-skipped}, python-qpid-proton ${proton_floor:-skipped})"
+floors_status=0
+wait "$floors_job" || floors_status=$?
+cat "$logs/floors"
+[ "$floors_status" -eq 0 ] || exit "$floors_status"
+
 echo "== pytest"
 set +e
 # --durations: the slowest tests, where the run's time goes (CI's budget is an hour).
@@ -53,13 +95,8 @@ fi
 
 # The Spark tests once more on the oldest PySpark that pyproject.toml allows (the Data
 # Source API came with 4.0; docs/spark.md, "PySpark versions"), in a venv of its own.
-if [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO_SPARK_FLOOR:-}" ]; then
-  floor=${JMSLIKE_PYSPARK_FLOOR:-4.0.5}
-  echo "== pytest -m spark on PySpark $floor"
-  [ -x .venv-spark-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-spark-floor
-  .venv-spark-floor/bin/python -m pip install --quiet --upgrade pip
-  .venv-spark-floor/bin/python -m pip install --quiet --config-settings editable_mode=strict \
-    -e '.[all,dev]' "pyspark==$floor"
+if [ -n "$spark_floor" ]; then
+  echo "== pytest -m spark on PySpark $spark_floor"
   # PySpark 4.0.5's DataFrame.collect leaves its socket to the JVM open (pyspark's
   # _load_from_socket); the suite turns that ResourceWarning into an error, so this run
   # ignores unclosed sockets (the run above, on the newest PySpark, does not). The
@@ -71,7 +108,7 @@ if [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO_SPARK_FLOOR:-}" ]; the
   status=$?
   set -e
   if [ "$status" -eq 5 ]; then
-    echo "pytest collected no Spark tests on PySpark $floor: failing on purpose" >&2
+    echo "pytest collected no Spark tests on PySpark $spark_floor: failing on purpose" >&2
     exit 1
   fi
 fi
@@ -79,13 +116,8 @@ fi
 # The AMQP provider reaches into Proton (Link._impl, the collector, _post_decode), so
 # pyproject.toml pins python-qpid-proton to the tested range; its floor gets the AMQP
 # tests once more (0.39.0 has no wheel for this Python: pip builds it, about a minute).
-if [ "$status" -eq 0 ] && [ -z "${JMSLIKE_NO_BROKERS:-}" ] && [ -z "${JMSLIKE_NO_PROTON_FLOOR:-}" ]; then
-  proton_floor=${JMSLIKE_PROTON_FLOOR:-0.39.0}
+if [ "$status" -eq 0 ] && [ -n "$proton_floor" ]; then
   echo "== pytest -m amqp on python-qpid-proton $proton_floor"
-  [ -x .venv-proton-floor/bin/python ] || "${PYTHON:-python3}" -m venv .venv-proton-floor
-  .venv-proton-floor/bin/python -m pip install --quiet --upgrade pip
-  .venv-proton-floor/bin/python -m pip install --quiet --config-settings editable_mode=strict \
-    -e '.[stomp,amqp,dev]' "python-qpid-proton==$proton_floor"
   set +e
   .venv-proton-floor/bin/python -m pytest -q -p no:cacheprovider -m amqp \
     tests/integration/test_amqp_transport.py tests/integration/test_amqp_codec_artemis.py \

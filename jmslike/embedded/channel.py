@@ -449,7 +449,15 @@ class Channel:
         if delivery is None:
             return False
         slot.credit -= 1
-        slot.sink(*delivery)
+        try:
+            slot.sink(*delivery)
+        except BaseException as exc:
+            # An interrupt (Ctrl-C) in this thread before the consumer took the delivery
+            # (its sink marks the ones after): back to the queue, not in flight to nobody.
+            if not getattr(exc, "_jmslike_taken", False):
+                slot.credit += 1
+                self.give_back([delivery[1]], delivered=False, now=now)
+            raise
         return True
 
     def hand_out(self, slot: ConsumerSlot, now: float) -> tuple[Message, Entry] | None:
@@ -465,12 +473,20 @@ class Channel:
         entry = self.next_for(slot, now)
         if entry is None:
             return None
+        count = entry.count + 1
+        try:
+            # Copied and stored before anything changes: an interrupt here (Ctrl-C in
+            # the thread that asked) leaves the entry pending, not in flight to nobody.
+            msg = entry.message._copy()
+            if entry.row is not None and self.store is not None:
+                self.store.set_delivered(entry.row, count)  # before anyone can see it
+        except BaseException:
+            self._put_back(entry, now)
+            raise
         entry.state = INFLIGHT
-        entry.count += 1
+        entry.count = count
         self.pending -= 1
         self.inflight += 1
-        if entry.row is not None and self.store is not None:
-            self.store.set_delivered(entry.row, entry.count)  # before anyone can see it
         group = entry.group
         if group is not None:  # the group is now held by the slot's session (ORD-9)
             holder = slot.holder
@@ -488,10 +504,16 @@ class Channel:
                     # receive loop) frees the group first, and the head goes to the
                     # ready keys instead: placed when next needed, it is placed once.
                     self._unplaced = state
-        msg = entry.message._copy()
-        msg.jms_redelivered = entry.count > 1
-        msg._properties[DELIVERY_COUNT] = entry.count
+        msg.jms_redelivered = count > 1
+        msg._properties[DELIVERY_COUNT] = count
         return msg, entry
+
+    def _put_back(self, entry: Entry, now: float) -> None:
+        """Place again the key ``next_for`` took off for ``entry``, which stays pending."""
+        if entry.group is None:
+            self._place_single(entry, now)
+        else:
+            self._place_head(self.groups._groups[entry.group], now)
 
     def dispatch(self, now: float) -> None:
         """Give waiting consumers what they may take, one message per consumer per round."""
