@@ -550,11 +550,11 @@ class MessageConsumer:
                     ):
                         connection._receive_before_start(self.destination)
                     return None
-                if self._adaptive and not self._takes:
-                    self._took()
             taken, item = item, None
             message, token = taken[0], taken[1]
             try:
+                if self._adaptive and not self._takes:
+                    self._took()
                 # Only a redelivery (a count above 1) can be past the limit: the check's
                 # call is skipped for every first delivery.
                 count = message._properties.get(DELIVERY_COUNT)
