@@ -226,19 +226,6 @@ class KnownBug(NamedTuple):
 KNOWN_BUGS: dict[str, list[KnownBug]] = {
     # "<suite module>::<scenario function>": why it fails on which of PROVIDER_CASES.
     # Kept here so that jmslike.testing.suite names none of this repository's cases.
-    "test_ack_modes::test_an_interrupted_receive_loses_nothing": [
-        KnownBug(
-            tuple(
-                f"{broker}-{protocol}-auto"
-                for broker in ("activemq", "artemis", "rabbitmq")
-                for protocol in ("stomp", "amqp")
-            ),
-            reason="BUG: Ctrl-C as an AUTO_ACKNOWLEDGE receive() calls the provider to "
-            "acknowledge the last message leaves it unacknowledged and untracked: over "
-            "STOMP the next receive() waits (the ACK opens the window), over AMQP 1.0 it "
-            "comes again unflagged at close (docs/reliability.md, Ctrl-C in a receive loop)",
-        ),
-    ],
     "test_messaging::test_time_to_live_expired_never_delivered": [
         KnownBug(
             ("rabbitmq-stomp", "rabbitmq-amqp"),
