@@ -958,8 +958,8 @@ class Session:
         close would acknowledge a message nobody saw, and a program that goes on after
         the interrupt (a notebook, a REPL) would get the next message in its place."""
         message = taken[0]
-        held = consumer._last
-        if held is not None and held.message is message:
+        last = consumer._last
+        if last is not None and last.message is message:
             consumer._last = None
         with self._lock:
             for held in [h for h in self._held if h.message is message]:
