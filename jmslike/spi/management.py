@@ -250,8 +250,15 @@ class ArtemisManagement(_Http):
         another, not as one snapshot (a JMS browser need not be one): a message taken
         from the queue meanwhile moves the later ones up, so one may be missed, and one
         seen twice is listed once. A broker without the paged operation is asked the
-        old way."""
+        old way.
+
+        The queue's executor is flushed first: Artemis puts a message it has just routed
+        on a list that its executor moves into the queue a moment later, and its paged
+        browse no longer flushes it (older versions did), so a browser opened right
+        after a confirmed send could list nothing (seen here over STOMP)."""
         mbean = self._anycast_queue(queue)
+        if not self._flush(mbean):
+            return []
         entries: list[Any] = []
         seen: set[Any] = set()
         page = 1
@@ -280,6 +287,18 @@ class ArtemisManagement(_Http):
             if len(found) < BROWSE_PAGE:
                 return [_as_frame(entry) for entry in entries]
             page += 1
+
+    def _flush(self, mbean: str) -> bool:
+        """Run the queue's ``flushExecutor``; False if the queue does not exist. A broker
+        without the operation is browsed without it."""
+        try:
+            self._call({"type": "exec", "mbean": mbean, "operation": "flushExecutor()"})
+        except JMSException as exc:
+            if "InstanceNotFound" in str(exc):
+                return False
+            if "No operation" not in str(exc):
+                raise
+        return True
 
     def _browse_unpaged(
         self, mbean: str, core_filter: str | None
