@@ -109,7 +109,13 @@ class CallQueue:
             wake = self._wake
             if wake is not None:  # else the thread runs the queue once it has one
                 self._woken = True
-                wake()
+                try:
+                    wake()
+                except BaseException:
+                    # Ctrl-C landed here: left set, the flag kept every later call from
+                    # waking the thread, and each waited out the timeout.
+                    self._woken = False
+                    raise
 
     def post_soon(
         self, fn: Callable[[], object], on_error: Callable[[BaseException], None] | None = None
@@ -129,7 +135,11 @@ class CallQueue:
             # (The timer clears the flag before it runs the queue: a call queued after
             # it was cleared schedules another run, one queued before it runs with it.)
             self._soon_due = True
-            self.post(lambda: self.call_later(SOON_DELAY, self._run_soon))
+            try:
+                self.post(lambda: self.call_later(SOON_DELAY, self._run_soon))
+            except BaseException:
+                self._soon_due = False  # else no later post_soon asks for a run
+                raise
 
     def _run_soon(self) -> None:
         self._soon_due = False
