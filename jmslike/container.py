@@ -16,14 +16,16 @@ so once, rather than failing on its second consumer or idling N-1 threads.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from jmslike._feed import Feed
 from jmslike.destination import Destination, parse_destination
 from jmslike.errors import (
+    ConnectionFailedError,
     IllegalStateError,
     InvalidArgumentError,
     JavaNames,
@@ -43,6 +45,13 @@ log = logging.getLogger("jmslike.container")
 
 FEED_WINDOW = 16
 """Messages per session the broker may have out to a container's feed (at least)."""
+
+RUN_POLL = 0.1
+"""Seconds between ``run()``'s looks at the signals it caught and at the connection."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What ``run()`` stops on by default: Ctrl-C, and the SIGTERM of ``docker stop``,
+systemd and Kubernetes."""
 
 
 class MessageListenerContainer(JavaNames):
@@ -87,6 +96,7 @@ class MessageListenerContainer(JavaNames):
         self._sessions: list[Session] = []
         self._consumers: list[MessageConsumer] = []
         self._stopped = False
+        self._stopped_event = threading.Event()
         if message_selector is not None and not message_selector.strip():
             message_selector = None
         # Where the provider asks for it, the sessions take from one subscription, a
@@ -245,6 +255,65 @@ class MessageListenerContainer(JavaNames):
             self._connection.stop()
         finally:
             self._connection.close()
+            self._stopped_event.set()
+
+    def run(self, signals: Iterable[int] = STOP_SIGNALS) -> int | None:
+        """Wait until one of ``signals`` comes, then ``stop()``: the messages in hand are
+        finished, what was only buffered goes back, the connection closes. The main loop
+        of a worker process: ``with MessageListenerContainer(...) as c: c.run()``.
+
+        Python's default SIGTERM ends a process at once, in the middle of a message: the
+        broker hands that message to another consumer, flagged redelivered, and its work
+        is done twice. The handlers are run()'s only while it waits, and the previous
+        ones are back before it stops the container, so a second Ctrl-C during a slow
+        stop interrupts as usual.
+
+        Returns the signal's number, or None if the container was stopped otherwise (by
+        a listener, another thread). Raises ConnectionFailedError once the connection is
+        lost for good, so that a supervisor can start the process again. Python runs
+        signal handlers on the main thread only: elsewhere pass ``signals=()``.
+        """
+        wanted = tuple(signals)
+        for number in wanted:
+            if number not in signal.valid_signals() or number in (signal.SIGKILL, signal.SIGSTOP):
+                raise InvalidArgumentError(f"run(signals=...): {number!r} is not a signal to catch")
+        if wanted and threading.current_thread() is not threading.main_thread():
+            raise IllegalStateError(
+                f"run() on thread {threading.current_thread().name!r}: Python handles "
+                "signals on the main thread only; call it there, or pass signals=() to "
+                "wait for stop() alone"
+            )
+        caught: list[int] = []
+
+        def on_signal(number: int, _frame: object) -> None:
+            caught.append(number)  # nothing more here: the handler interrupts any code
+
+        previous: dict[int, Any] = {}
+        try:
+            for number in wanted:
+                previous[number] = signal.signal(number, on_signal)
+            connection = self._connection
+            while not caught and not self._stopped and connection._failed is None:
+                self._stopped_event.wait(RUN_POLL)
+        finally:
+            for number, handler in previous.items():
+                # (None: a handler not set from Python, which cannot be put back)
+                signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        if caught:
+            log.info(
+                "listener container on %s: %s, stopping (finishing the messages in hand)",
+                self.destination,
+                signal.Signals(caught[0]).name,
+            )
+            self.stop()
+            return caught[0]
+        failed = self._connection._failed
+        if failed is not None and not self._stopped:
+            self.stop()
+            raise ConnectionFailedError(
+                f"listener container on {self.destination}: {failed}"
+            ) from failed
+        return None
 
     def close(self) -> None:
         """``stop()``, under the name every JMS object is closed by."""

@@ -8,9 +8,13 @@ other than "session"): a scenario cannot know which consumer to block on.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
+import types
 import uuid
+from collections.abc import Callable, Iterator
 
 from jmslike import Connection, Destination, Message, MessageConsumer, Session
 
@@ -18,8 +22,10 @@ __all__ = [
     "FIRST_WAIT",
     "CompletionRecorder",
     "GroupRecorder",
+    "Interrupt",
     "drain_any",
     "drain_consumer",
+    "interrupted_at",
     "left_on",
     "receive_any",
     "receive_count",
@@ -29,6 +35,34 @@ __all__ = [
 
 FIRST_WAIT = 1.0
 """Seconds ``drain_consumer`` waits for a first message, whatever its ``timeout``."""
+
+
+class Interrupt(KeyboardInterrupt):
+    """The Ctrl-C a test raises inside jmslike (``interrupted_at``), told apart from a real
+    one."""
+
+
+@contextlib.contextmanager
+def interrupted_at(point: int, where: Callable[[types.FrameType], bool]) -> Iterator[None]:
+    """Raise :class:`Interrupt` inside the block at the ``point``-th call, in this thread,
+    of a function whose frame ``where`` accepts: where a real Ctrl-C can land, since
+    CPython raises it when a function starts (or a loop goes round). Run the block with
+    point 1, 2, ... until it runs through, and each place has been tried."""
+    calls = 0
+
+    def tracer(frame: types.FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call" and where(frame):
+            calls += 1
+            if calls == point:
+                sys.settrace(None)
+                raise Interrupt
+
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
 
 
 def send_texts(session: Session, destination: str, bodies: list[str]) -> None:

@@ -18,7 +18,6 @@ Run: ``.venv/bin/python -m pytest tests/integration/test_interrupted_send.py -v`
 
 from __future__ import annotations
 
-import sys
 import time
 import types
 import uuid
@@ -29,13 +28,10 @@ from brokercases import CASES, case_url
 
 import jmslike
 from jmslike import MessageProducer, Session
+from jmslike.testing.helpers import Interrupt, interrupted_at
 
 MARKER_WITHIN = 3.0
 """Seconds a marker's send may take after an interrupt (request_timeout is 10)."""
-
-
-class _Interrupt(KeyboardInterrupt):
-    """The Ctrl-C this test raises, told apart from a real one."""
 
 
 def _send_interrupted_at(
@@ -45,25 +41,17 @@ def _send_interrupted_at(
     of jmslike or its providers in this thread inside the send (not inside the standard
     library: an interrupt between a lock's acquire and its ``with`` block is CPython's
     own trap). True if the send ran through."""
-    calls = 0
     message = session.create_text_message(text)
-
-    def tracer(frame: types.FrameType, event: str, arg: object) -> None:
-        nonlocal calls
-        if event == "call" and frame.f_globals.get("__name__", "").startswith("jmslike"):
-            calls += 1
-            if calls == point:
-                sys.settrace(None)
-                raise _Interrupt
-
-    sys.settrace(tracer)
     try:
-        producer.send(message)
-    except _Interrupt:
+        with interrupted_at(point, _jmslike_or_provider):
+            producer.send(message)
+    except Interrupt:
         return False
-    finally:
-        sys.settrace(None)
     return True
+
+
+def _jmslike_or_provider(frame: types.FrameType) -> bool:
+    return str(frame.f_globals.get("__name__", "")).startswith("jmslike")
 
 
 EMBEDDED = ["embedded", "embedded-client-gate", "embedded-file"]

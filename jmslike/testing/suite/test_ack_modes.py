@@ -7,7 +7,6 @@ The API (docs/getting-started.md):
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import types
@@ -16,7 +15,13 @@ import pytest
 
 import jmslike
 from jmslike import Message, Session
-from jmslike.testing.helpers import left_on, receive_count, send_texts
+from jmslike.testing.helpers import (
+    Interrupt,
+    interrupted_at,
+    left_on,
+    receive_count,
+    send_texts,
+)
 
 _fill = send_texts
 
@@ -504,20 +509,13 @@ def test_redelivery_delay(make_factory, make_connection, unique) -> None:
     assert time.monotonic() - recovered_at >= 0.28
 
 
-class _Interrupt(KeyboardInterrupt):
-    """The Ctrl-C a test raises inside jmslike, told apart from a real one."""
-
-
 def _receive_interrupted_at(consumer: jmslike.MessageConsumer, point: int) -> Message | None:
     """``consumer.receive(5)`` with KeyboardInterrupt raised at the ``point``-th call of a
-    function of jmslike's API layer or embedded broker in this thread: where a real Ctrl-C
-    can land, since CPython raises it when a function starts (or a loop goes round).
-    Returns what the receive returned, or raises ``_Interrupt``. Not inside a provider's
+    function of jmslike's API layer or embedded broker in this thread (``interrupted_at``).
+    Returns what the receive returned, or raises ``Interrupt``. Not inside a provider's
     code, nor in what a provider calls back (its delivery into the consumer's buffer): an
     interrupt there can leave a request half made (docs/reliability.md, "Ctrl-C in a
     receive loop")."""
-    calls = 0
-
     receive = type(consumer).receive.__code__
 
     def ours(frame: types.FrameType | None) -> bool:
@@ -531,19 +529,8 @@ def _receive_interrupted_at(consumer: jmslike.MessageConsumer, point: int) -> Me
             frame = frame.f_back
         return False
 
-    def tracer(frame: types.FrameType, event: str, arg: object) -> None:
-        nonlocal calls
-        if event == "call" and ours(frame):
-            calls += 1
-            if calls == point:
-                sys.settrace(None)
-                raise _Interrupt
-
-    sys.settrace(tracer)
-    try:
+    with interrupted_at(point, ours):
         return consumer.receive(5)
-    finally:
-        sys.settrace(None)
 
 
 @pytest.mark.parametrize("mode", ["client", "transacted"])
@@ -586,7 +573,7 @@ def interrupted_receive_loses_nothing(conn: jmslike.Connection, queue: str, mode
         try:
             message = _receive_interrupted_at(consumer, point)
             interrupted = False
-        except _Interrupt:
+        except Interrupt:
             message = consumer.receive(3)
             interrupted = True
         assert message is not None, f"nothing received after an interrupt at call {point}"
