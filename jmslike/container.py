@@ -54,6 +54,15 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 systemd and Kubernetes."""
 
 
+def checked_signals(signals: Iterable[int]) -> tuple[int, ...]:
+    """``run()``'s signals, each one a process can catch, or InvalidArgumentError."""
+    wanted = tuple(signals)
+    for number in wanted:
+        if number not in signal.valid_signals() or number in (signal.SIGKILL, signal.SIGSTOP):
+            raise InvalidArgumentError(f"run(signals=...): {number!r} is not a signal to catch")
+    return wanted
+
+
 class MessageListenerContainer(JavaNames):
     """Runs ``on_message`` for every message of a destination, ``concurrency`` at a time.
 
@@ -273,10 +282,7 @@ class MessageListenerContainer(JavaNames):
         lost for good, so that a supervisor can start the process again. Python runs
         signal handlers on the main thread only: elsewhere pass ``signals=()``.
         """
-        wanted = tuple(signals)
-        for number in wanted:
-            if number not in signal.valid_signals() or number in (signal.SIGKILL, signal.SIGSTOP):
-                raise InvalidArgumentError(f"run(signals=...): {number!r} is not a signal to catch")
+        wanted = checked_signals(signals)
         if wanted and threading.current_thread() is not threading.main_thread():
             raise IllegalStateError(
                 f"run() on thread {threading.current_thread().name!r}: Python handles "
@@ -292,21 +298,29 @@ class MessageListenerContainer(JavaNames):
         try:
             for number in wanted:
                 previous[number] = signal.signal(number, on_signal)
-            connection = self._connection
-            while not caught and not self._stopped and connection._failed is None:
+            while not caught and self._waits_for_run():
                 self._stopped_event.wait(RUN_POLL)
         finally:
             for number, handler in previous.items():
                 # (None: a handler not set from Python, which cannot be put back)
                 signal.signal(number, signal.SIG_DFL if handler is None else handler)
-        if caught:
+        return self._end_run(caught[0] if caught else None)
+
+    def _waits_for_run(self) -> bool:
+        """Neither stopped nor lost: ``run()`` goes on waiting."""
+        return not self._stopped and self._connection._failed is None
+
+    def _end_run(self, caught: int | None) -> int | None:
+        """After ``run()``'s wait: stop on the signal ``caught``, or raise if the
+        connection was lost for good."""
+        if caught is not None:
             log.info(
                 "listener container on %s: %s, stopping (finishing the messages in hand)",
                 self.destination,
-                signal.Signals(caught[0]).name,
+                signal.Signals(caught).name,
             )
             self.stop()
-            return caught[0]
+            return caught
         failed = self._connection._failed
         if failed is not None and not self._stopped:
             self.stop()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable
+import signal
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from jmslike.aio._bridge import call_handler
 from jmslike.aio.connection import ConnectionFactory
 from jmslike.connection import ConnectionFactory as SyncFactory
+from jmslike.container import RUN_POLL, STOP_SIGNALS, checked_signals
 from jmslike.container import MessageListenerContainer as SyncContainer
 from jmslike.destination import Destination
 from jmslike.errors import IllegalStateError, JMSException, not_callable
@@ -112,6 +114,40 @@ class MessageListenerContainer:
                 self._stopping = asyncio.ensure_future(asyncio.to_thread(sync.stop))
             return
         await asyncio.to_thread(sync.stop)
+
+    async def run(self, signals: Iterable[int] = STOP_SIGNALS) -> int | None:
+        """The synchronous container's ``run()`` on the event loop: wait until one of
+        ``signals`` comes, then stop (the messages in hand finished, the rest left on the
+        broker) and return its number; None if the container was stopped otherwise;
+        ConnectionFailedError once the connection is lost for good. The loop's signal
+        handlers (``loop.add_signal_handler``, Unix, the main thread's loop) serve while
+        it waits, and the process's previous handlers come back before it stops."""
+        sync = self.sync
+        if sync is None:
+            raise IllegalStateError(
+                "run() before start(): use 'async with container:' or await start() first"
+            )
+        wanted = checked_signals(signals)
+        loop = asyncio.get_running_loop()
+        caught: asyncio.Future[int] = loop.create_future()
+
+        def on_signal(number: int) -> None:
+            if not caught.done():
+                caught.set_result(number)
+
+        previous: dict[int, Any] = {}
+        try:
+            for number in wanted:
+                previous[number] = signal.getsignal(number)
+                loop.add_signal_handler(number, on_signal, number)
+            while not caught.done() and sync._waits_for_run():
+                await asyncio.wait({caught}, timeout=RUN_POLL)
+        finally:
+            for number, handler in previous.items():
+                loop.remove_signal_handler(number)  # (which sets the default, not the old)
+                signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        got = caught.result() if caught.done() else None
+        return await asyncio.to_thread(sync._end_run, got)
 
     async def __aenter__(self) -> MessageListenerContainer:
         await self.start()

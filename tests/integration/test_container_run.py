@@ -51,15 +51,45 @@ WORKER = textwrap.dedent(
 )
 
 
+AIO_WORKER = textwrap.dedent(
+    """
+    import asyncio, sys
+    import jmslike
+    from jmslike import aio
+
+    url, queue, log = sys.argv[1], sys.argv[2], sys.argv[3]
+
+    async def on_message(message):
+        with open(log, "a") as out:
+            out.write(f"start {message.text}\\n")
+        await asyncio.sleep(0.3)
+        with open(log, "a") as out:
+            out.write(f"done {message.text}\\n")
+
+    async def main():
+        factory = aio.ConnectionFactory(url)
+        async with aio.MessageListenerContainer(factory, queue, on_message, concurrency=2) as c:
+            print("stopped by", await c.run(), flush=True)
+
+    asyncio.run(main())
+    """
+)
+"""The same worker on asyncio: ``aio.MessageListenerContainer.run()``."""
+
+
 def _lines(log: Path, kind: str) -> list[str]:
     text = log.read_text() if log.exists() else ""
     return [line.split()[1] for line in text.splitlines() if line.startswith(kind + " ")]
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    ("worker", "stop"),
+    [(WORKER, signal.SIGTERM), (WORKER, signal.SIGINT), (AIO_WORKER, signal.SIGTERM)],
+    ids=["SIGTERM", "SIGINT", "asyncio-SIGTERM"],
+)
 @pytest.mark.parametrize("case", ["embedded-file", *CASES])
 def test_a_worker_stopped_by_a_signal_finishes_what_it_holds(
-    case: str, stop: signal.Signals, tmp_path: Path
+    case: str, worker: str, stop: signal.Signals, tmp_path: Path
 ) -> None:
     url = f"embedded:///{tmp_path / 'store.db'}" if case == "embedded-file" else case_url(case)
     queue = f"queue://container-run-{uuid.uuid4().hex[:8]}"
@@ -71,23 +101,23 @@ def test_a_worker_stopped_by_a_signal_finishes_what_it_holds(
         for text in texts:
             producer.send(session.create_text_message(text))
     log = tmp_path / "worker.log"
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, url, queue, str(log)],
+    process = subprocess.Popen(
+        [sys.executable, "-c", worker, url, queue, str(log)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         deadline = time.monotonic() + 60
-        while len(_lines(log, "start")) < 3 and worker.poll() is None:
+        while len(_lines(log, "start")) < 3 and process.poll() is None:
             assert time.monotonic() < deadline, "the worker took no message within 60 s"
             time.sleep(0.02)
-        worker.send_signal(stop)
-        out, err = worker.communicate(timeout=30)
+        process.send_signal(stop)
+        out, err = process.communicate(timeout=30)
     finally:
-        if worker.poll() is None:
-            worker.kill()
-    assert worker.returncode == 0, err
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
     assert f"stopped by {int(stop)}" in out, (out, err)
     started, done = _lines(log, "start"), _lines(log, "done")
     assert sorted(started) == sorted(done), (started, done)  # what it held, it finished

@@ -5,6 +5,7 @@ tests/integration/test_container_run.py."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -73,3 +74,25 @@ def test_run_refuses_what_is_not_a_signal_to_catch(bad: int) -> None:
         assert container.running  # refused before anything changed
     finally:
         container.stop()
+
+
+def test_the_asyncio_container_runs_until_a_signal_and_puts_the_handlers_back() -> None:
+    from jmslike import aio
+
+    async def main() -> tuple[object, object, object]:
+        sigint_before = signal.getsignal(signal.SIGINT)  # asyncio.run's own
+        factory = aio.ConnectionFactory(f"embedded://run-{uuid.uuid4().hex[:8]}")
+        container = aio.MessageListenerContainer(factory, "queue://work", print)
+        with pytest.raises(jmslike.IllegalStateError, match="before start"):
+            await container.run()
+        async with container:
+            asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGTERM)
+            stopped_by = await container.run()
+            assert not container.running
+        return stopped_by, sigint_before, signal.getsignal(signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGTERM)
+    stopped_by, sigint_before, sigint_after = asyncio.run(main())
+    assert stopped_by == signal.SIGTERM
+    assert sigint_after == sigint_before
+    assert signal.getsignal(signal.SIGTERM) == before
