@@ -478,6 +478,8 @@ NOT_PORTED: dict[type, dict[str, str]] = {
         "processed": "jmslike's own counter",
         "failed": "jmslike's own counter",
         "strictly_ordered": "jmslike's own (ORD-18)",
+        "run": "jmslike's own: a worker's main loop until SIGTERM; in Java the application "
+        "server or Spring's context stops the container on shutdown",
     },
     JMSContext: {
         "closed": "jmslike's own; JMS has no isClosed",
