@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokercases import CASES, case_url
@@ -82,12 +83,21 @@ def _lines(log: Path, kind: str) -> list[str]:
     return [line.split()[1] for line in text.splitlines() if line.startswith(kind + " ")]
 
 
-@pytest.mark.parametrize(
-    ("worker", "stop"),
-    [(WORKER, signal.SIGTERM), (WORKER, signal.SIGINT), (AIO_WORKER, signal.SIGTERM)],
-    ids=["SIGTERM", "SIGINT", "asyncio-SIGTERM"],
-)
-@pytest.mark.parametrize("case", ["embedded-file", *CASES])
+def _runs() -> list[Any]:
+    """Every case with SIGTERM, to a synchronous worker and an asyncio one; Ctrl-C takes
+    the same way through ``run()``, so once is enough for it."""
+    runs = []
+    for case in [pytest.param("embedded-file", id="embedded-file"), *CASES]:
+        (name,) = case.values
+        for worker, kind in ((WORKER, "SIGTERM"), (AIO_WORKER, "asyncio-SIGTERM")):
+            runs.append(
+                pytest.param(name, worker, signal.SIGTERM, id=f"{case.id}-{kind}", marks=case.marks)
+            )
+    runs.append(pytest.param("embedded-file", WORKER, signal.SIGINT, id="embedded-file-SIGINT"))
+    return runs
+
+
+@pytest.mark.parametrize(("case", "worker", "stop"), _runs())
 def test_a_worker_stopped_by_a_signal_finishes_what_it_holds(
     case: str, worker: str, stop: signal.Signals, tmp_path: Path
 ) -> None:
