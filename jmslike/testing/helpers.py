@@ -50,9 +50,11 @@ def interrupted_at(point: int, where: Callable[[types.FrameType], bool]) -> Iter
     point 1, 2, ... until it runs through, and each place has been tried."""
     calls = 0
 
+    own = globals()  # (not this module's frames: leaving the block resumes this generator)
+
     def tracer(frame: types.FrameType, event: str, arg: object) -> None:
         nonlocal calls
-        if event == "call" and where(frame):
+        if event == "call" and frame.f_globals is not own and where(frame):
             calls += 1
             if calls == point:
                 sys.settrace(None)
