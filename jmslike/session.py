@@ -78,9 +78,11 @@ class _Held:
     gate see the message as it was delivered.
     """
 
-    __slots__ = ("consumer", "expiration", "message", "message_id", "props", "token")
+    __slots__ = ("acked", "consumer", "expiration", "message", "message_id", "props", "token")
 
     def __init__(self, consumer: MessageConsumer, message: Message, token: Any) -> None:
+        self.acked = False
+        """The provider took its acknowledgement (``Session._unfinished_last``)."""
         self.consumer = consumer
         self.message = message
         self.token = token
@@ -526,21 +528,43 @@ class Session:
         done = [held] if held is not None and self._held.pop(held, False) is None else []
         if provider_consumer is None:
             if done:
-                self._acknowledge_one(done[0], more=more)
-            return
-        if not done or (self._gate is None and consumer._feed is None):
-            self._provider.acknowledge_and_flow(
-                [done[0].token] if done else [], provider_consumer, credit
-            )
+                try:
+                    self._acknowledge_one(done[0], more=more)
+                except (KeyboardInterrupt, SystemExit):
+                    self._unfinished_last(done[0])
+                    raise
             return
         # The acknowledgement first, then the gate: as in _acknowledge, the group's next
         # message must not be processed while this one could still come back.
         try:
-            self._provider.acknowledge_and_flow([done[0].token], provider_consumer, credit)
+            self._provider.acknowledge_and_flow(
+                [done[0].token] if done else [], provider_consumer, credit
+            )
         except ConnectionFailedError:
-            self._gate_in_doubt(done)
+            if done and not (self._gate is None and consumer._feed is None):
+                self._gate_in_doubt(done)
             raise
-        self._gate_finished(done)
+        except (KeyboardInterrupt, SystemExit):
+            if done:
+                self._unfinished_last(done[0])
+            raise
+        if done and not (self._gate is None and consumer._feed is None):
+            self._gate_finished(done)
+
+    def _unfinished_last(self, held: _Held) -> None:
+        """Ctrl-C (or a signal handler's SystemExit) stopped the provider as it
+        acknowledged ``held``, the message an AUTO/DUPS_OK ``receive()`` returned last:
+        the acknowledgement went or not, so the consumer holds the message as before and
+        its next ``receive()`` (or close) finishes it again. Providers give a delivery
+        whose acknowledgement such a call queued no second one (``ProviderSession.
+        acknowledge``): RabbitMQ closes the connection on an ACK it has seen. Before,
+        the message was no longer tracked: over STOMP the next ``receive()`` waited for
+        good (that ACK opens the subscription's window), over AMQP 1.0 it came again
+        unflagged. (Not once the provider took it: what follows, the client gate's
+        count, must not run twice.)"""
+        if not held.acked:
+            self._held[held] = None
+            held.consumer._last = held
 
     def _finish_last_and_take(self, consumer: MessageConsumer) -> Buffered | None:
         """receive() with nothing buffered or asked for, on a provider that takes directly
@@ -634,11 +658,13 @@ class Session:
         elif self._gate is None or GROUP_ID not in held.props:
             try:
                 self._provider.acknowledge_soon([held.token])
+                held.acked = True
             finally:
                 if feed is not None:
                     feed.finished([held.token])
         else:
             self._provider.acknowledge_soon([held.token], lambda ok: self._gate_written(held, ok))
+            held.acked = True
 
     def _gate_written(self, held: _Held, ok: bool) -> None:
         """A held acknowledgement of a gated group went (``ok``) or was lost with the
@@ -676,6 +702,7 @@ class Session:
             except ConnectionFailedError:
                 self._gate_in_doubt(held)
                 raise
+            one.acked = True
             if self._gate is not None or one.consumer._feed is not None:
                 self._gate_finished(held)
         elif held:

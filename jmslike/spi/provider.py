@@ -322,7 +322,16 @@ class ProviderSession(abc.ABC):
 
     @abc.abstractmethod
     def acknowledge(self, tokens: Sequence[Any]) -> None:
-        """The application finished these deliveries: remove them from the broker."""
+        """The application finished these deliveries: remove them from the broker.
+
+        A call stopped by KeyboardInterrupt (Ctrl-C in a ``receive()`` loop) or by a
+        signal handler's SystemExit may have acknowledged a token or not; the API layer
+        then acknowledges it again with the next ``receive()`` (this method,
+        :meth:`acknowledge_soon` or :meth:`acknowledge_and_flow`). A token whose
+        acknowledgement is already on its way must get no second one (RabbitMQ closes
+        the connection on an ACK it has seen, Classic and Artemis answer with an
+        error): mark it where the acknowledgement is queued, or make settling twice a
+        no-op, as the STOMP and AMQP 1.0 providers do."""
 
     def acknowledge_soon(
         self, tokens: Sequence[Any], written: Callable[[bool], None] | None = None

@@ -41,7 +41,7 @@ class _Token:
     It keeps the frame, not the decoded message: the application may change the message
     it was given, and a redelivery or a dead-lettered copy must carry what was sent."""
 
-    __slots__ = ("_ack_id", "body", "consumer", "generation", "headers", "key")
+    __slots__ = ("_ack_id", "body", "consumer", "generation", "headers", "key", "queued")
 
     def __init__(
         self, consumer: StompConsumer, ack_id: str, key: str, headers: dict[str, str], body: bytes
@@ -52,6 +52,8 @@ class _Token:
         self.headers = headers
         self.body = body
         self.generation = consumer.transport.generation
+        self.queued = False
+        """Its ACK is in the outbox or written (``Wire.Queued``): never written again."""
 
     @property
     def ack_id(self) -> str:

@@ -413,13 +413,18 @@ class StompSession(ProviderSession):
     def _acknowledge_one(self, token: Any) -> None:
         """``acknowledge([token])`` where nobody waits for the RECEIPT, as the general
         case does it: a token whose ACK failed, or went to a connection lost since, is
-        kept (its copy comes flagged)."""
+        kept (its copy comes flagged). A token whose ACK a call stopped by Ctrl-C queued
+        already (the API layer asks again: ``ProviderSession.acknowledge``) gets no
+        second ACK: what is queued is written now."""
         token.consumer.unfinished.pop(id(token), None)
         ack_id = token.ack_id
         if ack_id:
             transport = token.consumer.transport
             try:
-                transport.frame("ACK", {"id": ack_id}, confirm=False)
+                if token.queued:
+                    transport.write_queued()
+                else:
+                    transport.frame("ACK", {"id": ack_id}, confirm=False, mark=token)
             except ConnectionFailedError:
                 if not transport.reconnects:
                     raise
@@ -455,13 +460,16 @@ class StompSession(ProviderSession):
             consumer.unfinished.pop(id(token), None)
             ack_id = token.ack_id
             after = written if number == last else None
-            if ack_id:
+            if ack_id and token.queued:  # queued by a call Ctrl-C stopped: not again
+                consumer.transport.write_queued()  # (its own ``written`` is told)
+            elif ack_id:
                 consumer.transport.hold_ack(
                     ack_id,
                     consumer.ack_batch,
                     after,
                     cumulative=consumer.cumulative_sub,
                     delay=consumer.ack_delay,
+                    mark=token,
                 )
             elif after is not None:
                 after(True)  # nothing to write for it (RabbitMQ's auto ack)

@@ -48,6 +48,7 @@ from jmslike.spi.reconnect import Reconnect
 from jmslike_stomp.wire import (
     ACK_DELAY,
     POST_BACKLOG,
+    Queued,
     Wire,
     encode_frame,
     install,
@@ -600,6 +601,7 @@ class StompTransport:
         later: bool = False,
         done: SendDone | None = None,
         hold: list[tuple[str, _Waiter]] | None = None,
+        mark: Queued | None = None,
     ) -> None:
         """Send a frame; with ``confirm`` wait for its RECEIPT and raise an ERROR's error.
         With ``later`` ask for the RECEIPT without waiting: :meth:`settle` (and close)
@@ -609,7 +611,7 @@ class StompTransport:
         later and add its waiter to ``hold``, for :meth:`await_receipts` or
         :meth:`forget_receipts` (a transaction's SEND, whose RECEIPT RabbitMQ sends after
         the COMMIT's). While a reconnect is under way, wait for it first (up to the
-        timeout)."""
+        timeout). ``mark``: told once the frame is queued (``Wire.write``)."""
         generation = self.generation
         if not self.connected and not self._back.is_set() and not self.closing:
             self._back.wait(self._timeout)
@@ -617,7 +619,16 @@ class StompTransport:
         if acknowledging and self.generation != generation:
             return  # for a delivery of the lost connection: the broker delivers it again
         try:
-            self._send(command, headers, body, confirm=confirm, later=later, done=done, hold=hold)
+            self._send(
+                command,
+                headers,
+                body,
+                confirm=confirm,
+                later=later,
+                done=done,
+                hold=hold,
+                mark=mark,
+            )
         except ConnectionFailedError:
             if acknowledging and self.reconnects and not confirm:
                 log.debug("STOMP %s lost with the connection to %s", command, self.address)
@@ -632,6 +643,7 @@ class StompTransport:
         *,
         cumulative: str | None = None,
         delay: float = ACK_DELAY,
+        mark: Queued | None = None,
     ) -> None:
         """An ACK nobody waits for that may wait for company (``Wire.hold``): it goes
         with the next frame written, with ``batch`` held ones, or ``delay`` later;
@@ -642,7 +654,7 @@ class StompTransport:
         wire = self._wire
         if wire is None or not wire.writes or not self.connected:
             try:
-                self.frame("ACK", {"id": ack_id}, confirm=False)
+                self.frame("ACK", {"id": ack_id}, confirm=False, mark=mark)
             except ConnectionFailedError:
                 if written is not None:
                     written(False)
@@ -652,12 +664,27 @@ class StompTransport:
             return
         try:
             wire.hold(
-                encode_frame("ACK", {"id": ack_id}), batch, written, key=cumulative, delay=delay
+                encode_frame("ACK", {"id": ack_id}),
+                batch,
+                written,
+                key=cumulative,
+                delay=delay,
+                mark=mark,
             )
         except (NotConnectedException, OSError, AttributeError) as exc:
             if self.reconnects:
                 return  # as frame(): the broker delivers it again, flagged
             raise ConnectionFailedError(f"STOMP ACK to {self.address} failed: {exc}") from exc
+
+    def write_queued(self) -> None:
+        """Write what the outbox holds now: an ACK that a call stopped by Ctrl-C queued
+        (``Queued``) waits there for the next frame written otherwise, and over STOMP
+        that ACK is what lets the broker deliver the next message. A failed write is the
+        connection's failure, which its reader reports."""
+        wire = self._wire
+        if wire is not None and wire.writes and self.connected:
+            with contextlib.suppress(NotConnectedException, OSError, AttributeError):
+                wire.write_held()
 
     def _streams(self, gap: float = STREAM_GAP) -> bool:
         """Whether a SEND nobody waits for (an asynchronous one included: its RECEIPT is
@@ -717,6 +744,7 @@ class StompTransport:
         later: bool,
         done: SendDone | None = None,
         hold: list[tuple[str, _Waiter]] | None = None,
+        mark: Queued | None = None,
     ) -> None:
         if not self.connected:
             raise ConnectionFailedError(
@@ -751,7 +779,7 @@ class StompTransport:
                 else:
                     # An ACK or NACK nobody waits for goes with the next write (wire.py).
                     wait = waiter is not None or command not in _UNWAITED
-                    wire.write(frame, wait=wait)
+                    wire.write(frame, wait=wait, mark=mark)
                     if (
                         waiter is not None
                         and not later
@@ -762,6 +790,8 @@ class StompTransport:
                         wire.push()
             else:
                 self._conn.send_frame(command, headers, body)
+                if mark is not None:
+                    mark.queued = True
         except (NotConnectedException, OSError, AttributeError) as exc:
             # (AttributeError: stomp.py sets its socket to None when its receiver thread
             # sees the connection drop, under a sender already past its own check.)

@@ -70,7 +70,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import stomp
 import stomp.exception
@@ -81,6 +81,7 @@ __all__ = [
     "FEED_ACK_DELAY",
     "POST_BACKLOG",
     "RECV_BYTES",
+    "Queued",
     "Wire",
     "encode_frame",
     "install",
@@ -286,6 +287,18 @@ def _set_no_delay(sock: Any) -> None:
         log.debug("STOMP: TCP_NODELAY not set on %r", sock)
 
 
+class Queued(Protocol):
+    """What a frame is for (a delivery whose ACK it is), told once the frame is in the
+    outbox: from then on it goes to the broker without another call, so a caller that a
+    KeyboardInterrupt (Ctrl-C) stopped half-way must not queue it again (a second ACK of
+    one message makes RabbitMQ close the connection, and Classic and Artemis answer
+    with an ERROR). The flag is set right after the frame is queued, with no Python call
+    between, where CPython raises a KeyboardInterrupt (a function starting, a loop going
+    round); a Ctrl-C landing exactly between the two is the remaining window."""
+
+    queued: bool
+
+
 class _Cell:
     """A held cumulative ACK in the outbox, replaced by the next one of its subscription
     while it is the outbox's last frame; the flush pops it, then reads it (both under
@@ -354,12 +367,15 @@ class Wire:
 
     # -- writing -------------------------------------------------------------------
 
-    def write(self, data: bytes, *, wait: bool = True) -> None:
+    def write(self, data: bytes, *, wait: bool = True, mark: Queued | None = None) -> None:
         """Queue ``data`` and write the outbox if the socket is free. ``wait``: return only
         once ``data`` is written (raising if writing failed); otherwise leave it to the
-        thread writing now, which writes the outbox again before it lets go."""
+        thread writing now, which writes the outbox again before it lets go. ``mark``: see
+        :class:`Queued`."""
         outbox = self._outbox
         outbox.append(data)
+        if mark is not None:  # (no call between: see Queued)
+            mark.queued = True
         try:
             while outbox:
                 if not self._writing.acquire(blocking=wait):
@@ -397,6 +413,7 @@ class Wire:
         *,
         key: str | None = None,
         delay: float = ACK_DELAY,
+        mark: Queued | None = None,
     ) -> None:
         """Queue ``data`` (an ACK nobody waits for, or a SEND of a producer that streams)
         without writing it, unless ``batch``
@@ -405,20 +422,25 @@ class Wire:
         Order holds as for :meth:`write`: whatever is written next goes after it.
         ``written(ok)`` is called once it went (True) or failed (False), by this thread
         or the flusher. ``key``: a cumulative ACK of that subscription (see the module);
-        the ACKs of one subscription must come from one thread at a time."""
+        the ACKs of one subscription must come from one thread at a time. ``mark``: see
+        :class:`Queued`."""
         if key is not None and written is None:
-            self._hold_cumulative(key, data, batch, delay)
+            self._hold_cumulative(key, data, batch, delay, mark)
             return
         outbox = self._outbox
         outbox.append(data)  # (before _due_at is read: see _Flusher.run)
         if written is not None:
             self._written.append(written)  # after its frame: see _flush
+        if mark is not None:  # (no call since the frame was queued: see Queued)
+            mark.queued = True  # (and ``written`` is told: it must not be given again)
         if len(outbox) >= batch:
             self.write_held()
         else:
             self._schedule(delay)
 
-    def _hold_cumulative(self, key: str, data: bytes, batch: int, delay: float) -> None:
+    def _hold_cumulative(
+        self, key: str, data: bytes, batch: int, delay: float, mark: Queued | None
+    ) -> None:
         outbox = self._outbox
         with self._cell_lock:
             cell = self._cells.get(key)
@@ -428,11 +450,15 @@ class Wire:
                 last = None
             if cell is not None and last is cell:
                 cell.data = data
+                if mark is not None:
+                    mark.queued = True
                 cell.count += 1
                 count = cell.count
             else:  # a frame went in after it (or it went): this one comes after that
                 cell = self._cells[key] = _Cell(key, data)
                 outbox.append(cell)  # (before _due_at is read: see _Flusher.run)
+                if mark is not None:
+                    mark.queued = True
                 count = 1
         if count >= batch:
             self.write_held()

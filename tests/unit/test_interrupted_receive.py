@@ -1,9 +1,7 @@
 """Ctrl-C inside ``receive()`` on the embedded broker, in every acknowledge mode: in
 memory, with a file store, and with the client gate as on RabbitMQ (docs/reliability.md,
 "Ctrl-C in a receive loop"). The contract suite runs the same scenario on every provider
-case for CLIENT_ACKNOWLEDGE and transacted sessions; AUTO_ACKNOWLEDGE only here, because
-over STOMP and AMQP 1.0 an interrupt as the receive acknowledges the previous message is
-still a bug (the page above says what it does)."""
+case."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ URLS = [
 
 
 @pytest.mark.parametrize("url", URLS)
-@pytest.mark.parametrize("mode", ["auto", "client", "transacted"])
+@pytest.mark.parametrize("mode", ["auto", "dups_ok", "client", "transacted"])
 def test_an_interrupted_receive_loses_nothing(url: str, mode: str, tmp_path: Path) -> None:
     connection = jmslike.ConnectionFactory(url.format(tmp=tmp_path)).create_connection()
     with connection:
