@@ -691,7 +691,15 @@ class Session:
         for h in held:
             if h.consumer._last is h:
                 h.consumer._last = None
-        self._acknowledge(held)
+        try:
+            self._acknowledge(held)
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C before the provider took them: the session holds them again, ahead
+            # of any received since, and the next acknowledge() (or close) finishes them;
+            # the provider gives none a second acknowledgement (_unfinished_last).
+            with self._lock:
+                self._held = {**dict.fromkeys(h for h in held if not h.acked), **self._held}
+            raise
 
     def _acknowledge(self, held: list[_Held]) -> None:
         """Finish ``held`` at the broker, then at the client gate if there is one (ORD-10)."""
@@ -714,6 +722,8 @@ class Session:
                 # place until they come back, as for a commit in doubt.
                 self._gate_in_doubt(held)
                 raise
+            for h in held:
+                h.acked = True
             self._gate_finished(held)
 
     def _gate_in_doubt(self, held: list[_Held]) -> None:

@@ -137,26 +137,46 @@ class FileStore:
     # ------------------------------------------------------------ transactions
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group the writes inside into one commit (a JMS transaction, a dead-lettering)."""
+        """Group the writes inside into one commit (a JMS transaction, a dead-lettering).
+
+        The broker changes its memory as it writes, so only a failed write rolls the
+        file back. A KeyboardInterrupt (Ctrl-C) or SystemExit inside, or as the block
+        ends, commits what was written: the memory keeps those changes too. Before, it
+        rolled back (a commit's sends were gone from the file, though delivered from
+        memory), or, landing just before the COMMIT, left SQLite inside the transaction,
+        and every later write failed ("cannot start a transaction within a
+        transaction"). BEGIN and COMMIT are called on the connection directly: no Python
+        call between them and the flag, where CPython raises an interrupt."""
         if self._in_transaction:
             yield
             return
-        self._run("BEGIN IMMEDIATE", ())
-        self._in_transaction = True
         try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._in_transaction = True
             yield
-        except BaseException:
-            self._in_transaction = False
-            self._db.execute("ROLLBACK")
+        except Exception as exc:
+            if self._in_transaction:
+                self._in_transaction = False
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):  # the BEGIN's (_run converts the others)
+                raise self._error(exc) from exc
             raise
-        self._in_transaction = False
-        self._run("COMMIT", ())
+        finally:
+            if self._in_transaction:  # ran through, or interrupted: keep what was written
+                self._in_transaction = False
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    raise self._error(exc) from exc
 
     def _run(self, sql: str, args: tuple[object, ...]) -> sqlite3.Cursor:
         try:
             return self._db.execute(sql, args)
         except sqlite3.Error as exc:
-            raise JMSException(f"embedded broker store {self.path}: {exc}") from exc
+            raise self._error(exc) from exc
+
+    def _error(self, exc: sqlite3.Error) -> JMSException:
+        return JMSException(f"embedded broker store {self.path}: {exc}")
 
     # ---------------------------------------------------------------- messages
     def add(self, channel: str, message: Message) -> int:

@@ -374,9 +374,13 @@ class StompSession(ProviderSession):
                 if not ack_id:
                     back.append(token)
                     continue
+                if token.queued:  # by a call Ctrl-C stopped: not again (_acknowledge_one)
+                    transport.write_queued()
+                    written.append(token)
+                    continue
                 confirm = self.confirm_acks and number == len(acked)
                 try:
-                    transport.frame("ACK", {"id": ack_id}, confirm=confirm)
+                    transport.frame("ACK", {"id": ack_id}, confirm=confirm, mark=token)
                 except UnconfirmedError as exc:
                     if not transport.reconnects:
                         raise self._ack_in_doubt([*written, token], transport) from exc
