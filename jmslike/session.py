@@ -13,6 +13,7 @@ dead-letter queue) apply everywhere.
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 import weakref
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 log = logging.getLogger("jmslike.session")
+
+_TOKEN = operator.attrgetter("token")
+"""A held delivery's provider token."""
 
 
 class _Held:
@@ -694,12 +698,18 @@ class Session:
         try:
             self._acknowledge(held)
         except (KeyboardInterrupt, SystemExit):
-            # Ctrl-C before the provider took them: the session holds them again, ahead
-            # of any received since, and the next acknowledge() (or close) finishes them;
-            # the provider gives none a second acknowledgement (_unfinished_last).
-            with self._lock:
-                self._held = {**dict.fromkeys(h for h in held if not h.acked), **self._held}
+            self._hold_again([h for h in held if not h.acked])
             raise
+
+    def _hold_again(self, held: list[_Held]) -> None:
+        """Ctrl-C (or a signal handler's SystemExit) stopped an ``acknowledge()`` or
+        ``commit()`` before the provider took ``held``: the session holds them again,
+        ahead of any received since, so that the next call (or the close) finishes them.
+        Before, they were no longer tracked: the next call had nothing to do, and over
+        AMQP 1.0 they came again unflagged. A provider gives none of them a second
+        acknowledgement (``ProviderSession.acknowledge``; ``_unfinished_last``)."""
+        with self._lock:
+            self._held = {**dict.fromkeys(held), **self._held}
 
     def _acknowledge(self, held: list[_Held]) -> None:
         """Finish ``held`` at the broker, then at the client gate if there is one (ORD-10)."""
@@ -830,7 +840,11 @@ class Session:
         self._await_sends("commit()")
         held = self._take_all_held()
         try:
-            self._provider.commit([h.token for h in held])
+            try:  # (tokens by map: a comprehension is a call, where Ctrl-C can land)
+                self._provider.commit(list(map(_TOKEN, held)))
+            except (KeyboardInterrupt, SystemExit):
+                self._hold_again(held)
+                raise
             self._gate_finished(held)
         except TransactionRolledBackError:
             self._redeliver(held)

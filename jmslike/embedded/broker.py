@@ -18,6 +18,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,11 +264,14 @@ class Broker:
 
     def commit(
         self,
-        sends: Sequence[tuple[Destination, Message]],
+        sends: deque[tuple[Destination, Message]],
         acks: Iterable[Entry],
         origin: Hashable,
     ) -> None:
-        """A transaction's sends and acknowledgements, applied at once (ORD-8)."""
+        """A transaction's sends and acknowledgements, applied at once (ORD-8). Each send
+        is taken off ``sends`` once routed, so that a commit a KeyboardInterrupt stopped
+        is finished by the next call with the same deque, routing none twice (an
+        acknowledgement finished twice is finished once: ``Channel.finish``)."""
         now = time.time()
         with self.lock:
             for destination, _message in sends:  # check first: all or nothing
@@ -276,8 +280,10 @@ class Broker:
                         f"temporary destination {destination} no longer exists"
                     )
             with self._transaction():
-                for destination, message in sends:
+                while sends:
+                    destination, message = sends[0]
                     self._route(destination, message, origin, now)
+                    sends.popleft()  # (no call since the route: see FileStore.transaction)
                 self._finish_locked(acks, now)
 
     # ------------------------------------------------------- acknowledgement

@@ -8,6 +8,7 @@ its copy), so nothing the application holds is shared with the broker.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from jmslike.config import ConfigurationError, FactorySettings, ParsedURL, parse
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
 from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
 from jmslike.embedded.channel import ConsumerSlot, Entry, StrictChannel
-from jmslike.errors import TransactionInProgressError
+from jmslike.errors import JMSException, TransactionInProgressError
 from jmslike.message import DeliveryMode, Message
 from jmslike.spi.provider import (
     Capabilities,
@@ -57,7 +58,8 @@ class EmbeddedSession(ProviderSession):
         self._connection = connection
         self._broker = connection.broker
         self._transacted = transacted
-        self._pending: list[tuple[Destination, Message]] = []
+        self._pending: deque[tuple[Destination, Message]] = deque()
+        """The transaction's sends; the broker takes each off as it routes it."""
         self._dlq = Queue(connection.settings.dead_letter_queue)
 
     def send(self, destination: Destination, message: Message) -> None:
@@ -122,14 +124,20 @@ class EmbeddedSession(ProviderSession):
     def commit(self, tokens: Sequence[Any]) -> None:
         if not self._transacted:
             raise TransactionInProgressError("commit on a session that is not transacted")
-        sends, self._pending = self._pending, []
-        self._broker.commit(sends, tokens, self._connection.key)
+        # The sends stay pending until routed: a commit Ctrl-C stopped half-way is
+        # carried on by the next one (the API layer holds its deliveries again). Before,
+        # they were taken first, and an interrupt inside the broker lost them.
+        try:
+            self._broker.commit(self._pending, tokens, self._connection.key)
+        except JMSException:
+            self._pending.clear()
+            raise
 
     def rollback(self) -> None:
-        self._pending = []
+        self._pending.clear()
 
     def close(self) -> None:
-        self._pending = []
+        self._pending.clear()
         self._broker.forget_holder(self)
 
     def browse(self, destination: Destination, selector: str | None) -> Sequence[Message]:

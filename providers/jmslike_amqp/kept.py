@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from jmslike.errors import (
     JMSException,
@@ -21,11 +22,7 @@ from jmslike.errors import (
 )
 from jmslike.spi.provider import SendDone
 
-__all__ = ["Transfer", "send_kept"]
-
-Transfer = Callable[[SendDone], None]
-"""Makes one kept send, telling its outcome to the callable it is given; raises if the
-send was not made (no credit in time, the connection gone)."""
+__all__ = ["KeptCommit", "Make", "send_kept"]
 
 
 class _Outcomes:
@@ -63,20 +60,57 @@ class _Outcomes:
             )
 
 
-def send_kept(transfers: list[Transfer], timeout: float) -> None:
-    """Make every send, then wait up to ``timeout`` seconds for all their outcomes.
+class KeptCommit:
+    """A commit's kept sends under way: all of them, in order, how many the connection's
+    thread has made, and the outcomes of those. Kept by the session until the commit
+    ends, so that a commit a Ctrl-C stopped is carried on by the next call, from the
+    first send not made: none made twice, none dropped. Before, the sends were taken off
+    the session first, and an interrupt before they were made lost them."""
+
+    def __init__(self, sends: list[Any]) -> None:
+        self.sends = sends
+        self.made = 0
+        """Sends made: counted by the connection's thread, which no Ctrl-C stops."""
+        self.tried = False
+        """A call began: one that follows waits for the connection's thread first."""
+        self.outcomes = _Outcomes()
+
+    def one_made(self) -> None:
+        self.made += 1
+
+
+Make = Callable[[Any, SendDone, Callable[[], None]], None]
+"""Makes one kept send: ``make(send, done, made)``; ``done`` hears its outcome, ``made``
+is called on the connection's thread once the transfer is made; raises if it was not
+(no credit in time, the connection gone)."""
+
+
+def send_kept(
+    commit: KeptCommit,
+    make: Make,
+    barrier: Callable[[Callable[[], None]], object],
+    timeout: float,
+) -> None:
+    """Make every send of ``commit`` not made yet, then wait up to ``timeout`` seconds
+    for all their outcomes. A call after one a Ctrl-C stopped first runs ``barrier``
+    (the connection's thread runs what was queued before it), so that a send that call
+    queued counts as made and is not made again.
 
     Raises :class:`TransactionInDoubtError` when the outcome of a send that was made is
     unknown (lost with the connection, or not come in time), else
     :class:`TransactionRolledBackError` when a send was refused or could not be made.
     Either names how many of the transaction's sends the broker has: those stay (a
     transaction kept by jmslike is not atomic at the broker)."""
-    outcomes = _Outcomes()
-    made = 0
+    if commit.tried:
+        barrier(lambda: None)
+    commit.tried = True
+    outcomes = commit.outcomes
+    transfers = commit.sends
     stopped: JMSException | None = None
-    for transfer in transfers:
+    made = commit.made  # (each is made on the connection's thread, after make returns)
+    while made < len(transfers):
         try:
-            transfer(outcomes.tell)
+            make(transfers[made], outcomes.tell, commit.one_made)
         except JMSException as exc:
             stopped = exc
             break

@@ -18,7 +18,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from proton import Delivery
@@ -49,7 +48,7 @@ from jmslike_amqp.codec import decode, encode
 from jmslike_amqp.consumer import AmqpConsumer, stale
 from jmslike_amqp.credit import Ring
 from jmslike_amqp.durability import EXISTING
-from jmslike_amqp.kept import send_kept
+from jmslike_amqp.kept import KeptCommit, send_kept
 from jmslike_amqp.links import Capability, LinkHandle
 from jmslike_amqp.subscriptions import NullSource, SubscriptionNames
 from jmslike_amqp.transport import AT_ONCE_LOW, AT_ONCE_WINDOW
@@ -100,8 +99,12 @@ class AmqpSession(ProviderSession):
         if transacted and connection.coordinated:
             self._coordinator = connection.transport.open_coordinator()
         self._txn: Any = None
+        self._discharge: tuple[Any, list[Any]] = (None, [])
+        """The transaction a commit discharges, and its request once sent (``commit``)."""
         self._pending: list[tuple[Destination, Message]] = []
         """Sends of a client-kept transaction, made at commit."""
+        self._kept: KeptCommit | None = None
+        """The client-kept commit a Ctrl-C stopped, carried on by the next ``commit()``."""
         self.zombies: list[AmqpConsumer] = []
         """Consumers closed inside the transaction, detached when it ends."""
         self._tx_lost = False
@@ -209,10 +212,11 @@ class AmqpSession(ProviderSession):
         confirm: bool,
         alone: bool = False,
         done: SendDone | None = None,
+        made: Callable[[], None] | None = None,
     ) -> None:
         """Send now: in the session's transaction if there is one (its discharge
         confirms) unless ``alone``, else waiting for the broker's outcome when ``confirm``
-        (or handing it to ``done``)."""
+        (or handing it to ``done``); ``made``: see ``AmqpTransport.send``."""
         connection = self.connection
         address = connection.address_of(destination)
         with self._senders_lock:
@@ -237,9 +241,15 @@ class AmqpSession(ProviderSession):
             wire_group_seq=not connection.classic,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
+        if txn is not None and self._discharge[0] is txn and self._discharge[1]:
+            raise IllegalStateError(
+                "a send after a commit() that was interrupted once its discharge had gone "
+                f"to AMQP broker {connection.transport.address}: call commit() again "
+                "first, to finish it and learn its outcome"
+            )
         try:
             connection.transport.send(
-                sender, outgoing, confirm=confirm and txn is None, txn=txn, done=done
+                sender, outgoing, confirm=confirm and txn is None, txn=txn, done=done, made=made
             )
         except ConnectionFailedError as exc:
             body = outgoing.body
@@ -549,15 +559,30 @@ class AmqpSession(ProviderSession):
         if self._coordinator is None:
             # Every send confirmed, whatever its delivery mode: a failure must show
             # before anything consumed is accepted.
-            pending, self._pending = self._pending, []
-            send_kept(
-                [partial(self._kept_transfer, d, m) for d, m in pending],
-                self.connection.settings.request_timeout,
-            )
+            kept = self._kept
+            if kept is None:  # else a commit that Ctrl-C stopped, carried on (KeptCommit)
+                kept = self._kept = KeptCommit(self._pending)
+                self._pending = []
+            try:
+                send_kept(
+                    kept,
+                    self._kept_transfer,
+                    transport.call,
+                    self.connection.settings.request_timeout,
+                )
+            except JMSException:
+                self._kept = None  # ended: rolled back, or in doubt
+                raise
+            self._kept = None
             self.acknowledge(tokens)
         else:
+            # The transaction stays the session's until its discharge has an outcome: a
+            # commit that Ctrl-C stopped is carried on by the next call, which settles
+            # in it again (a delivery settled already is left alone) and waits for the
+            # discharge already sent (``_discharge``) rather than sending a second.
+            # Before, the next call declared another transaction, and the first, with
+            # its sends, was never discharged.
             txn = self._transaction()
-            self._txn = None
             for token in tokens:
                 token.consumer.outstanding.pop(token.number, None)
             # A delivery of a connection lost since (given again locally by the rollback
@@ -566,13 +591,26 @@ class AmqpSession(ProviderSession):
             for token in tokens:
                 self.connection.forget(token.key)
             transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
-            transport.discharge(
-                self._coordinator, txn, fail=False, senders=list(self._senders.values())
-            )
+            if self._discharge[0] is not txn:
+                self._discharge = (txn, [])
+            try:
+                transport.discharge(
+                    self._coordinator,
+                    txn,
+                    fail=False,
+                    senders=list(self._senders.values()),
+                    sent=self._discharge[1],
+                )
+            except JMSException:
+                self._txn = None
+                raise
+            self._txn = None
         self._detach_zombies(give_back=False)
 
-    def _kept_transfer(self, destination: Destination, message: Message, done: SendDone) -> None:
-        self._transfer(destination, message, confirm=True, done=done)
+    def _kept_transfer(
+        self, send: tuple[Destination, Message], done: SendDone, made: Callable[[], None]
+    ) -> None:
+        self._transfer(send[0], send[1], confirm=True, done=done, made=made)
 
     def _detach_zombies(self, *, give_back: bool) -> None:
         """The transaction ended: consumers closed in it detach now, after giving back
@@ -587,6 +625,22 @@ class AmqpSession(ProviderSession):
     def rollback(self) -> None:
         if not self.transacted:
             raise IllegalStateError("rollback on a session that is not transacted")
+        txn = self._txn
+        if txn is not None and self._discharge[0] is txn and self._discharge[1]:
+            raise IllegalStateError(
+                "rollback() after a commit() that was interrupted once its discharge had "
+                f"gone to AMQP broker {self.connection.transport.address}: call commit() "
+                "again first, to finish it and learn its outcome"
+            )
+        kept = self._kept
+        if kept is not None and kept.made:
+            raise IllegalStateError(
+                f"rollback() after a commit() that was interrupted once {kept.made} of its "
+                f"{len(kept.sends)} sends had gone to AMQP broker "
+                f"{self.connection.transport.address} (a transaction jmslike keeps is "
+                "not atomic at the broker): call commit() again first, to finish it"
+            )
+        self._kept = None
         self._pending.clear()
         try:
             if self._txn is not None and self._coordinator is not None:
@@ -600,6 +654,8 @@ class AmqpSession(ProviderSession):
     def close(self) -> None:
         transport = self.connection.transport
         if self.transacted:
+            if self._txn is not None and self._discharge[0] is self._txn and self._discharge[1]:
+                self._txn = None  # its commit's discharge went: nothing to undo
             with contextlib.suppress(JMSException):
                 self.rollback()
         for link in (*self._senders.values(), self._coordinator):

@@ -203,12 +203,15 @@ class AmqpTransport(ConnectionLifecycle):
         confirm: bool,
         txn: Any = None,
         done: SendDone | None = None,
+        made: Callable[[], None] | None = None,
     ) -> None:
         """Send ``message`` (a ``proton.Message``, or jmslike's own encoding of one); with
         ``confirm``, wait for the broker's outcome (accepted, or an error naming the
         refusal), or with ``done`` too return at once and pass the outcome to ``done``
         (None, or the error) on the connection's thread. In transaction ``txn`` nothing
-        is waited for: the discharge confirms every transfer of the transaction at once."""
+        is waited for: the discharge confirms every transfer of the transaction at once.
+        ``made`` is called on the connection's thread once the transfer is made (a
+        caller that a Ctrl-C stopped can tell, after :meth:`call`, whether it was)."""
         # Encoded here, not on the connection's thread, which every send and receive of the
         # connection shares.
         data = message.encode()
@@ -246,6 +249,8 @@ class AmqpTransport(ConnectionLifecycle):
             sender._unsettled.add(delivery)
             if outcome is not None:
                 self._outcomes[delivery] = outcome
+            if made is not None:
+                made()
 
         if outcome is None:
             self.post(transfer)
@@ -503,21 +508,26 @@ class AmqpTransport(ConnectionLifecycle):
         coordinator: LinkHandle,
         descriptor: symbol,
         value: list[Any],
-        sent: list[bool] | None = None,
+        sent: list[Future[tuple[int, Any, str]]] | None = None,
         after: Sequence[LinkHandle] = (),
     ) -> tuple[int, Any, str]:
         """Send a transaction request and wait for its outcome; with ``after``, only once
-        Proton has written every transfer made on those senders (see ``discharge``)."""
+        Proton has written every transfer made on those senders (see ``discharge``).
+        ``sent`` gets the outcome's future once the request is sent (by the connection's
+        thread, which no Ctrl-C stops); given back with one, the request is not sent
+        again, its outcome is waited for (a commit whose caller a Ctrl-C stopped)."""
+        if sent:
+            return self._await(sent[0], "answer a transaction request")
 
         def transfer() -> Future[tuple[int, Any, str]] | None:
             if _queued(after):
                 return None  # still held for credit: asked again (``_written``)
             link = self._link_of(coordinator)
             delivery = link.send(Message(body=Described(descriptor, value)))
-            if sent is not None:
-                sent.append(True)
             outcome: Future[tuple[int, Any, str]] = Future()
             self._controls[delivery] = outcome
+            if sent is not None:
+                sent.append(outcome)
             return outcome
 
         outcome = self.call(transfer)
@@ -567,10 +577,13 @@ class AmqpTransport(ConnectionLifecycle):
         *,
         fail: bool,
         senders: Sequence[LinkHandle] = (),
+        sent: list[Future[tuple[int, Any, str]]] | None = None,
     ) -> None:
         """End transaction ``txn``: commit, or with ``fail`` roll back. A refused commit
         raises TransactionRolledBackError (the broker rolled it back); a commit whose
-        outcome was lost with the connection raises TransactionInDoubtError.
+        outcome was lost with the connection raises TransactionInDoubtError. ``sent``:
+        see ``_control`` (the same list given again carries on a discharge that a Ctrl-C
+        stopped; a second discharge of one transaction is refused by the broker).
 
         The discharge waits until Proton has written every transfer on ``senders`` (the
         transaction's): Proton holds a transfer beyond its link's credit, but writes the
@@ -578,7 +591,8 @@ class AmqpTransport(ConnectionLifecycle):
         first and then transfers naming a transaction that was over (Artemis closed the
         connection: "AMQ119014: Transaction not found"; seen with 1,000 sends in one
         transaction, 300 of them held)."""
-        sent: list[bool] = []
+        if sent is None:
+            sent = []
         try:
             state, _data, reason = self._control(
                 coordinator, _DISCHARGE, [txn, fail], sent, after=senders

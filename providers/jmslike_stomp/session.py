@@ -48,7 +48,7 @@ from jmslike_stomp.consumer import StompConsumer
 from jmslike_stomp.dialect import _broker_selector
 from jmslike_stomp.options import ACK_BATCH, CLIENT_WINDOW
 from jmslike_stomp.temporary import _DELETED_TEMPORARY, _TemporaryInbox
-from jmslike_stomp.transport import StompTransport, UnconfirmedError
+from jmslike_stomp.transport import Receipted, StompTransport, UnconfirmedError
 from jmslike_stomp.wire import FEED_ACK_DELAY
 
 log = logging.getLogger("jmslike.stomp")
@@ -61,6 +61,22 @@ __all__ = ["CLIENT_ACKNOWLEDGE", "StompSession"]
 CLIENT_ACKNOWLEDGE = 2
 
 
+class _Commit:
+    """A ``commit()`` under way: which transaction, the deliveries it finishes (their
+    transactional ACKs are undone if it is rolled back instead), its COMMIT frame
+    (``Receipted``: queued or not, and the waiter for its RECEIPT), and the SENDs whose
+    RECEIPTs it waits for once committed. Kept until the commit has done everything, so
+    a call that Ctrl-C stopped is carried on by the next one, from where it was."""
+
+    __slots__ = ("mark", "receipts", "tokens", "tx")
+
+    def __init__(self, tx: str, tokens: Sequence[Any]) -> None:
+        self.tx = tx
+        self.tokens = tokens
+        self.mark = Receipted()
+        self.receipts: list[tuple[str, Any]] | None = None
+
+
 class StompSession(ProviderSession):
     def __init__(
         self, connection: StompConnection, transacted: bool, acknowledge_mode: int
@@ -69,6 +85,8 @@ class StompSession(ProviderSession):
         self.transport = connection.transport
         self.transacted = transacted
         self._tx_lost = False
+        self._commit: _Commit | None = None
+        """The commit a Ctrl-C stopped, carried on by the next ``commit()``."""
         self.zombies: list[StompConsumer] = []
         """Consumers closed inside the transaction, unsubscribed when it ends."""
         # STOMP brokers count a delivery against the subscription's window until it is
@@ -114,11 +132,19 @@ class StompSession(ProviderSession):
             self._begin()
 
     def _begin(self) -> None:
+        """BEGIN the next transaction. Its id becomes the session's once the BEGIN is
+        queued (or failed with the connection): a Ctrl-C before that leaves the last one
+        in place, and no SEND goes in a transaction the broker never heard of."""
         if self._tx_receipts:  # of a transaction that ended without its commit's wait
             self.transport.forget_receipts(self._tx_receipts)
             self._tx_receipts = []
-        self._tx = f"tx-{uuid.uuid4().hex[:12]}"
-        self.transport.frame("BEGIN", {"transaction": self._tx}, confirm=False)
+        tx = f"tx-{uuid.uuid4().hex[:12]}"
+        try:
+            self.transport.frame("BEGIN", {"transaction": tx}, confirm=False)
+        except JMSException:
+            self._tx = tx
+            raise
+        self._tx = tx
 
     def send(self, destination: Destination, message: Message) -> None:
         self._send(destination, message)
@@ -166,6 +192,8 @@ class StompSession(ProviderSession):
         headers, body = encode(message, destination, dialect)
         headers["destination"] = self.connection.wire_name(destination)
         if self._tx is not None:
+            if self._commit is not None:
+                self._check_no_commit_sent("a send")
             headers["transaction"] = self._tx
         persistent = message.jms_delivery_mode == DeliveryMode.PERSISTENT
         # A persistent send returns only once the broker has it (no silent loss); inside
@@ -538,63 +566,78 @@ class StompSession(ProviderSession):
         self.connection.forget(token.key)
 
     def commit(self, tokens: Sequence[Any]) -> None:
+        """Commit ``tokens`` and the open transaction's SENDs. Where Ctrl-C stopped the
+        last call (``self._commit`` is left), this one carries it on instead of starting
+        over: a COMMIT that went is waited for, not sent again, and a transaction that
+        began since is not committed by it (see ``_Commit``)."""
         tx = self._tx
         if tx is None:
             raise JMSException("commit on a session that is not transacted")
         if self._tx_lost:
             self._tx_lost = False
+            self._commit = None
             raise TransactionRolledBackError(
                 f"the connection to STOMP broker {self.transport.address} was lost and "
                 "reconnected during this transaction: it was rolled back"
             )
-        try:
-            # An ACK joins the transaction only where the broker allows it and the
-            # delivery came over this connection; the others (Artemis ignores the
-            # transaction on ACK; RabbitMQ consumers have connections of their own) are
-            # acknowledged once the COMMIT is confirmed.
-            joined = self.connection.dialect.transactional_ack
-            later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
-            for token in tokens:
-                ack_id = token.ack_id
-                if joined and token.consumer.transport is self.transport and ack_id:
-                    self.transport.frame("ACK", {"id": ack_id, "transaction": tx}, confirm=False)
-            self.transport.frame("COMMIT", {"transaction": tx}, confirm=True)
-        except UnconfirmedError as exc:
-            self._next_transaction()
-            for token in tokens:
-                token.consumer.unfinished.pop(id(token), None)
-            raise TransactionInDoubtError(
-                f"STOMP COMMIT was sent to {self.transport.address} and not confirmed: "
-                f"it may have taken effect ({exc})"
-            ) from exc
-        except JMSException as exc:
-            # The broker's reason is what the caller needs, not the next BEGIN's failure
-            # on a connection the broker closed after refusing the COMMIT.
-            self._next_transaction()
-            raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
+        # An ACK joins the transaction only where the broker allows it and the delivery
+        # came over this connection; the others (Artemis ignores the transaction on ACK;
+        # RabbitMQ consumers have connections of their own) are acknowledged once the
+        # COMMIT is confirmed.
+        joined = self.connection.dialect.transactional_ack
+        later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
+        pending = self._commit
+        if pending is None or (pending.tx == tx and not pending.mark.queued):
+            pending = self._commit = _Commit(tx, tokens)
+        if pending.tx == tx:  # else it took effect, and the next transaction began
+            try:
+                if pending.mark.queued:  # before a Ctrl-C: its answer is this commit's
+                    self.transport.await_answer(pending.mark, "COMMIT")
+                else:
+                    self._write_commit(tx, tokens, joined, pending.mark)
+            except UnconfirmedError as exc:
+                self._commit = None
+                self._next_transaction()
+                for token in tokens:
+                    token.consumer.unfinished.pop(id(token), None)
+                raise TransactionInDoubtError(
+                    f"STOMP COMMIT was sent to {self.transport.address} and not confirmed: "
+                    f"it may have taken effect ({exc})"
+                ) from exc
+            except JMSException as exc:
+                # The broker's reason is what the caller needs, not the next BEGIN's
+                # failure on a connection the broker closed after refusing the COMMIT.
+                self._commit = None
+                self._next_transaction()
+                raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
         # Committed. What fails from here on does not undo it: a process frozen while it
         # waited for the RECEIPT found the connection gone when it woke, and the next
         # BEGIN's failure had been reported as this commit's rollback (a processed
         # message counted as given back, and never seen again).
-        held, self._tx_receipts = self._tx_receipts, []
+        if pending.receipts is None:
+            pending.receipts, self._tx_receipts = self._tx_receipts, []
+        held = pending.receipts
         unheld: JMSException | None = None
         try:
             self.transport.await_receipts(held)
         except JMSException as exc:
             unheld = exc
-        self._next_transaction()
+        if self._tx == tx:
+            self._next_transaction()
         for token in tokens:
             token.consumer.unfinished.pop(id(token), None)
             self.connection.forget(token.key)
         try:
             self.acknowledge(later)
         except JMSException as exc:
+            self._commit = None
             raise TransactionInDoubtError(
                 f"STOMP COMMIT to {self.transport.address} took effect, but the "
                 f"acknowledgement of {len(later)} received message(s) failed: they come "
                 f"again, flagged redelivered ({exc})"
             ) from exc
         self._detach_zombies()
+        self._commit = None
         if unheld is not None:
             raise TransactionInDoubtError(
                 f"STOMP COMMIT to {self.transport.address} took effect, but the broker did "
@@ -602,6 +645,28 @@ class StompSession(ProviderSession):
                 f"for (persistent ones, and all sent to quorum queues): some may be lost "
                 f"({unheld})"
             ) from unheld
+
+    def _write_commit(self, tx: str, tokens: Sequence[Any], joined: bool, mark: Receipted) -> None:
+        """The transaction's ACKs (where they join it), then its COMMIT, waited for. An
+        ACK queued by a call Ctrl-C stopped is not written again (``Queued``)."""
+        transport = self.transport
+        for token in tokens:
+            ack_id = token.ack_id
+            if joined and token.consumer.transport is transport and ack_id and not token.queued:
+                transport.frame("ACK", {"id": ack_id, "transaction": tx}, confirm=False, mark=token)
+        transport.frame("COMMIT", {"transaction": tx}, confirm=True, mark=mark)
+
+    def _check_no_commit_sent(self, what: str) -> None:
+        """Refuse ``what`` in a transaction whose COMMIT went before a Ctrl-C stopped
+        the ``commit()`` that sent it: the broker has committed it, or is doing so, and
+        refuses anything more in it (Artemis closes the connection)."""
+        pending = self._commit
+        if pending is not None and pending.mark.queued and pending.tx == self._tx:
+            raise IllegalStateError(
+                f"{what} after a commit() that was interrupted once its COMMIT had gone to "
+                f"STOMP broker {self.transport.address}: call commit() again first, to "
+                "finish it and learn its outcome"
+            )
 
     def _next_transaction(self) -> None:
         """Begin the next transaction; if the connection is gone, the next commit says so
@@ -614,7 +679,12 @@ class StompSession(ProviderSession):
     def rollback(self) -> None:
         if self._tx is None:
             return
+        self._check_no_commit_sent("rollback()")
         self._tx_lost = False
+        pending, self._commit = self._commit, None
+        if pending is not None:  # stopped before its COMMIT went: the ABORT undoes its ACKs
+            for token in pending.tokens:
+                token.queued = False
         try:
             self.transport.frame("ABORT", {"transaction": self._tx}, confirm=True)
         finally:
@@ -626,6 +696,9 @@ class StompSession(ProviderSession):
         if self._tx_receipts:
             self.transport.forget_receipts(self._tx_receipts)
             self._tx_receipts = []
+        pending = self._commit
+        if pending is not None and pending.mark.queued and pending.tx == self._tx:
+            self._tx = None  # committed, or its COMMIT is on its way: nothing to abort
         if self._tx is not None and self.transport.connected:
             self.transport.frame("ABORT", {"transaction": self._tx}, confirm=False)
             self._tx = None

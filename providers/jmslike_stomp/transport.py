@@ -55,7 +55,7 @@ from jmslike_stomp.wire import (
     parse_header_lines,
 )
 
-__all__ = ["FrameHandler", "Reconnect", "StompTransport"]
+__all__ = ["FrameHandler", "Receipted", "Reconnect", "StompTransport"]
 
 log = logging.getLogger("jmslike.stomp")
 
@@ -207,6 +207,22 @@ class _Waiter:
             self.event.set()
         else:
             self.done(error)
+
+
+class Receipted:
+    """A frame whose RECEIPT its caller waits for, told (``Queued``) once the frame is in
+    the outbox, and given the waiter for that RECEIPT: a call that Ctrl-C stopped while
+    it waited (a COMMIT, most often) can wait for the same answer again
+    (:meth:`StompTransport.await_answer`) instead of sending the frame a second time,
+    which the broker refuses (Artemis answers a second COMMIT of one transaction with
+    an ERROR and closes the connection)."""
+
+    __slots__ = ("queued", "receipt", "waiter")
+
+    def __init__(self) -> None:
+        self.queued = False
+        self.receipt = ""
+        self.waiter: _Waiter | None = None
 
 
 def _place_threads(conn: stomp.Connection12, placement: Placement) -> None:
@@ -761,6 +777,8 @@ class StompTransport:
             headers = {**headers, "receipt": receipt}
             what = command + (f" to {headers['destination']}" if "destination" in headers else "")
             waiter = self._waiters[receipt] = _Waiter(what, done, after=hold is not None)
+            if isinstance(mark, Receipted):
+                mark.receipt, mark.waiter = receipt, waiter
         errors_before = self._errors
         try:
             wire = self._wire
@@ -814,14 +832,24 @@ class StompTransport:
         if done is not None:
             return
         if waiter is not None:
-            if not waiter.event.wait(self._timeout):
-                self._waiters.pop(headers["receipt"], None)
-                raise UnconfirmedError(
-                    f"STOMP broker {self.address} did not confirm {command} within "
-                    f"{self._timeout} s"
-                )
-            if waiter.error is not None:
-                raise waiter.error
+            self._await(waiter, headers["receipt"], command)
+
+    def _await(self, waiter: _Waiter, receipt: str, command: str) -> None:
+        """Wait for ``waiter``'s RECEIPT (up to the timeout); raise what answered it."""
+        if not waiter.event.wait(self._timeout):
+            self._waiters.pop(receipt, None)
+            raise UnconfirmedError(
+                f"STOMP broker {self.address} did not confirm {command} within {self._timeout} s"
+            )
+        if waiter.error is not None:
+            raise waiter.error
+
+    def await_answer(self, mark: Receipted, command: str) -> None:
+        """The answer to a frame sent with ``mark`` (queued: ``mark.queued``), whose
+        sender a Ctrl-C stopped; at once if it came meanwhile."""
+        waiter = mark.waiter
+        assert waiter is not None, "a Receipted frame queued without its waiter"
+        self._await(waiter, mark.receipt, command)
 
     def _held_send_written(self, receipt: str, ok: bool) -> None:
         """A held asynchronous SEND went (its RECEIPT answers it) or could not be written:

@@ -642,5 +642,47 @@ def test_an_interrupted_acknowledge_loses_nothing(make_connection, unique) -> No
     _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
 
 
+def test_an_interrupted_commit_loses_nothing(make_connection, unique, require) -> None:
+    """API ``session.commit()`` under Ctrl-C: a KeyboardInterrupt at any call of
+    jmslike's or a provider's code inside it, then the program commits again (a notebook
+    cell run again) and goes on. The second commit finishes the first: the message the
+    transaction received is done, the message it sent arrives once, in order, and
+    nothing is stuck. Found: the session had already let go of what it received, so
+    the second commit had nothing to finish (AMQP 1.0 on Artemis: the queue's next
+    messages waited behind it until the connection closed); over STOMP it sent a second
+    COMMIT of the transaction, and Artemis closed the connection (AMQ339013)."""
+    conn = make_connection()
+    require(conn, "transactions")
+    source, target = f"queue://{unique('commit-in')}", f"queue://{unique('commit-out')}"
+    sender = conn.create_session()
+    feed = sender.create_producer(source)
+    session = conn.create_session(True)
+    consumer = session.create_consumer(source)
+    forward = session.create_producer(target)
+    conn.start()
+    got: list[Message] = []
+    point = 1
+    while True:  # one message a point, until a commit runs through every point
+        feed.send(sender.create_text_message(f"m{point}"))
+        message = consumer.receive(5)
+        assert message is not None, f"nothing received after an interrupt at call {point - 1}"
+        got.append(message)
+        forward.send(session.create_text_message(f"s{point}"))
+        try:
+            with interrupted_at(point, _jmslike_or_provider):
+                session.commit()
+        except Interrupt:
+            session.commit()
+            point += 1
+            continue
+        break
+    assert point > 3, "commit() made fewer calls than expected: the test tests nothing"
+    consumer.close()
+    got += left_on(conn, source)
+    _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
+    arrived = [m.text for m in left_on(conn, target)]
+    assert arrived == [f"s{i}" for i in range(1, point + 1)], " ".join(arrived)
+
+
 def _jmslike_or_provider(frame: types.FrameType) -> bool:
     return str(frame.f_globals.get("__name__", "")).startswith("jmslike")
