@@ -402,7 +402,13 @@ class ProviderSession(abc.ABC):
     @abc.abstractmethod
     def commit(self, tokens: Sequence[Any]) -> None:
         """Commit the transaction: its sends reach their destinations and ``tokens`` are
-        acknowledged, all at once. Raise TransactionRolledBackError if that failed."""
+        acknowledged, all at once. Raise TransactionRolledBackError if that failed.
+
+        A call stopped by KeyboardInterrupt (Ctrl-C) or a signal handler's SystemExit is
+        followed by another with the same tokens (and any received since), which must
+        carry the first on, not start over: a COMMIT or discharge already sent is waited
+        for, never sent twice (brokers refuse the second), and a send neither dropped
+        nor made twice. Until then ``rollback`` may refuse with IllegalStateError."""
 
     @abc.abstractmethod
     def rollback(self) -> None:

@@ -115,7 +115,7 @@ class AmqpSession(ProviderSession):
     def interrupted(self) -> None:
         """The connection's thread, as the connection is lost under a reconnect policy:
         the broker rolls back an open transaction with it."""
-        if self.transacted and (self._txn is not None or self._pending):
+        if self.transacted and (self._txn is not None or self._pending or self._kept):
             self.transaction_lost()
         self._txn = None  # declared on the lost connection's coordinator
 
@@ -241,7 +241,7 @@ class AmqpSession(ProviderSession):
             wire_group_seq=not connection.classic,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
-        if txn is not None and self._discharge[0] is txn and self._discharge[1]:
+        if self._discharge_sent(txn):
             raise IllegalStateError(
                 "a send after a commit() that was interrupted once its discharge had gone "
                 f"to AMQP broker {connection.transport.address}: call commit() again "
@@ -550,6 +550,7 @@ class AmqpSession(ProviderSession):
             # As over STOMP: what the transaction did before the loss is gone, so what
             # it did since goes too, and the application hears that it was rolled back.
             self._tx_lost = False
+            self._kept = None  # (sends it made before the loss stay: not atomic, kept.py)
             with contextlib.suppress(JMSException):
                 self.rollback()
             raise TransactionRolledBackError(
@@ -593,6 +594,8 @@ class AmqpSession(ProviderSession):
             transport.settle_all([(t.consumer.link, t.number) for t in tokens], txn=txn)
             if self._discharge[0] is not txn:
                 self._discharge = (txn, [])
+            else:
+                self._discharge_sent(txn)  # carrying on: what the stopped call queued ran
             try:
                 transport.discharge(
                     self._coordinator,
@@ -602,10 +605,23 @@ class AmqpSession(ProviderSession):
                     sent=self._discharge[1],
                 )
             except JMSException:
-                self._txn = None
+                self._txn, self._discharge = None, (None, [])
                 raise
-            self._txn = None
+            self._txn, self._discharge = None, (None, [])
         self._detach_zombies(give_back=False)
+
+    def _discharge_sent(self, txn: Any) -> bool:
+        """Whether a commit that a Ctrl-C stopped sent the discharge of ``txn``: then the
+        transaction is over, or ending, at the broker. A request that commit queued runs
+        on the connection's thread before this answers (one round there, only after such
+        a commit): a Ctrl-C between queuing it and waking that thread left it waiting for
+        the next call, and a send in the transaction went after it (Artemis: "AMQ119014:
+        Transaction not found", connection closed)."""
+        if txn is None or self._discharge[0] is not txn:
+            return False
+        if not self._discharge[1]:
+            self.connection.transport.call(lambda: None)
+        return bool(self._discharge[1])
 
     def _kept_transfer(
         self, send: tuple[Destination, Message], done: SendDone, made: Callable[[], None]
@@ -625,8 +641,7 @@ class AmqpSession(ProviderSession):
     def rollback(self) -> None:
         if not self.transacted:
             raise IllegalStateError("rollback on a session that is not transacted")
-        txn = self._txn
-        if txn is not None and self._discharge[0] is txn and self._discharge[1]:
+        if self._discharge_sent(self._txn):
             raise IllegalStateError(
                 "rollback() after a commit() that was interrupted once its discharge had "
                 f"gone to AMQP broker {self.connection.transport.address}: call commit() "
@@ -654,8 +669,9 @@ class AmqpSession(ProviderSession):
     def close(self) -> None:
         transport = self.connection.transport
         if self.transacted:
-            if self._txn is not None and self._discharge[0] is self._txn and self._discharge[1]:
-                self._txn = None  # its commit's discharge went: nothing to undo
+            with contextlib.suppress(JMSException):
+                if self._discharge_sent(self._txn):
+                    self._txn = None  # its commit's discharge went: nothing to undo
             with contextlib.suppress(JMSException):
                 self.rollback()
         for link in (*self._senders.values(), self._coordinator):

@@ -568,8 +568,9 @@ class StompSession(ProviderSession):
     def commit(self, tokens: Sequence[Any]) -> None:
         """Commit ``tokens`` and the open transaction's SENDs. Where Ctrl-C stopped the
         last call (``self._commit`` is left), this one carries it on instead of starting
-        over: a COMMIT that went is waited for, not sent again, and a transaction that
-        began since is not committed by it (see ``_Commit``)."""
+        over: a COMMIT that went is waited for, not sent again; and where the next
+        transaction had begun, the interrupted commit's work is ended first, then that
+        transaction committed (see ``_Commit``)."""
         tx = self._tx
         if tx is None:
             raise JMSException("commit on a session that is not transacted")
@@ -585,35 +586,47 @@ class StompSession(ProviderSession):
         # RabbitMQ consumers have connections of their own) are acknowledged once the
         # COMMIT is confirmed.
         joined = self.connection.dialect.transactional_ack
-        later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
         pending = self._commit
-        if pending is None or (pending.tx == tx and not pending.mark.queued):
+        if pending is not None and pending.tx != tx:
+            # It took effect, and this transaction began, before a Ctrl-C: end that one's
+            # work, then commit this one with what it has.
+            self._after_commit(pending, pending.tokens, joined)
+            ended = {id(token) for token in pending.tokens}
+            tokens = [token for token in tokens if id(token) not in ended]
+            pending = None
+        if pending is None or not pending.mark.queued:
             pending = self._commit = _Commit(tx, tokens)
-        if pending.tx == tx:  # else it took effect, and the next transaction began
-            try:
-                if pending.mark.queued:  # before a Ctrl-C: its answer is this commit's
-                    self.transport.await_answer(pending.mark, "COMMIT")
-                else:
-                    self._write_commit(tx, tokens, joined, pending.mark)
-            except UnconfirmedError as exc:
-                self._commit = None
-                self._next_transaction()
-                for token in tokens:
-                    token.consumer.unfinished.pop(id(token), None)
-                raise TransactionInDoubtError(
-                    f"STOMP COMMIT was sent to {self.transport.address} and not confirmed: "
-                    f"it may have taken effect ({exc})"
-                ) from exc
-            except JMSException as exc:
-                # The broker's reason is what the caller needs, not the next BEGIN's
-                # failure on a connection the broker closed after refusing the COMMIT.
-                self._commit = None
-                self._next_transaction()
-                raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
-        # Committed. What fails from here on does not undo it: a process frozen while it
+        try:
+            if pending.mark.queued:  # before a Ctrl-C: its answer is this commit's
+                self.transport.await_answer(pending.mark, "COMMIT")
+            else:
+                self._write_commit(tx, tokens, joined, pending.mark)
+        except UnconfirmedError as exc:
+            self._commit = None
+            self._next_transaction()
+            for token in tokens:
+                token.consumer.unfinished.pop(id(token), None)
+            raise TransactionInDoubtError(
+                f"STOMP COMMIT was sent to {self.transport.address} and not confirmed: "
+                f"it may have taken effect ({exc})"
+            ) from exc
+        except JMSException as exc:
+            # The broker's reason is what the caller needs, not the next BEGIN's failure
+            # on a connection the broker closed after refusing the COMMIT.
+            self._commit = None
+            self._next_transaction()
+            raise TransactionRolledBackError(f"STOMP COMMIT failed: {exc}") from exc
+        self._after_commit(pending, tokens, joined)
+
+    def _after_commit(self, pending: _Commit, tokens: Sequence[Any], joined: bool) -> None:
+        """What follows a confirmed COMMIT: its held SENDs' RECEIPTs, the next
+        transaction, the ACKs that did not join it. Each step may run again for a commit
+        that Ctrl-C stopped (``_Commit``)."""
+        # What fails from here on does not undo the commit: a process frozen while it
         # waited for the RECEIPT found the connection gone when it woke, and the next
         # BEGIN's failure had been reported as this commit's rollback (a processed
         # message counted as given back, and never seen again).
+        later = [t for t in tokens if not joined or t.consumer.transport is not self.transport]
         if pending.receipts is None:
             pending.receipts, self._tx_receipts = self._tx_receipts, []
         held = pending.receipts
@@ -622,7 +635,7 @@ class StompSession(ProviderSession):
             self.transport.await_receipts(held)
         except JMSException as exc:
             unheld = exc
-        if self._tx == tx:
+        if self._tx == pending.tx:
             self._next_transaction()
         for token in tokens:
             token.consumer.unfinished.pop(id(token), None)

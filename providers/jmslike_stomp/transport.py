@@ -849,6 +849,7 @@ class StompTransport:
         sender a Ctrl-C stopped; at once if it came meanwhile."""
         waiter = mark.waiter
         assert waiter is not None, "a Receipted frame queued without its waiter"
+        self.write_queued()  # the Ctrl-C may have come before the frame was written
         self._await(waiter, mark.receipt, command)
 
     def _held_send_written(self, receipt: str, ok: bool) -> None:

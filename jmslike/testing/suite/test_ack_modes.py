@@ -642,15 +642,21 @@ def test_an_interrupted_acknowledge_loses_nothing(make_connection, unique) -> No
     _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
 
 
-def test_an_interrupted_commit_loses_nothing(make_connection, unique, require) -> None:
+@pytest.mark.parametrize("then", ["commit", "send"])
+def test_an_interrupted_commit_loses_nothing(make_connection, unique, require, then) -> None:
     """API ``session.commit()`` under Ctrl-C: a KeyboardInterrupt at any call of
     jmslike's or a provider's code inside it, then the program commits again (a notebook
-    cell run again) and goes on. The second commit finishes the first: the message the
-    transaction received is done, the message it sent arrives once, in order, and
-    nothing is stuck. Found: the session had already let go of what it received, so
-    the second commit had nothing to finish (AMQP 1.0 on Artemis: the queue's next
-    messages waited behind it until the connection closed); over STOMP it sent a second
-    COMMIT of the transaction, and Artemis closed the connection (AMQ339013)."""
+    cell run again) and goes on; with ``then="send"`` it first forwards one more message
+    in the session (refused with IllegalStateError while the interrupted commit's COMMIT
+    is on its way: the program then commits, and sends). The second commit finishes the
+    first: the message the transaction received is done, every message it forwarded
+    arrives once, in order, and nothing is stuck. Found: the session had already let go
+    of what it received, so the second commit had nothing to finish (AMQP 1.0 on
+    Artemis: the queue's next messages waited behind it until the connection closed);
+    over STOMP it sent a second COMMIT of the transaction, which Classic refused
+    ("Invalid transaction id") and after which Artemis closed the connection
+    (AMQ339013); over AMQP 1.0 a send after it went into a transaction already
+    discharged (Artemis: AMQ119014, connection closed)."""
     conn = make_connection()
     require(conn, "transactions")
     source, target = f"queue://{unique('commit-in')}", f"queue://{unique('commit-out')}"
@@ -661,6 +667,7 @@ def test_an_interrupted_commit_loses_nothing(make_connection, unique, require) -
     forward = session.create_producer(target)
     conn.start()
     got: list[Message] = []
+    forwarded: list[str] = []
     point = 1
     while True:  # one message a point, until a commit runs through every point
         feed.send(sender.create_text_message(f"m{point}"))
@@ -668,10 +675,18 @@ def test_an_interrupted_commit_loses_nothing(make_connection, unique, require) -
         assert message is not None, f"nothing received after an interrupt at call {point - 1}"
         got.append(message)
         forward.send(session.create_text_message(f"s{point}"))
+        forwarded.append(f"s{point}")
         try:
             with interrupted_at(point, _jmslike_or_provider):
                 session.commit()
         except Interrupt:
+            if then == "send":
+                try:
+                    forward.send(session.create_text_message(f"t{point}"))
+                except jmslike.IllegalStateError:
+                    session.commit()
+                    forward.send(session.create_text_message(f"t{point}"))
+                forwarded.append(f"t{point}")
             session.commit()
             point += 1
             continue
@@ -681,7 +696,7 @@ def test_an_interrupted_commit_loses_nothing(make_connection, unique, require) -
     got += left_on(conn, source)
     _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
     arrived = [m.text for m in left_on(conn, target)]
-    assert arrived == [f"s{i}" for i in range(1, point + 1)], " ".join(arrived)
+    assert arrived == forwarded, " ".join(arrived)
 
 
 def _jmslike_or_provider(frame: types.FrameType) -> bool:
