@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import types
+from collections.abc import Callable
 
 import pytest
 
@@ -617,29 +618,52 @@ def test_an_interrupted_acknowledge_loses_nothing(make_connection, unique) -> No
     conn = make_connection()
     queue = f"queue://{unique('interrupted-ack')}"
     sender = conn.create_session()
-    producer = sender.create_producer(queue)
     session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
     consumer = session.create_consumer(queue)
     conn.start()
+    got, rounds = _each_call_interrupted(
+        sender,
+        sender.create_producer(queue),
+        consumer,
+        lambda message, _round: None,
+        lambda message: message.acknowledge(),
+        lambda message, _round: message.acknowledge(),
+    )
+    consumer.close()
+    got += left_on(conn, queue)
+    _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, rounds + 1)])
+
+
+def _each_call_interrupted(
+    sender: jmslike.Session,
+    producer: jmslike.MessageProducer,
+    consumer: jmslike.MessageConsumer,
+    before: Callable[[Message, int], None],
+    finish: Callable[[Message], None],
+    again: Callable[[Message, int], None],
+) -> tuple[list[Message], int]:
+    """Rounds of one message each (``m1``, ``m2``, ...): send it, receive it,
+    ``before(message, round)``, then ``finish(message)`` with KeyboardInterrupt raised
+    at the round's call (1, 2, ...) of jmslike's or a provider's code inside it, and
+    ``again(message, round)`` after an interrupt; until a finish runs through. Returns
+    the messages received and the number of rounds."""
     got: list[Message] = []
     point = 1
-    while True:  # one message a point, until an acknowledge runs through every point
+    while True:
         producer.send(sender.create_text_message(f"m{point}"))
         message = consumer.receive(5)
         assert message is not None, f"nothing received after an interrupt at call {point - 1}"
         got.append(message)
+        before(message, point)
         try:
             with interrupted_at(point, _jmslike_or_provider):
-                message.acknowledge()
+                finish(message)
         except Interrupt:
-            message.acknowledge()
+            again(message, point)
             point += 1
             continue
-        break
-    assert point > 3, "acknowledge() made fewer calls than expected: the test tests nothing"
-    consumer.close()
-    got += left_on(conn, queue)
-    _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
+        assert point > 3, "the call made fewer calls than expected: the test tests nothing"
+        return got, point
 
 
 @pytest.mark.parametrize("then", ["commit", "send"])
@@ -661,40 +685,36 @@ def test_an_interrupted_commit_loses_nothing(make_connection, unique, require, t
     require(conn, "transactions")
     source, target = f"queue://{unique('commit-in')}", f"queue://{unique('commit-out')}"
     sender = conn.create_session()
-    feed = sender.create_producer(source)
     session = conn.create_session(True)
     consumer = session.create_consumer(source)
     forward = session.create_producer(target)
     conn.start()
-    got: list[Message] = []
     forwarded: list[str] = []
-    point = 1
-    while True:  # one message a point, until a commit runs through every point
-        feed.send(sender.create_text_message(f"m{point}"))
-        message = consumer.receive(5)
-        assert message is not None, f"nothing received after an interrupt at call {point - 1}"
-        got.append(message)
-        forward.send(session.create_text_message(f"s{point}"))
-        forwarded.append(f"s{point}")
-        try:
-            with interrupted_at(point, _jmslike_or_provider):
+
+    def send(text: str) -> None:
+        forward.send(session.create_text_message(text))
+        forwarded.append(text)
+
+    def again(_message: Message, number: int) -> None:
+        if then == "send":
+            try:
+                send(f"t{number}")
+            except jmslike.IllegalStateError:
                 session.commit()
-        except Interrupt:
-            if then == "send":
-                try:
-                    forward.send(session.create_text_message(f"t{point}"))
-                except jmslike.IllegalStateError:
-                    session.commit()
-                    forward.send(session.create_text_message(f"t{point}"))
-                forwarded.append(f"t{point}")
-            session.commit()
-            point += 1
-            continue
-        break
-    assert point > 3, "commit() made fewer calls than expected: the test tests nothing"
+                send(f"t{number}")
+        session.commit()
+
+    got, rounds = _each_call_interrupted(
+        sender,
+        sender.create_producer(source),
+        consumer,
+        lambda _message, number: send(f"s{number}"),
+        lambda _message: session.commit(),
+        again,
+    )
     consumer.close()
     got += left_on(conn, source)
-    _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, point + 1)])
+    _each_in_order_repeats_flagged(got, [f"m{i}" for i in range(1, rounds + 1)])
     arrived = [m.text for m in left_on(conn, target)]
     assert arrived == forwarded, " ".join(arrived)
 
