@@ -703,8 +703,9 @@ class Session:
 
     def _hold_again(self, held: list[_Held]) -> None:
         """Ctrl-C (or a signal handler's SystemExit) stopped an ``acknowledge()`` or
-        ``commit()`` before the provider took ``held``: the session holds them again,
-        ahead of any received since, so that the next call (or the close) finishes them.
+        ``commit()`` before the provider was done with ``held``: the session holds them
+        again, ahead of any received since, so that the next call (or the close)
+        finishes them; the provider carries on from where it was.
         Before, they were no longer tracked: the next call had nothing to do, and over
         AMQP 1.0 they came again unflagged. A provider gives none of them a second
         acknowledgement (``ProviderSession.acknowledge``; ``_unfinished_last``)."""

@@ -693,10 +693,11 @@ class StompTransport:
             raise ConnectionFailedError(f"STOMP ACK to {self.address} failed: {exc}") from exc
 
     def write_queued(self) -> None:
-        """Write what the outbox holds now: an ACK that a call stopped by Ctrl-C queued
-        (``Queued``) waits there for the next frame written otherwise, and over STOMP
-        that ACK is what lets the broker deliver the next message. A failed write is the
-        connection's failure, which its reader reports."""
+        """Write what the outbox holds now: a frame that a call stopped by Ctrl-C queued
+        (``Queued``) waits there for the next frame written otherwise; an ACK is what
+        lets the broker deliver the next message over STOMP, and a COMMIT's RECEIPT is
+        waited for. A failed write is the connection's failure, which its reader
+        reports."""
         wire = self._wire
         if wire is not None and wire.writes and self.connected:
             with contextlib.suppress(NotConnectedException, OSError, AttributeError):

@@ -288,13 +288,14 @@ def _set_no_delay(sock: Any) -> None:
 
 
 class Queued(Protocol):
-    """What a frame is for (a delivery whose ACK it is), told once the frame is in the
-    outbox: from then on it goes to the broker without another call, so a caller that a
-    KeyboardInterrupt (Ctrl-C) stopped half-way must not queue it again (a second ACK of
-    one message makes RabbitMQ close the connection, and Classic and Artemis answer
-    with an ERROR). The flag is set right after the frame is queued, with no Python call
-    between, where CPython raises a KeyboardInterrupt (a function starting, a loop going
-    round); a Ctrl-C landing exactly between the two is the remaining window."""
+    """What a frame is for (a delivery whose ACK it is, a commit whose COMMIT), told once
+    the frame is in the outbox: from then on it goes to the broker without another call,
+    so a caller that a KeyboardInterrupt (Ctrl-C) stopped half-way must not queue it
+    again (a second ACK of one message makes RabbitMQ close the connection, and Classic
+    and Artemis answer with an ERROR; both refuse a second COMMIT). The flag is set
+    right after the frame is queued, with no Python call between, where CPython raises
+    a KeyboardInterrupt (a function starting, a loop going round); a Ctrl-C landing
+    exactly between the two is the remaining window."""
 
     queued: bool
 
