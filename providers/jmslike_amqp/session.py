@@ -241,7 +241,7 @@ class AmqpSession(ProviderSession):
             wire_group_seq=not connection.classic,
         )
         txn = self._transaction() if self._coordinator is not None and not alone else None
-        if self._discharge_sent(txn):
+        if txn is not None and self._discharge[0] is txn and self._discharge_sent(txn):
             raise IllegalStateError(
                 "a send after a commit() that was interrupted once its discharge had gone "
                 f"to AMQP broker {connection.transport.address}: call commit() again "
