@@ -151,12 +151,30 @@ class Broker:
             channel.store = self.store
         return channel
 
-    def _enqueue(self, channel: Channel, message: Message, origin: Hashable, now: float) -> None:
-        """Store a persistent message first (a failed write sends nothing), then queue it."""
+    def _enqueue(
+        self,
+        channel: Channel,
+        message: Message,
+        origin: Hashable,
+        now: float,
+        done: dict[tuple[str, str], int | None] | None = None,
+    ) -> None:
+        """Store a persistent message first (a failed write sends nothing), then queue it.
+        ``done``: a commit's record for this send (``commit``): its row once stored, and
+        that it is queued, per channel, so that a commit Ctrl-C stopped and carried on
+        neither stores nor queues it twice (each noted with no call after the step)."""
+        if done is not None and ("queued", channel.name) in done:
+            return
         row = None
         if channel.store is not None and message.jms_delivery_mode == DeliveryMode.PERSISTENT:
-            row = channel.store.add(channel.name, message)
+            row = None if done is None else done.get(("row", channel.name))
+            if row is None:
+                row = channel.store.add(channel.name, message)
+                if done is not None:
+                    done["row", channel.name] = row
         channel.enqueue(message, origin, now, row)
+        if done is not None:
+            done["queued", channel.name] = row
         if channel.waiting:
             channel.dispatch(now)
 
@@ -239,7 +257,12 @@ class Broker:
             lock.release()
 
     def _route(
-        self, destination: Destination, message: Message, origin: Hashable, now: float
+        self,
+        destination: Destination,
+        message: Message,
+        origin: Hashable,
+        now: float,
+        done: dict[tuple[str, str], int | None] | None = None,
     ) -> None:
         if destination.is_topic:
             if destination.is_temporary and str(destination) not in self._temporary:
@@ -257,32 +280,33 @@ class Broker:
                         continue
                 # Each subscription hands its message object to a consumer: share none.
                 copy = message if first else message._copy(stored=True)
-                self._enqueue(sub.channel, copy, origin, now)
+                self._enqueue(sub.channel, copy, origin, now, done)
                 first = False
             return
-        self._enqueue(self._queue(destination), message, origin, now)
+        self._enqueue(self._queue(destination), message, origin, now, done)
 
     def commit(
         self,
-        sends: deque[tuple[Destination, Message]],
+        sends: deque[tuple[Destination, Message, dict[tuple[str, str], int | None]]],
         acks: Iterable[Entry],
         origin: Hashable,
     ) -> None:
         """A transaction's sends and acknowledgements, applied at once (ORD-8). Each send
         is taken off ``sends`` once routed, so that a commit a KeyboardInterrupt stopped
-        is finished by the next call with the same deque, routing none twice (an
-        acknowledgement finished twice is finished once: ``Channel.finish``)."""
+        is finished by the next call with the same deque, routing none twice (each send's
+        record says which channels have it: ``_enqueue``; an acknowledgement finished
+        twice is finished once: ``Channel.finish``)."""
         now = time.time()
         with self.lock:
-            for destination, _message in sends:  # check first: all or nothing
+            for destination, _message, _done in sends:  # check first: all or nothing
                 if destination.is_temporary and str(destination) not in self._temporary:
                     raise InvalidDestinationError(
                         f"temporary destination {destination} no longer exists"
                     )
             with self._transaction():
                 while sends:
-                    destination, message = sends[0]
-                    self._route(destination, message, origin, now)
+                    destination, message, done = sends[0]
+                    self._route(destination, message, origin, now, done)
                     sends.popleft()  # (no call since the route: see FileStore.transaction)
                 self._finish_locked(acks, now)
 

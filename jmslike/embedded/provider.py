@@ -58,14 +58,16 @@ class EmbeddedSession(ProviderSession):
         self._connection = connection
         self._broker = connection.broker
         self._transacted = transacted
-        self._pending: deque[tuple[Destination, Message]] = deque()
-        """The transaction's sends; the broker takes each off as it routes it."""
+        self._pending: deque[tuple[Destination, Message, dict[tuple[str, str], int | None]]]
+        self._pending = deque()
+        """The transaction's sends, each with its routing record (``Broker._enqueue``);
+        the broker takes each off as it routes it."""
         self._dlq = Queue(connection.settings.dead_letter_queue)
 
     def send(self, destination: Destination, message: Message) -> None:
         snapshot = message._copy(stored=True)  # the broker copies it for each delivery
         if self._transacted:
-            self._pending.append((destination, snapshot))
+            self._pending.append((destination, snapshot, {}))
         else:
             self._broker.send(destination, snapshot, self._connection.key)
 
