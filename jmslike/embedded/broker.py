@@ -51,7 +51,15 @@ from jmslike.ordering import refuse_strict_consumer
 from jmslike.selector import Selector, message_lookup, parse_selector
 from jmslike.spi.messages import DLQ_REASON
 
-__all__ = ["DLQ_REASON", "Broker", "Subscription", "drop_broker", "get_broker", "release_broker"]
+__all__ = [
+    "DLQ_REASON",
+    "Broker",
+    "Routed",
+    "Subscription",
+    "drop_broker",
+    "get_broker",
+    "release_broker",
+]
 
 log = logging.getLogger("jmslike.embedded")
 
@@ -70,6 +78,17 @@ class Subscription:
     durable: bool
     shared: bool
     consumers: int = 0
+
+
+class Routed:
+    """How far a transaction's send got in a commit (``Broker.commit``): the store rows
+    written for it and the channels that queued it, by channel name."""
+
+    __slots__ = ("queued", "rows")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+        self.queued: set[str] = set()
 
 
 class Broker:
@@ -157,24 +176,24 @@ class Broker:
         message: Message,
         origin: Hashable,
         now: float,
-        done: dict[tuple[str, str], int | None] | None = None,
+        done: Routed | None = None,
     ) -> None:
         """Store a persistent message first (a failed write sends nothing), then queue it.
-        ``done``: a commit's record for this send (``commit``): its row once stored, and
-        that it is queued, per channel, so that a commit Ctrl-C stopped and carried on
-        neither stores nor queues it twice (each noted with no call after the step)."""
-        if done is not None and ("queued", channel.name) in done:
+        ``done``: a commit's record for this send (``commit``), so that a commit Ctrl-C
+        stopped and carried on neither stores nor queues it twice (each step noted with
+        no call after it)."""
+        if done is not None and channel.name in done.queued:
             return
         row = None
         if channel.store is not None and message.jms_delivery_mode == DeliveryMode.PERSISTENT:
-            row = None if done is None else done.get(("row", channel.name))
+            row = None if done is None else done.rows.get(channel.name)
             if row is None:
                 row = channel.store.add(channel.name, message)
                 if done is not None:
-                    done["row", channel.name] = row
+                    done.rows[channel.name] = row
         channel.enqueue(message, origin, now, row)
         if done is not None:
-            done["queued", channel.name] = row
+            done.queued.add(channel.name)
         if channel.waiting:
             channel.dispatch(now)
 
@@ -262,7 +281,7 @@ class Broker:
         message: Message,
         origin: Hashable,
         now: float,
-        done: dict[tuple[str, str], int | None] | None = None,
+        done: Routed | None = None,
     ) -> None:
         if destination.is_topic:
             if destination.is_temporary and str(destination) not in self._temporary:
@@ -287,7 +306,7 @@ class Broker:
 
     def commit(
         self,
-        sends: deque[tuple[Destination, Message, dict[tuple[str, str], int | None]]],
+        sends: deque[tuple[Destination, Message, Routed]],
         acks: Iterable[Entry],
         origin: Hashable,
     ) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from jmslike.config import ConfigurationError, FactorySettings, ParsedURL, parse_flag
 from jmslike.destination import Destination, Queue, TemporaryQueue, TemporaryTopic
-from jmslike.embedded.broker import Broker, Subscription, get_broker, release_broker
+from jmslike.embedded.broker import Broker, Routed, Subscription, get_broker, release_broker
 from jmslike.embedded.channel import ConsumerSlot, Entry, StrictChannel
 from jmslike.errors import JMSException, TransactionInProgressError
 from jmslike.message import DeliveryMode, Message
@@ -58,8 +58,7 @@ class EmbeddedSession(ProviderSession):
         self._connection = connection
         self._broker = connection.broker
         self._transacted = transacted
-        self._pending: deque[tuple[Destination, Message, dict[tuple[str, str], int | None]]]
-        self._pending = deque()
+        self._pending: deque[tuple[Destination, Message, Routed]] = deque()
         """The transaction's sends, each with its routing record (``Broker._enqueue``);
         the broker takes each off as it routes it."""
         self._dlq = Queue(connection.settings.dead_letter_queue)
@@ -67,7 +66,7 @@ class EmbeddedSession(ProviderSession):
     def send(self, destination: Destination, message: Message) -> None:
         snapshot = message._copy(stored=True)  # the broker copies it for each delivery
         if self._transacted:
-            self._pending.append((destination, snapshot, {}))
+            self._pending.append((destination, snapshot, Routed()))
         else:
             self._broker.send(destination, snapshot, self._connection.key)
 
